@@ -1,0 +1,76 @@
+// vipd's configuration as validated values (apiVersion vipd.io/v1alpha1, kind
+// SpeakerConfiguration). Parsing and validation are pure (config_parser.h); the daemon and the
+// bootstrap renderer share them, so there is exactly one schema.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bgp/ip_address.h"
+#include "bgp/message.h"
+
+namespace vipd::config {
+
+using std::chrono::milliseconds;
+
+struct Community {
+  uint16_t asn = 0;
+  uint16_t value = 0;
+  uint32_t wire() const { return (uint32_t{asn} << 16) | value; }
+  auto operator<=>(const Community&) const = default;
+};
+
+struct Vip {
+  bgp::Prefix prefix;             // /32 or /128, host bits exact
+  std::string interface = "lo";  // where the address must be bound
+  auto operator<=>(const Vip&) const = default;
+};
+
+struct Peer {
+  bgp::IpAddress address;
+  uint32_t asn = 0;
+  uint16_t port = 179;
+  std::optional<bgp::IpAddress> sourceAddress;  // bind() before connect; also the IPv4 next hop
+  milliseconds holdTime{9000};                  // 0, or >= 3s; whole seconds
+  milliseconds keepaliveTime{3000};             // default holdTime / 3
+  milliseconds connectRetryTime{1000};          // first retry; backs off to kMaxConnectRetry
+  uint8_t ebgpMultihop = 0;                     // 0 = directly connected (TTL 1 on eBGP)
+  std::optional<bgp::IpAddress> nextHopIpv6;    // IPv6 next hop for /128 VIPs
+  auto operator<=>(const Peer&) const = default;
+};
+
+inline constexpr milliseconds kMaxConnectRetry{30000};
+
+struct Control {
+  std::string socket = "/run/vipd/vipd.sock";
+  auto operator<=>(const Control&) const = default;
+};
+
+// Accepting BGP connections is off by default: vipd dials out, so it never competes with a CNI's
+// BGP daemon for port 179. When on, an incoming connection from a configured peer is accepted and
+// collisions are resolved as RFC 4271 section 6.8 says.
+struct Listen {
+  bool enabled = false;
+  bgp::IpAddress address = bgp::IpAddress::v4(0u);  // 0.0.0.0 = every local address
+  uint16_t port = 179;
+  auto operator<=>(const Listen&) const = default;
+};
+
+struct Config {
+  std::string apiVersion;  // "vipd.io/v1alpha1"
+  std::string kind;        // "SpeakerConfiguration"
+  bgp::IpAddress routerId;
+  uint32_t localAsn = 0;
+  std::vector<Vip> vips;
+  std::vector<Community> communities;
+  std::vector<bgp::LargeCommunity> largeCommunities;
+  std::vector<Peer> peers;
+  Listen listen;
+  Control control;
+  auto operator<=>(const Config&) const = default;
+};
+
+}  // namespace vipd::config
