@@ -1,0 +1,230 @@
+// The BGP session state machine of RFC 4271 section 8, for one configured peer.
+//
+// Pure: the FSM owns no socket and no timer and reads no clock. The daemon feeds it events
+// (start/stop, TCP outcomes, received bytes, timer expiries) and carries out the Actions it
+// returns, in order. Time exists only as Arm/Cancel actions and onTimer events, so tests drive it
+// deterministically.
+//
+// It also owns what this session has advertised: the daemon says which prefixes should be
+// announced (setAnnouncements) and the FSM sends the difference once Established, followed by
+// End-of-RIB after the initial announcement, and resends everything on ROUTE-REFRESH.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <set>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "bgp/codec.h"
+#include "bgp/message.h"
+#include "bgp/message_framer.h"
+#include "bgp/update_builder.h"
+
+namespace vipd::bgp {
+
+using std::chrono::milliseconds;
+
+enum class SessionState { Idle, Connect, Active, OpenSent, OpenConfirm, Established };
+std::string_view sessionStateName(SessionState state);
+
+enum class TimerKind { ConnectRetry, Hold, Keepalive };
+std::string_view timerName(TimerKind timer);
+
+// ---- Actions: what the daemon must do, in order ----
+
+// Open a TCP connection to the peer (any previous one is already closed).
+struct Connect {};
+// Write these bytes (one whole message) to the current connection.
+struct Send {
+  MessageType type;
+  std::vector<uint8_t> bytes;
+};
+// (Re)start a timer; a timer already running with this kind is replaced.
+struct Arm {
+  TimerKind timer;
+  milliseconds after;
+};
+struct Cancel {
+  TimerKind timer;
+};
+// Close the current connection once everything queued by earlier Sends has been written.
+struct Disconnect {
+  std::string reason;
+};
+// Collision handling (RFC 4271 section 6.8), only with listening enabled. The incoming connection
+// the daemon is holding becomes the current connection (the old one was closed by a Disconnect
+// just before).
+struct AdoptIncoming {};
+// Write `bytes` (a NOTIFICATION, possibly empty) on the held incoming connection and close it.
+struct RejectIncoming {
+  std::vector<uint8_t> bytes;
+  std::string reason;
+};
+// Keep the incoming connection open and pass its first message to onIncomingMessage.
+struct HoldIncoming {};
+// The session changed state; for logs, metrics and status. `reason` is one sentence.
+struct StateChanged {
+  SessionState from;
+  SessionState to;
+  std::string reason;
+};
+
+// Something the operator should see that is not a state change, e.g. an RFC 7606
+// treat-as-withdraw on a received UPDATE.
+struct Notice {
+  std::string text;
+};
+
+using Action = std::variant<Connect, Send, Arm, Cancel, Disconnect, AdoptIncoming, RejectIncoming,
+                            HoldIncoming, StateChanged, Notice>;
+using Actions = std::vector<Action>;
+
+// ---- Configuration and counters ----
+
+struct SessionConfig {
+  uint32_t localAsn = 0;
+  uint32_t peerAsn = 0;
+  uint32_t routerId = 0;  // host order; never zero (config validation)
+  std::chrono::seconds holdTime{9};  // proposed; 0 disables keepalives
+  std::chrono::seconds keepaliveTime{3};
+  milliseconds connectRetryTime{1000};  // first retry interval
+  milliseconds maxConnectRetryTime{30000};
+  // Hold time while waiting for the peer's OPEN (RFC 4271 section 8.2.2 suggests 4 minutes).
+  milliseconds openHoldTime{240000};
+  std::vector<AfiSafi> families;  // advertised in the multiprotocol capability
+  // Route attributes; nextHopV4/V6 are filled from the connection when not configured.
+  OutboundAttributes outbound;
+  uint64_t jitterSeed = 0;
+};
+
+// Counters for status and metrics. Received UPDATEs are validated and counted, never stored.
+struct SessionCounters {
+  uint64_t messagesSent[6] = {};      // indexed by MessageType
+  uint64_t messagesReceived[6] = {};  // indexed by MessageType
+  uint64_t prefixesReceived = 0;      // NLRI announced to us (counted, not kept)
+  uint64_t withdrawalsReceived = 0;
+  uint64_t treatAsWithdraw = 0;  // RFC 7606 outcomes
+  uint64_t attributeDiscard = 0;
+  uint64_t endOfRibReceived = 0;
+  uint64_t routeRefreshReceived = 0;
+  uint64_t establishedTransitions = 0;
+  std::optional<NotificationMessage> lastNotificationSent;
+  std::optional<NotificationMessage> lastNotificationReceived;
+};
+
+// What the OPEN exchange settled.
+struct Negotiated {
+  uint32_t peerAsn = 0;
+  uint32_t peerRouterId = 0;
+  std::chrono::seconds holdTime{0};
+  std::chrono::seconds keepaliveTime{0};
+  bool fourOctetAs = false;
+  bool routeRefresh = false;
+  std::vector<AfiSafi> families;  // both sides advertised
+  std::optional<GracefulRestartCapability> peerGracefulRestart;
+};
+
+class SessionFsm {
+ public:
+  explicit SessionFsm(SessionConfig config);
+
+  // ManualStart (event 1): leave Idle and dial the peer.
+  [[nodiscard]] Actions start();
+  // ManualStop (event 2): send Cease 6/2 with `shutdownCommunication` (RFC 9003) if a session
+  // is open, close, and stay Idle until start() is called again.
+  [[nodiscard]] Actions stop(std::string_view shutdownCommunication);
+
+  // The outbound connection is up (event 16/17). `local` is the connection's local address.
+  [[nodiscard]] Actions onConnected(const IpAddress& local);
+  // The outbound connection attempt failed (event 18).
+  [[nodiscard]] Actions onConnectFailed(std::string_view why);
+  // The current connection closed or failed (event 18 after establishment).
+  [[nodiscard]] Actions onClosed(std::string_view why);
+  // Bytes arrived on the current connection.
+  [[nodiscard]] Actions onBytes(std::span<const uint8_t> bytes);
+  // A timer armed earlier expired. Expiries the FSM no longer expects are ignored.
+  [[nodiscard]] Actions onTimer(TimerKind timer);
+
+  // The peer connected to us (listening enabled). Returns AdoptIncoming (it becomes the session),
+  // HoldIncoming (collision: wait for its OPEN) or RejectIncoming.
+  [[nodiscard]] Actions onIncomingConnection(const IpAddress& local);
+  // Bytes arrived on a held incoming connection: once its OPEN is complete the collision is
+  // resolved by BGP Identifier (RFC 4271 section 6.8).
+  [[nodiscard]] Actions onIncomingBytes(std::span<const uint8_t> bytes);
+
+  // The set of prefixes this session should announce. Sends the difference when Established.
+  [[nodiscard]] Actions setAnnouncements(std::set<Prefix> prefixes);
+  // Switch the drain marking (GRACEFUL_SHUTDOWN, RFC 8326) and re-announce if it changed.
+  [[nodiscard]] Actions setGracefulShutdown(bool on);
+
+  SessionState state() const { return state_; }
+  const SessionCounters& counters() const { return counters_; }
+  const std::optional<Negotiated>& negotiated() const { return negotiated_; }
+  const std::string& lastError() const { return lastError_; }
+  // Prefixes the peer currently has from us.
+  const std::set<Prefix>& advertised() const { return advertised_; }
+  // The interval the next ConnectRetry will use (backoff state), for status.
+  milliseconds currentRetryInterval() const { return retryInterval_; }
+
+ private:
+  void openConnection(Actions& out, const IpAddress& local);
+  void beginConnect(Actions& out, std::string reason);
+  void handleReceivedNotification(Actions& out, const NotificationMessage& notification);
+  void handleRouteRefresh(Actions& out, const RouteRefreshMessage& refresh);
+  void fsmError(Actions& out, uint8_t subcode, MessageType received);
+  void rejectIncoming(Actions& out, std::optional<NotificationMessage> notification,
+                      std::string reason);
+  void handleMessage(Actions& out, std::span<const uint8_t> wire);
+  void handleOpen(Actions& out, const OpenMessage& open);
+  void handleUpdate(Actions& out, const DecodedMessage& decoded);
+  // Validates a received OPEN against the config; fills negotiated_ or returns the error.
+  std::optional<DecodeError> acceptOpen(const OpenMessage& open);
+  OpenMessage buildOpen() const;
+
+  void send(Actions& out, const Message& message);
+  void sendNotification(Actions& out, NotificationMessage notification);
+  // Tear down after an error: NOTIFICATION (if any) is already queued; close, go Idle and arm
+  // the automatic restart with backoff.
+  void failSession(Actions& out, std::string reason);
+  void transition(Actions& out, SessionState to, std::string reason);
+  void enterEstablished(Actions& out);
+  void armConnectRetry(Actions& out);
+  void armKeepalive(Actions& out);
+  void restartHoldTimer(Actions& out);
+  void cancelAll(Actions& out);
+  void resetConnectionState();
+  void announceDifference(Actions& out);
+  void announceAll(Actions& out);
+  void sendAnnouncements(Actions& out, const std::set<Prefix>& prefixes);
+  std::set<Prefix> sendable(const std::set<Prefix>& prefixes) const;
+  bool hasSession() const;
+  milliseconds jittered(milliseconds base);
+  CodecOptions codecOptions() const;
+
+  SessionConfig config_;
+  SessionState state_ = SessionState::Idle;
+  bool stopped_ = true;  // ManualStop: no automatic restart
+  milliseconds retryInterval_;
+  std::mt19937_64 rng_;
+
+  MessageFramer framer_;
+  std::optional<MessageFramer> incomingFramer_;
+  std::optional<IpAddress> incomingLocal_;
+  std::optional<IpAddress> localAddress_;
+  std::optional<Negotiated> negotiated_;
+  OutboundAttributes outbound_;  // config_.outbound with next hops resolved for this connection
+
+  std::set<Prefix> desired_;
+  std::set<Prefix> advertised_;
+  bool gracefulShutdown_ = false;
+
+  SessionCounters counters_;
+  std::string lastError_;
+};
+
+}  // namespace vipd::bgp
