@@ -1,0 +1,1246 @@
+"""End-to-end test lab for vipd: network namespaces, daemons and real BGP peers.
+
+Stdlib only. Every test builds its own namespaces (named vt<pid>-<name>, so runs can overlap),
+starts daemons inside them with logs in a per-test temp dir, and tears everything down by PID on
+any exit path (try/finally via the Lab context manager, atexit, and SIGTERM/SIGINT/SIGHUP).
+
+Exit codes (meson): 0 pass, 1 fail, 77 skip. Skip only when not root or a peer binary is missing,
+and never when CI=true (then a missing prerequisite is a failure).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import ipaddress
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional
+
+E2E_DIR = os.path.dirname(os.path.abspath(__file__))
+BUILD_DIR = os.environ.get("VIPD_BUILD_DIR", "/work/main/build")
+FRR_DIR = "/usr/lib/frr"
+
+VIP4 = "203.0.113.10/32"
+VIP6 = "2001:db8:ffff::10/128"
+COMMUNITIES = ["65000:100"]
+LARGE_COMMUNITIES = ["65000:1:2"]
+FABRIC_ASN = 65000
+FABRIC_V4 = "192.0.2.1"
+FABRIC_V6 = "2001:db8::1"
+
+SKIP = 77
+
+
+class Skip(Exception):
+    """Raised when a prerequisite is missing outside CI; main() turns it into exit 77."""
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "") == "true"
+
+
+def require(binaries: Iterable[str] = (), vipd: bool = False) -> None:
+    """Checks root and peer binaries. Missing -> Skip outside CI, failure inside CI.
+
+    A missing vipd build is never a skip: meson builds it before running tests.
+    """
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("not running as root (network namespaces need CAP_SYS_ADMIN)")
+    for b in binaries:
+        if not (shutil.which(b) or os.access(b, os.X_OK)):
+            problems.append(f"peer binary {b!r} not found")
+    if problems:
+        msg = "; ".join(problems)
+        if in_ci():
+            raise AssertionError(f"CI=true and a prerequisite is missing: {msg}")
+        raise Skip(msg)
+    if vipd:
+        path = os.path.join(BUILD_DIR, "daemon", "vipd")
+        if not os.access(path, os.X_OK):
+            raise AssertionError(f"vipd binary not found at {path} (set VIPD_BUILD_DIR)")
+
+
+def run(cmd: list[str], check: bool = True, timeout: float = 15,
+        input: Optional[str] = None) -> subprocess.CompletedProcess:
+    """Runs a short command, bounded in time; raises with its output when check fails."""
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"command failed ({p.returncode}): {' '.join(cmd)}\n"
+                           f"stdout: {p.stdout}\nstderr: {p.stderr}")
+    return p
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.2,
+               what: str = "condition") -> Any:
+    """Polls predicate until it returns a truthy value (returned) or timeout seconds pass.
+
+    Exceptions from the predicate count as "not yet" (daemons may not be up); the last one is
+    reported on timeout.
+    """
+    deadline = time.monotonic() + timeout
+    last_exc: Optional[BaseException] = None
+    last_val: Any = None
+    while True:
+        try:
+            last_val = predicate()
+            if last_val:
+                return last_val
+        except Exception as e:  # noqa: BLE001 - "not ready yet"
+            last_exc = e
+        if time.monotonic() >= deadline:
+            detail = f"; last value {last_val!r}" if last_exc is None else f"; last error {last_exc!r}"
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}{detail}")
+        time.sleep(interval)
+
+
+# --------------------------------------------------------------------------------------------
+# Processes
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    # Daemons die if the test is SIGKILLed (cleared by setuid daemons such as FRR's, which the
+    # namespace sweep in Lab.cleanup catches instead).
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+    os.setsid()
+
+
+class Proc:
+    """A daemon started by the lab; stdout+stderr go to log_path."""
+
+    def __init__(self, name: str, argv: list[str], log_path: str, env: Optional[dict] = None):
+        self.name = name
+        self.argv = argv
+        self.log_path = log_path
+        self._log = open(log_path, "ab")
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.popen = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, env=full_env,
+                                      preexec_fn=_die_with_parent)
+        self.pid = self.popen.pid
+        self.started = time.monotonic()
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def signal(self, sig: int) -> None:
+        if self.alive():
+            os.kill(self.pid, sig)
+
+    def stop(self, timeout: float = 5.0) -> Optional[int]:
+        """SIGTERM, then SIGKILL after timeout seconds. Returns the exit code."""
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                log(f"{self.name} (pid {self.pid}) ignored SIGTERM for {timeout}s; SIGKILL")
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.popen.wait(5)
+        with contextlib.suppress(Exception):
+            self._log.close()
+        return self.popen.returncode
+
+    def log_text(self) -> str:
+        try:
+            with open(self.log_path, "r", errors="replace") as f:
+                return f.read()
+        except OSError as e:
+            return f"<cannot read {self.log_path}: {e}>"
+
+    def dump_log(self, tail: int = 80) -> None:
+        lines = self.log_text().splitlines()
+        print(f"----- log of {self.name} (pid {self.pid}, {self.log_path}), last {tail} lines -----")
+        for line in lines[-tail:]:
+            print(f"  {line}")
+        print(f"----- end of {self.name} -----", flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Namespaces
+
+
+class Namespace:
+    """A network namespace owned by a Lab. name is the full `ip netns` name."""
+
+    def __init__(self, lab: "Lab", short: str):
+        self.lab = lab
+        self.short = short
+        self.name = f"{lab.prefix}{short}"
+        self.created = False
+
+    def create(self) -> "Namespace":
+        run(["ip", "netns", "add", self.name])
+        self.created = True
+        self.ip("link", "set", "lo", "up")
+        # Forwarding lets a fabric actually route; harmless on nodes.
+        self.sysctl("net.ipv4.ip_forward", "1")
+        self.sysctl("net.ipv6.conf.all.forwarding", "1")
+        self.sysctl("net.ipv6.conf.default.accept_dad", "0")
+        return self
+
+    def delete(self) -> None:
+        if self.created:
+            run(["ip", "netns", "del", self.name], check=False)
+            self.created = False
+
+    def pids(self) -> list[int]:
+        p = run(["ip", "netns", "pids", self.name], check=False)
+        return [int(x) for x in p.stdout.split()] if p.returncode == 0 else []
+
+    def argv(self, cmd: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.name] + cmd
+
+    def run(self, cmd: list[str], check: bool = True, timeout: float = 15) -> subprocess.CompletedProcess:
+        return run(self.argv(cmd), check=check, timeout=timeout)
+
+    def ip(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return run(["ip", "-n", self.name] + list(args), check=check)
+
+    def sysctl(self, key: str, value: str) -> None:
+        self.run(["sysctl", "-qw", f"{key}={value}"], check=False)
+
+    def add_bridge(self, ifname: str) -> None:
+        self.ip("link", "add", ifname, "type", "bridge", "forward_delay", "0", "stp_state", "0")
+        self.ip("link", "set", ifname, "up")
+
+    def add_veth(self, ifname: str, peer: "Namespace", peer_ifname: str,
+                 peer_bridge: Optional[str] = None) -> None:
+        """veth pair: ifname here, peer_ifname in peer (optionally enslaved to a bridge there)."""
+        tmp = f"vt{os.getpid() % 100000}x{self.lab.counter()}"  # created in this ns, renamed
+        self.ip("link", "add", ifname, "type", "veth", "peer", "name", tmp)
+        self.ip("link", "set", tmp, "netns", peer.name)
+        peer.ip("link", "set", tmp, "name", peer_ifname)
+        if peer_bridge:
+            peer.ip("link", "set", peer_ifname, "master", peer_bridge)
+        peer.ip("link", "set", peer_ifname, "up")
+        self.ip("link", "set", ifname, "up")
+
+    def add_address(self, ifname: str, cidr: str) -> None:
+        """Adds a v4 or v6 address (v6 with nodad so it is usable at once). Idempotent."""
+        args = ["addr", "add", cidr, "dev", ifname]
+        if ":" in cidr:
+            args = ["-6"] + args + ["nodad"]
+        p = self.ip(*args, check=False)
+        if p.returncode != 0 and "File exists" not in p.stderr:
+            raise RuntimeError(f"ip {' '.join(args)} in {self.name}: {p.stderr.strip()}")
+
+    def route_show(self, prefix: str) -> str:
+        fam = "-6" if ":" in prefix else "-4"
+        return self.ip(fam, "route", "show", prefix).stdout
+
+    def kernel_nexthops(self, prefix: str) -> list[str]:
+        """Next-hop addresses of the kernel route for prefix: one `via` or `nexthop via` lines."""
+        return parse_nexthops(self.route_show(prefix))
+
+
+def parse_nexthops(route_text: str) -> list[str]:
+    hops = re.findall(r"\bvia (?:inet6 |inet )?([0-9a-fA-F:.]+)", route_text)
+    return sorted(set(hops), key=_addr_key)
+
+
+def _addr_key(a: str):
+    try:
+        ip = ipaddress.ip_address(a)
+        return (ip.version, int(ip))
+    except ValueError:
+        return (9, 0)
+
+
+# --------------------------------------------------------------------------------------------
+# Lab: owns temp dir, namespaces and processes; cleans up on every exit path.
+
+_LABS: list["Lab"] = []
+_SIGNALS_INSTALLED = False
+
+
+def _on_signal(signum, frame):  # noqa: ARG001
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    log(f"got signal {signum}; cleaning up")
+    _cleanup_all()
+    os._exit(128 + signum)
+
+
+def _cleanup_all() -> None:
+    for lab in list(_LABS):
+        lab.cleanup()
+
+
+def _install_handlers() -> None:
+    global _SIGNALS_INSTALLED
+    if _SIGNALS_INSTALLED:
+        return
+    _SIGNALS_INSTALLED = True
+    atexit.register(_cleanup_all)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+
+
+class Lab:
+    """with Lab("name") as lab: ... -- namespaces and daemons vanish on exit, logs dumped on error."""
+
+    def __init__(self, name: str, keep_tmp: bool = False):
+        self.name = name
+        self.prefix = f"vt{os.getpid()}-"
+        self.tmp = tempfile.mkdtemp(prefix=f"vipd-e2e-{name}-")
+        os.chmod(self.tmp, 0o755)
+        self.namespaces: list[Namespace] = []
+        self.procs: list[Proc] = []
+        self.cleanups: list[Callable[[], None]] = []
+        self.keep_tmp = keep_tmp or os.environ.get("VIPD_E2E_KEEP", "") == "1"
+        self._counter = 0
+        self._cleaned = False
+        _install_handlers()
+        _LABS.append(self)
+
+    def counter(self) -> int:
+        self._counter += 1
+        return self._counter
+
+    def __enter__(self) -> "Lab":
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and not (exc_type is SystemExit and exc.code in (0, None)) \
+                and exc_type is not Skip:
+            self.dump_logs()
+        self.cleanup()
+        return False
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.tmp, *parts)
+
+    def namespace(self, short: str) -> Namespace:
+        ns = Namespace(self, short)
+        self.namespaces.append(ns)
+        return ns.create()
+
+    def start(self, ns: Optional[Namespace], name: str, argv: list[str],
+              env: Optional[dict] = None) -> Proc:
+        full = ns.argv(argv) if ns else argv
+        logfile = self.path(f"{name}.log")
+        proc = Proc(name, full, logfile, env)
+        self.procs.append(proc)
+        log(f"started {name} (pid {proc.pid}) in {ns.name if ns else 'host'}: {' '.join(argv)}")
+        return proc
+
+    def on_cleanup(self, fn: Callable[[], None]) -> None:
+        self.cleanups.append(fn)
+
+    def dump_logs(self, tail: int = 80) -> None:
+        for p in self.procs:
+            p.dump_log(tail)
+        for fn in sorted(os.listdir(self.tmp)) if os.path.isdir(self.tmp) else []:
+            if fn.endswith(".conf") or fn.endswith(".toml") or fn.endswith(".yaml"):
+                print(f"----- {fn} -----")
+                with open(self.path(fn), errors="replace") as f:
+                    print(f.read().rstrip())
+        sys.stdout.flush()
+
+    def cleanup(self) -> None:
+        if self._cleaned:
+            return
+        self._cleaned = True
+        for fn in reversed(self.cleanups):
+            with contextlib.suppress(Exception):
+                fn()
+        for p in reversed(self.procs):
+            with contextlib.suppress(Exception):
+                p.stop(timeout=5)
+        # Anything else still inside our namespaces was started by us (children of our daemons,
+        # e.g. ExaBGP's API process, or FRR daemons that dropped privileges): stop by PID.
+        for ns in self.namespaces:
+            for pid in ns.pids():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        for ns in reversed(self.namespaces):
+            ns.delete()
+        if not self.keep_tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        else:
+            log(f"kept {self.tmp}")
+        if self in _LABS:
+            _LABS.remove(self)
+
+    # --- topologies -------------------------------------------------------------------------
+
+    def fabric_with_nodes(self, n: int) -> "Topology":
+        """One fabric namespace with bridge br0 (192.0.2.1/24, 2001:db8::1/64) and n node
+        namespaces, node i (1-based) at 192.0.2.(10+i)/24 and 2001:db8::(10+i)/64 on eth0."""
+        fabric = self.namespace("fabric")
+        fabric.add_bridge("br0")
+        fabric.add_address("br0", f"{FABRIC_V4}/24")
+        fabric.add_address("br0", f"{FABRIC_V6}/64")
+        nodes = []
+        for i in range(1, n + 1):
+            ns = self.namespace(f"n{i}")
+            ns.add_veth("eth0", fabric, f"n{i}", peer_bridge="br0")
+            v4, v6 = f"192.0.2.{10 + i}", f"2001:db8::{10 + i}"
+            ns.add_address("eth0", f"{v4}/24")
+            ns.add_address("eth0", f"{v6}/64")
+            nodes.append(Node(i, ns, v4, v6, asn=FABRIC_ASN + i))
+        topo = Topology(fabric, "br0", nodes)
+        wait_until(lambda: _bridge_ports_forwarding(fabric, n), 10, 0.1,
+                   "fabric bridge ports to forward")
+        return topo
+
+
+def _bridge_ports_forwarding(ns: Namespace, n: int) -> bool:
+    out = run(["bridge", "-n", ns.name, "link", "show"], check=False).stdout
+    return out.count("state forwarding") >= n
+
+
+@dataclass
+class Node:
+    index: int
+    ns: Namespace
+    v4: str
+    v6: str
+    asn: int  # a per-node ASN (65001, 65002, ...) for eBGP set-ups
+
+
+@dataclass
+class Topology:
+    fabric: Namespace
+    fabric_if: str
+    nodes: list[Node]
+    fabric_v4: str = FABRIC_V4
+    fabric_v6: str = FABRIC_V6
+
+
+# --------------------------------------------------------------------------------------------
+# Peers. Every peer wrapper offers the same view for assertions:
+#   neighbor_state(addr) -> "Established" | other state string
+#   route(prefix) -> None | {"nexthops": [...], "communities": [...], "largeCommunities": [...],
+#                             "localPref": int|None, "asPath": str}
+
+
+def _community_str(v: int) -> str:
+    return f"{v >> 16}:{v & 0xFFFF}"
+
+
+@dataclass
+class Neighbor:
+    address: str
+    asn: int
+    passive: bool = True
+    name: str = ""  # protocol name (BIRD)
+    next_hop_v6: Optional[str] = None  # what we send as IPv6 next hop (route originators)
+
+
+@dataclass
+class Origin:
+    """A route a peer originates (captures, self-tests)."""
+    prefix: str
+    next_hop: Optional[str] = None  # None = self
+    communities: list[str] = field(default_factory=lambda: list(COMMUNITIES))
+    large: list[str] = field(default_factory=lambda: list(LARGE_COMMUNITIES))
+
+
+class Bird:
+    binaries = ["bird", "birdc"]
+
+    def __init__(self, lab: Lab, ns: Namespace, router_id: str, asn: int,
+                 neighbors: list[Neighbor], interfaces: Iterable[str] = ("br0",),
+                 origins: Iterable[Origin] = (), next_hop_v6: Optional[str] = None,
+                 name: str = "bird", hold_time: int = 9):
+        self.lab, self.ns, self.name = lab, ns, name
+        self.conf = lab.path(f"{name}.conf")
+        self.sock = lab.path(f"{name}.ctl")
+        self.neighbors = neighbors
+        for i, nb in enumerate(neighbors):
+            nb.name = nb.name or f"peer{i + 1}"
+        origins = list(origins)
+        lines = [
+            "log stderr all;",
+            f"router id {router_id};",
+            "protocol device { scan time 10; }",
+            "protocol direct { ipv4; ipv6; interface " + ", ".join(f'"{i}"' for i in interfaces) + "; }",
+            # ECMP into the kernel: one multipath route per prefix from mergeable BGP paths.
+            "protocol kernel kernel4 { ipv4 { import none; export where source = RTS_BGP; }; merge paths on limit 16; }",
+            "protocol kernel kernel6 { ipv6 { import none; export where source = RTS_BGP; }; merge paths on limit 16; }",
+            "filter bgp_in {",
+            "  if (65535, 0) ~ bgp_community then bgp_local_pref = 0;  # RFC 8326 GRACEFUL_SHUTDOWN",
+            "  accept;",
+            "}",
+        ]
+        export = "none"
+        if origins:
+            lines.append("protocol static origin4 { ipv4; " + "".join(
+                f"route {o.prefix} blackhole; " for o in origins if ":" not in o.prefix) + "}")
+            lines.append("protocol static origin6 { ipv6; " + "".join(
+                f"route {o.prefix} blackhole; " for o in origins if ":" in o.prefix) + "}")
+            o = origins[0]
+            sets = "".join(f"bgp_community.add(({c.replace(':', ',')})); " for c in o.communities)
+            sets += "".join(f"bgp_large_community.add(({c.replace(':', ',')})); " for c in o.large)
+            lines.append(f"filter bgp_out {{ if source = RTS_STATIC then {{ {sets}accept; }} reject; }}")
+            export = "filter bgp_out"
+        for nb in neighbors:
+            v6_nh = nb.next_hop_v6 or next_hop_v6
+            lines += [
+                f"protocol bgp {nb.name} {{",
+                f"  local as {asn};",
+                f"  neighbor {nb.address} as {nb.asn};",
+                f"  passive {'on' if nb.passive else 'off'};",
+                "  error wait time 1, 2;",
+                "  connect retry time 1;",
+                "  connect delay time 1;",
+                f"  hold time {hold_time};",
+                f"  ipv4 {{ import filter bgp_in; export {export}; }};",
+                # IPv6 routes over an IPv4 session: BIRD needs a global IPv6 next hop on a
+                # directly connected prefix for what it sends (received ones must resolve too).
+                f"  ipv6 {{ import filter bgp_in; export {export}; "
+                + (f"next hop address {v6_nh}; " if v6_nh else "") + "};",
+                "}",
+            ]
+        with open(self.conf, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        run(["bird", "-p", "-c", self.conf])  # parse check: a clear error before starting
+        self.proc = lab.start(ns, name, ["bird", "-f", "-c", self.conf, "-s", self.sock])
+        wait_until(lambda: os.path.exists(self.sock), 10, 0.1, f"{name} control socket")
+
+    def birdc(self, *args: str) -> str:
+        return run(["birdc", "-s", self.sock] + list(args), timeout=10).stdout
+
+    def protocol_state(self, name: str) -> str:
+        """The Info column of `show protocols` (e.g. "Established", "Active", "Connect")."""
+        for line in self.birdc("show", "protocols").splitlines():
+            parts = line.split()
+            if parts and parts[0] == name:
+                return parts[5] if len(parts) > 5 else parts[3]
+        return "absent"
+
+    def neighbor_state(self, addr: str) -> str:
+        for nb in self.neighbors:
+            if nb.address == addr:
+                return self.protocol_state(nb.name)
+        raise KeyError(addr)
+
+    def route_all(self, prefix: str) -> str:
+        return self.birdc("show", "route", "for", prefix, "all")
+
+    def route(self, prefix: str) -> Optional[dict]:
+        """The first (best) path of `show route for PREFIX all`, parsed."""
+        text = self.route_all(prefix)
+        if "via" not in text and "unreachable" not in text:
+            return None
+        nexthops = re.findall(r"BGP\.next_hop: (.+)", text)
+        comms = re.findall(r"BGP\.community: (.+)", text)
+        large = re.findall(r"BGP\.large_community: (.+)", text)
+        lp = re.findall(r"BGP\.local_pref: (\d+)", text)
+        aspath = re.findall(r"BGP\.as_path: ?(.*)", text)
+        return {
+            "nexthops": nexthops[0].split() if nexthops else [],
+            "communities": [c.strip("()").replace(",", ":") for c in comms[0].split()] if comms else [],
+            "largeCommunities": [c.strip("()").replace(", ", ":").replace(",", ":")
+                                 for c in re.findall(r"\([^)]*\)", large[0])] if large else [],
+            "localPref": int(lp[0]) if lp else None,
+            "asPath": aspath[0].strip() if aspath else "",
+            "text": text,
+        }
+
+    def kernel_nexthops(self, prefix: str) -> list[str]:
+        return self.ns.kernel_nexthops(prefix)
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+class Frr:
+    """zebra + bgpd in a namespace, with their own pathspace (-N) and vty socket dir.
+
+    Quirks (FRR 8.4 Debian): zebra refuses `-u root` ("root is not part of vty group frrvty")
+    and has no -S, so both daemons run `-u frr -g frr` from a frr-owned state dir; -N creates
+    /var/run/frr/<name>/, which we remove afterwards; vtysh must be given --vty_socket without
+    -N (with -N it looks for /etc/frr/<name>/vtysh.conf and finds no daemons).
+    """
+    binaries = [f"{FRR_DIR}/zebra", f"{FRR_DIR}/bgpd", "vtysh"]
+
+    def __init__(self, lab: Lab, ns: Namespace, router_id: str, asn: int,
+                 neighbors: list[Neighbor], origins: Iterable[Origin] = (),
+                 next_hop_v6: Optional[str] = None, name: str = "frr", hold_time: int = 9,
+                 maximum_paths: int = 16):
+        self.lab, self.ns, self.neighbors = lab, ns, neighbors
+        self.pathspace = f"{lab.prefix}{name}"
+        self.dir = lab.path(name)
+        os.makedirs(self.dir, exist_ok=True)
+        origins = list(origins)
+        c = [
+            "frr defaults traditional",
+            f"hostname {name}",
+            "log stdout debugging",
+            "!",
+            f"router bgp {asn}",
+            f" bgp router-id {router_id}",
+            " no bgp ebgp-requires-policy",
+            " no bgp network import-check",
+            " no bgp default ipv4-unicast",
+            " bgp bestpath as-path multipath-relax",
+        ]
+        for nb in neighbors:
+            c += [f" neighbor {nb.address} remote-as {nb.asn}",
+                  f" neighbor {nb.address} timers {hold_time // 3} {hold_time}",
+                  f" neighbor {nb.address} timers connect 1",
+                  f" neighbor {nb.address} advertisement-interval 0"]
+            if nb.passive:
+                c.append(f" neighbor {nb.address} passive")
+        for afi in ("ipv4", "ipv6"):
+            c.append(f" address-family {afi} unicast")
+            c.append(f"  maximum-paths {maximum_paths}")
+            c.append(f"  maximum-paths ibgp {maximum_paths}")
+            for o in origins:
+                if (":" in o.prefix) == (afi == "ipv6"):
+                    c.append(f"  network {o.prefix} route-map ORIGIN")
+            for nb in neighbors:
+                c.append(f"  neighbor {nb.address} activate")
+                c.append(f"  neighbor {nb.address} soft-reconfiguration inbound")
+                if afi == "ipv6" and (nb.next_hop_v6 or next_hop_v6):
+                    c.append(f"  neighbor {nb.address} route-map NH6 out")
+            c.append(" exit-address-family")
+        c.append("!")
+        if origins:
+            o = origins[0]
+            c += ["route-map ORIGIN permit 10",
+                  f" set community {' '.join(o.communities)}",
+                  f" set large-community {' '.join(o.large)}",
+                  "!"]
+        nh6 = next_hop_v6 or next((nb.next_hop_v6 for nb in neighbors if nb.next_hop_v6), None)
+        if nh6:
+            c += ["route-map NH6 permit 10", f" set ipv6 next-hop global {nh6}", "!"]
+        self.bgpd_conf = os.path.join(self.dir, "bgpd.conf")
+        self.zebra_conf = os.path.join(self.dir, "zebra.conf")
+        with open(self.bgpd_conf, "w") as f:
+            f.write("\n".join(c) + "\n")
+        with open(self.zebra_conf, "w") as f:
+            f.write(f"hostname {name}\n")
+        shutil.copy(self.bgpd_conf, lab.path(f"{name}-bgpd.conf"))  # dumped on failure
+        run(["chown", "-R", "frr:frr", self.dir])
+        zsock = os.path.join(self.dir, "zserv.api")
+        common = ["-N", self.pathspace, "--vty_socket", self.dir, "-z", zsock,
+                  "-u", "frr", "-g", "frr", "--log", "stdout"]
+        lab.on_cleanup(lambda: shutil.rmtree(f"/var/run/frr/{self.pathspace}", ignore_errors=True))
+        self.zebra = lab.start(ns, f"{name}-zebra", [f"{FRR_DIR}/zebra", "-f", self.zebra_conf,
+                                                     "-i", os.path.join(self.dir, "zebra.pid")] + common)
+        wait_until(lambda: os.path.exists(zsock), 10, 0.1, "zebra's zserv socket")
+        self.bgpd = lab.start(ns, f"{name}-bgpd", [f"{FRR_DIR}/bgpd", "-f", self.bgpd_conf,
+                                                   "-i", os.path.join(self.dir, "bgpd.pid")] + common)
+        wait_until(lambda: os.path.exists(os.path.join(self.dir, "bgpd.vty")), 10, 0.1,
+                   "bgpd's vty socket")
+        self.procs = [self.zebra, self.bgpd]
+
+    def vtysh(self, *commands: str) -> str:
+        argv = ["vtysh", "--vty_socket", self.dir]
+        for cmd in commands:
+            argv += ["-c", cmd]
+        return run(argv, timeout=10).stdout
+
+    def vtysh_json(self, command: str) -> Any:
+        return json.loads(self.vtysh(command) or "{}")
+
+    def neighbor_state(self, addr: str) -> str:
+        d = self.vtysh_json(f"show bgp neighbors {addr} json")
+        return d.get(addr, {}).get("bgpState", "absent")
+
+    def route_paths(self, prefix: str) -> list[dict]:
+        afi = "ipv6" if ":" in prefix else "ipv4"
+        d = self.vtysh_json(f"show bgp {afi} unicast {prefix} json")
+        return d.get("paths", [])
+
+    def route(self, prefix: str) -> Optional[dict]:
+        paths = self.route_paths(prefix)
+        if not paths:
+            return None
+        best = next((p for p in paths if p.get("bestpath", {}).get("overall")), paths[0])
+        return {
+            "nexthops": [nh["ip"] for nh in best.get("nexthops", []) if nh.get("scope") != "link-local"
+                         and not nh["ip"].lower().startswith("fe80")],
+            "communities": best.get("community", {}).get("string", "").split(),
+            "largeCommunities": best.get("largeCommunity", {}).get("string", "").split(),
+            "localPref": best.get("locPrf", best.get("localpref")),
+            "asPath": best.get("aspath", {}).get("string", ""),
+            "paths": len(paths),
+            "raw": best,
+        }
+
+    def kernel_nexthops(self, prefix: str) -> list[str]:
+        return self.ns.kernel_nexthops(prefix)
+
+    def stop(self) -> None:
+        self.bgpd.stop()
+        self.zebra.stop()
+
+
+class Gobgp:
+    """gobgpd with a per-instance gRPC port. Quirk: its first connect to a passive peer waits
+    5-10 s whatever connect-retry says, so for quick tests let the other side dial
+    (passive-mode here) or budget for it."""
+    binaries = ["gobgpd", "gobgp"]
+    _next_port = 50051 + (os.getpid() % 1000) * 7
+
+    def __init__(self, lab: Lab, ns: Namespace, router_id: str, asn: int,
+                 neighbors: list[Neighbor], origins: Iterable[Origin] = (),
+                 name: str = "gobgp", hold_time: int = 9, local_address: Optional[str] = None):
+        self.lab, self.ns, self.neighbors = lab, ns, neighbors
+        Gobgp._next_port += 1
+        self.port = Gobgp._next_port
+        self.conf = lab.path(f"{name}.toml")
+        t = [
+            "[global.config]",
+            f"  as = {asn}",
+            f'  router-id = "{router_id}"',
+            "  port = 179",
+        ]
+        if local_address:
+            t.append(f'  local-address-list = ["{local_address}"]')
+        t += [
+            "[global.apply-policy.config]",
+            '  import-policy-list = ["accept-all"]',
+            '  default-import-policy = "accept-route"',
+            '  export-policy-list = ["accept-all"]',
+            '  default-export-policy = "accept-route"',
+        ]
+        for nb in neighbors:
+            t += [
+                "[[neighbors]]",
+                "  [neighbors.config]",
+                f'    neighbor-address = "{nb.address}"',
+                f"    peer-as = {nb.asn}",
+                "  [neighbors.transport.config]",
+                f"    passive-mode = {'true' if nb.passive else 'false'}",
+            ]
+            if local_address:
+                t.append(f'    local-address = "{local_address}"')
+            t += [
+                "  [neighbors.timers.config]",
+                "    connect-retry = 1",
+                f"    hold-time = {hold_time}",
+                f"    keepalive-interval = {max(1, hold_time // 3)}",
+                "    idle-hold-time-after-reset = 1",
+                "  [[neighbors.afi-safis]]",
+                "    [neighbors.afi-safis.config]",
+                '      afi-safi-name = "ipv4-unicast"',
+                "  [[neighbors.afi-safis]]",
+                "    [neighbors.afi-safis.config]",
+                '      afi-safi-name = "ipv6-unicast"',
+                # Per-neighbour import policy: accept everything.
+                "  [neighbors.apply-policy.config]",
+                '    import-policy-list = ["accept-all"]',
+                '    default-import-policy = "accept-route"',
+                '    default-export-policy = "accept-route"',
+            ]
+        t += [
+            "[[policy-definitions]]",
+            '  name = "accept-all"',
+            "  [[policy-definitions.statements]]",
+            '    name = "accept"',
+            "    [policy-definitions.statements.actions]",
+            '      route-disposition = "accept-route"',
+        ]
+        with open(self.conf, "w") as f:
+            f.write("\n".join(t) + "\n")
+        self.proc = lab.start(ns, name, ["gobgpd", "-f", self.conf, "-p", "--pprof-disable",
+                                         f"--api-hosts=127.0.0.1:{self.port}"])
+        wait_until(lambda: self.cli("global") is not None, 15, 0.2, f"{name} gRPC API")
+        for o in origins:
+            self.add_route(o)
+        self.procs = [self.proc]
+
+    def cli(self, *args: str, json_out: bool = False) -> Any:
+        argv = ["gobgp", "-u", "127.0.0.1", "-p", str(self.port)] + list(args)
+        if json_out:
+            argv.append("-j")
+        out = self.ns.run(argv, timeout=10).stdout
+        return json.loads(out) if json_out else out
+
+    def add_route(self, o: Origin) -> None:
+        fam = "ipv6" if ":" in o.prefix else "ipv4"
+        args = ["global", "rib", "add", "-a", fam, o.prefix]
+        if o.next_hop:
+            args += ["nexthop", o.next_hop]
+        if o.communities:
+            args += ["community", ",".join(o.communities)]
+        if o.large:
+            args += ["large-community", ",".join(o.large)]
+        self.cli(*args)
+
+    def del_route(self, o: Origin) -> None:
+        fam = "ipv6" if ":" in o.prefix else "ipv4"
+        self.cli("global", "rib", "del", "-a", fam, o.prefix)
+
+    def neighbor_state(self, addr: str) -> str:
+        d = self.cli("neighbor", addr, json_out=True)
+        st = d.get("state", {}).get("session_state", "absent")
+        names = {1: "Idle", 2: "Connect", 3: "Active", 4: "OpenSent", 5: "OpenConfirm", 6: "Established"}
+        if isinstance(st, int):
+            return names.get(st, str(st))
+        return str(st).capitalize() if str(st).islower() else str(st)
+
+    def rib(self, prefix: str, family: Optional[str] = None) -> list[dict]:
+        family = family or ("ipv6" if ":" in prefix else "ipv4")
+        d = self.cli("global", "rib", "-a", family, prefix, json_out=True)
+        if isinstance(d, dict):
+            return d.get(prefix, []) or next(iter(d.values()), [])
+        return d or []
+
+    def route(self, prefix: str) -> Optional[dict]:
+        paths = self.rib(prefix)
+        if not paths:
+            return None
+        best = next((p for p in paths if p.get("best")), paths[0])
+        out = {"nexthops": [], "communities": [], "largeCommunities": [], "localPref": None,
+               "asPath": "", "paths": len(paths), "raw": best}
+        for a in best.get("attrs", []):
+            t = a.get("type")
+            if t == 3:
+                out["nexthops"].append(a["nexthop"])
+            elif t == 14:
+                out["nexthops"] += [nh for nh in ([a.get("nexthop")] if a.get("nexthop") else [])
+                                    if not nh.lower().startswith("fe80")]
+            elif t == 5:
+                out["localPref"] = a.get("value")
+            elif t == 8:
+                out["communities"] = [_community_str(v) for v in a.get("communities", [])]
+            elif t == 32:
+                out["largeCommunities"] = [f"{v['ASN']}:{v['LocalData1']}:{v['LocalData2']}"
+                                           for v in a.get("value", [])]
+            elif t == 2:
+                segs = a.get("as_paths", [])
+                out["asPath"] = " ".join(str(x) for s in segs for x in s.get("asns", []))
+        if not out["nexthops"] and best.get("nexthop"):
+            out["nexthops"] = [best["nexthop"]]
+        return out
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+class Exabgp:
+    """Foreground ExaBGP. Its API process (exabgp_recorder.py) appends every received JSON
+    message to a file, which stands in for a RIB."""
+    binaries = ["exabgp"]
+
+    def __init__(self, lab: Lab, ns: Namespace, router_id: str, asn: int,
+                 neighbors: list[Neighbor], local_address: str,
+                 origins: Iterable[Origin] = (), name: str = "exabgp", hold_time: int = 9):
+        self.lab, self.ns, self.neighbors = lab, ns, neighbors
+        self.conf = lab.path(f"{name}.conf")
+        self.received = lab.path(f"{name}-received.jsonl")
+        open(self.received, "w").close()
+        origins = list(origins)
+        c = [
+            "process recorder {",
+            f"  run {sys.executable} {os.path.join(E2E_DIR, 'exabgp_recorder.py')} {self.received};",
+            "  encoder json;",
+            "}",
+        ]
+        for nb in neighbors:
+            c += [
+                f"neighbor {nb.address} {{",
+                f"  router-id {router_id};",
+                f"  local-address {local_address};",
+                f"  local-as {asn};",
+                f"  peer-as {nb.asn};",
+                f"  hold-time {hold_time};",
+                f"  passive {'true' if nb.passive else 'false'};",
+                "  family { ipv4 unicast; ipv6 unicast; }",
+                "  api { processes [ recorder ]; neighbor-changes; receive { parsed; update; } }",
+            ]
+            if origins:
+                c.append("  static {")
+                for o in origins:
+                    nh = o.next_hop or ("self" if ":" not in o.prefix else nb.next_hop_v6)
+                    attrs = ""
+                    if o.communities:
+                        attrs += f" community [ {' '.join(o.communities)} ]"
+                    if o.large:
+                        attrs += f" large-community [ {' '.join(o.large)} ]"
+                    c.append(f"    route {o.prefix} next-hop {nh}{attrs};")
+                c.append("  }")
+            c.append("}")
+        with open(self.conf, "w") as f:
+            f.write("\n".join(c) + "\n")
+        env = {
+            "exabgp_daemon_daemonize": "false",
+            "exabgp_daemon_user": "root",
+            "exabgp_daemon_drop": "false",
+            "exabgp_log_destination": "stdout",
+            "exabgp_api_cli": "false",
+            "exabgp_api_ack": "false",
+            "exabgp_tcp_bind": local_address,  # listen, so passive neighbours can be dialled
+            "exabgp_tcp_port": "179",
+            "exabgp_log_network": "true",
+        }
+        self.proc = lab.start(ns, name, ["exabgp", self.conf], env=env)
+        self.procs = [self.proc]
+
+    def messages(self) -> list[dict]:
+        out = []
+        with open(self.received, errors="replace") as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("{"):
+                    with contextlib.suppress(ValueError):
+                        out.append(json.loads(line))
+        return out
+
+    def neighbor_state(self, addr: str) -> str:
+        state = "absent"
+        for m in self.messages():
+            nb = m.get("neighbor", {})
+            if nb.get("address", {}).get("peer") != addr:
+                continue
+            if m.get("type") == "state":
+                state = nb.get("state", state)
+            elif m.get("type") == "update":
+                state = "up"
+        return {"up": "Established", "connected": "Connect", "down": "Idle"}.get(state, state)
+
+    def received_routes(self) -> dict[str, dict]:
+        """prefix -> current route (announces minus later withdraws), with attributes."""
+        rib: dict[str, dict] = {}
+        for m in self.messages():
+            nb = m.get("neighbor", {})
+            if m.get("type") == "state" and nb.get("state") == "down":
+                peer = nb.get("address", {}).get("peer")
+                rib = {k: v for k, v in rib.items() if v["peer"] != peer}
+                continue
+            if m.get("type") != "update":
+                continue
+            upd = nb.get("message", {}).get("update", {})
+            attr = upd.get("attribute", {})
+            for fam, by_nh in upd.get("announce", {}).items():
+                for nh, nlris in by_nh.items():
+                    for n in nlris:
+                        prefix = n["nlri"] if isinstance(n, dict) else n
+                        rib[prefix] = {
+                            "peer": nb.get("address", {}).get("peer"),
+                            "family": fam,
+                            "nexthops": [nh],
+                            "communities": [f"{a}:{b}" for a, b in attr.get("community", [])],
+                            "largeCommunities": [f"{a}:{b}:{c}" for a, b, c in attr.get("large-community", [])],
+                            "localPref": attr.get("local-preference"),
+                            "asPath": " ".join(str(x) for x in attr.get("as-path", [])),
+                        }
+            for fam, nlris in upd.get("withdraw", {}).items():
+                for n in nlris:
+                    rib.pop(n["nlri"] if isinstance(n, dict) else n, None)
+        return rib
+
+    def route(self, prefix: str) -> Optional[dict]:
+        return self.received_routes().get(str(ipaddress.ip_network(prefix)))
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+# --------------------------------------------------------------------------------------------
+# vipd
+
+
+def to_yaml(obj: Any, indent: int = 0) -> str:
+    """Minimal YAML emitter for the config dict (strings are JSON-quoted, which YAML accepts)."""
+    pad = "  " * indent
+    if isinstance(obj, dict):
+        lines = []
+        for k, v in obj.items():
+            if isinstance(v, (dict, list)) and v:
+                lines.append(f"{pad}{k}:")
+                lines.append(to_yaml(v, indent + 1))
+            else:
+                lines.append(f"{pad}{k}: {to_yaml(v)}")
+        return "\n".join(lines)
+    if isinstance(obj, list):
+        if not obj:
+            return "[]"
+        if all(not isinstance(v, (dict, list)) for v in obj):
+            return pad + "[" + ", ".join(to_yaml(v) for v in obj) + "]" if indent else \
+                "[" + ", ".join(to_yaml(v) for v in obj) + "]"
+        lines = []
+        for v in obj:
+            sub = to_yaml(v, indent + 1).lstrip()
+            lines.append(f"{pad}- {sub}")
+        return "\n".join(lines)
+    if isinstance(obj, bool):
+        return "true" if obj else "false"
+    if isinstance(obj, (int, float)):
+        return str(obj)
+    if obj is None:
+        return "null"
+    return json.dumps(str(obj))
+
+
+def vipd_config(lab: Lab, node: Node, local_asn: int, peer_addr: str, peer_asn: int,
+                name: str) -> dict:
+    return {
+        "apiVersion": "vipd.io/v1alpha1",
+        "kind": "SpeakerConfiguration",
+        "routerId": node.v4,
+        "localAsn": local_asn,
+        "vips": [{"address": VIP4, "interface": "lo"}, {"address": VIP6, "interface": "lo"}],
+        "communities": list(COMMUNITIES),
+        "largeCommunities": list(LARGE_COMMUNITIES),
+        "peers": [{"address": peer_addr, "asn": peer_asn, "holdTime": "9s",
+                   "connectRetryTime": "1s", "nextHopIpv6": node.v6}],
+        "control": {"socket": lab.path(f"{name}.sock")},
+    }
+
+
+def bind_vips(ns: Namespace, vips: Iterable[str] = (VIP4, VIP6)) -> None:
+    # Until vipd binds VIPs itself (netlink feature), the lab puts them on lo.
+    for v in vips:
+        ns.add_address("lo", v)
+
+
+class Vipd:
+    def __init__(self, lab: Lab, ns: Namespace, config: Any, build_dir: str = BUILD_DIR,
+                 name: str = "vipd"):
+        self.lab, self.ns, self.name = lab, ns, name
+        self.build_dir = build_dir
+        self.conf = lab.path(f"{name}.yaml")
+        text = config if isinstance(config, str) else to_yaml(config) + "\n"
+        with open(self.conf, "w") as f:
+            f.write(text)
+        self.socket = config["control"]["socket"] if isinstance(config, dict) \
+            else (re.findall(r"socket:\s*\"?([^\"\n]+)", text) or [lab.path(f"{name}.sock")])[0]
+        bind_vips(ns, [v["address"] for v in config["vips"]] if isinstance(config, dict) else (VIP4, VIP6))
+        self.binary = os.path.join(build_dir, "daemon", "vipd")
+        self.proc = lab.start(ns, name, [self.binary, "--config", self.conf])
+        self.procs = [self.proc]
+
+    def vipctl(self, *args: str) -> str:
+        binary = os.path.join(self.build_dir, "daemon", "vipctl")
+        if not os.access(binary, os.X_OK):
+            return f"<vipctl not built at {binary}>"
+        p = self.ns.run([binary, "--socket", self.socket] + list(args or ("status",)),
+                        check=False, timeout=10)
+        return p.stdout + p.stderr
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+class ExabgpSpeaker(Exabgp):
+    """Stands in for vipd (harness self-test): dials the peer and announces the VIPs with the
+    same next hops and communities vipd would."""
+
+    def __init__(self, lab: Lab, node: Node, local_asn: int, peer_addr: str, peer_asn: int,
+                 name: str):
+        bind_vips(node.ns)
+        super().__init__(lab, node.ns, node.v4, local_asn,
+                         [Neighbor(peer_addr, peer_asn, passive=False, next_hop_v6=node.v6)],
+                         local_address=node.v4,
+                         origins=[Origin(VIP4), Origin(VIP6, next_hop=node.v6)], name=name)
+
+
+class GobgpSpeaker(Gobgp):
+    """Stands in for vipd (harness self-test). Passive, so the peer must dial it (GoBGP's first
+    active connect waits 5-10 s)."""
+
+    def __init__(self, lab: Lab, node: Node, local_asn: int, peer_addr: str, peer_asn: int,
+                 name: str):
+        bind_vips(node.ns)
+        super().__init__(lab, node.ns, node.v4, local_asn,
+                         [Neighbor(peer_addr, peer_asn, passive=True)],
+                         origins=[Origin(VIP4), Origin(VIP6, next_hop=node.v6)], name=name,
+                         local_address=node.v4)
+
+    passive = True
+
+
+def start_speaker(kind: str, lab: Lab, node: Node, local_asn: int, peer_addr: str,
+                  peer_asn: int, name: str):
+    """The thing under test on a node: vipd, or a stand-in for harness self-tests."""
+    if kind == "vipd":
+        return Vipd(lab, node.ns, vipd_config(lab, node, local_asn, peer_addr, peer_asn, name),
+                    name=name)
+    if kind == "exabgp":
+        return ExabgpSpeaker(lab, node, local_asn, peer_addr, peer_asn, name)
+    if kind == "gobgp":
+        return GobgpSpeaker(lab, node, local_asn, peer_addr, peer_asn, name)
+    raise ValueError(kind)
+
+
+def speaker_binaries(kind: str) -> list[str]:
+    return {"vipd": [], "exabgp": Exabgp.binaries, "gobgp": Gobgp.binaries}[kind]
+
+
+def speaker_dials(kind: str) -> bool:
+    return kind != "gobgp"
+
+
+def start_fabric_peer(kind: str, lab: Lab, topo: Topology, neighbors: list[Neighbor]):
+    """The fabric-side peer on topo.fabric: "bird", "frr", "gobgp" or "exabgp"."""
+    f = topo.fabric
+    if kind == "bird":
+        return Bird(lab, f, topo.fabric_v4, FABRIC_ASN, neighbors, interfaces=[topo.fabric_if])
+    if kind == "frr":
+        return Frr(lab, f, topo.fabric_v4, FABRIC_ASN, neighbors)
+    if kind == "gobgp":
+        return Gobgp(lab, f, topo.fabric_v4, FABRIC_ASN, neighbors, local_address=topo.fabric_v4)
+    if kind == "exabgp":
+        return Exabgp(lab, f, topo.fabric_v4, FABRIC_ASN, neighbors, local_address=topo.fabric_v4)
+    raise ValueError(kind)
+
+
+PEER_CLASSES = {"bird": Bird, "frr": Frr, "gobgp": Gobgp, "exabgp": Exabgp}
+
+
+# --------------------------------------------------------------------------------------------
+# Shared scenarios (tests, demo and self-test all call these; no copies).
+
+
+def check(cond: bool, msg: str) -> None:
+    if not cond:
+        raise AssertionError(msg)
+
+
+def wait_established(peer, addrs: Iterable[str], timeout: float) -> float:
+    t0 = time.monotonic()
+    for a in addrs:
+        wait_until(lambda a=a: peer.neighbor_state(a) == "Established", timeout, 0.2,
+                   f"session with {a} Established in the peer's view")
+    return time.monotonic() - t0
+
+
+@dataclass
+class EcmpLab:
+    lab: Lab
+    topo: Topology
+    bird: Bird
+    speakers: list
+    times: dict
+
+
+def build_ecmp(lab: Lab, speaker_kinds: list[str], timeout: float = 60) -> EcmpLab:
+    """BIRD fabric (AS 65000) + one speaker per node, each node in its own AS (65001, ...).
+
+    Per-node ASNs: BIRD merges eBGP paths from different neighbour ASNs into one multipath kernel
+    route when local-pref, AS-path length, origin and MED match (they do: every node sends a
+    one-hop AS path with origin IGP and no MED). Per-node ASNs are also how vipd is deployed on
+    control-plane nodes, and keep the same-ASN loop check out of the picture.
+    """
+    t0 = time.monotonic()
+    topo = lab.fabric_with_nodes(len(speaker_kinds))
+    neighbors = [Neighbor(n.v4, n.asn, passive=speaker_dials(k), name=f"node{n.index}")
+                 for n, k in zip(topo.nodes, speaker_kinds)]
+    bird = Bird(lab, topo.fabric, topo.fabric_v4, FABRIC_ASN, neighbors, interfaces=[topo.fabric_if])
+    speakers = [start_speaker(k, lab, n, n.asn, topo.fabric_v4, FABRIC_ASN, f"{k}-n{n.index}")
+                for n, k in zip(topo.nodes, speaker_kinds)]
+    t_start = time.monotonic()
+    want4 = sorted(n.v4 for n in topo.nodes)
+    want6 = sorted((n.v6 for n in topo.nodes), key=_addr_key)
+    times = {"setup": t_start - t0}
+    wait_established(bird, [n.v4 for n in topo.nodes], timeout)
+    times["established"] = time.monotonic() - t_start
+    wait_until(lambda: topo.fabric.kernel_nexthops(VIP4) == want4, timeout, 0.1,
+               f"fabric kernel ECMP route {VIP4} via {want4} "
+               f"(have: {topo.fabric.route_show(VIP4).strip()!r})")
+    wait_until(lambda: topo.fabric.kernel_nexthops(VIP6) == want6, timeout, 0.1,
+               f"fabric kernel ECMP route {VIP6} via {want6} "
+               f"(have: {topo.fabric.route_show(VIP6).strip()!r})")
+    times["ecmp"] = time.monotonic() - t_start
+    return EcmpLab(lab, topo, bird, speakers, times)
+
+
+def ecmp_withdraw_on_stop(e: EcmpLab, index: int = 0, bound: float = 15) -> float:
+    """SIGTERMs speaker[index]; returns seconds until its next hop left both fabric routes."""
+    node = e.topo.nodes[index]
+    t0 = time.monotonic()
+    e.speakers[index].stop()
+    rest4 = [n.v4 for n in e.topo.nodes if n is not node]
+    rest6 = sorted((n.v6 for n in e.topo.nodes if n is not node), key=_addr_key)
+    wait_until(lambda: node.v4 not in e.topo.fabric.kernel_nexthops(VIP4), bound, 0.05,
+               f"{node.v4} to leave the fabric route for {VIP4}")
+    wait_until(lambda: node.v6 not in e.topo.fabric.kernel_nexthops(VIP6), bound, 0.05,
+               f"{node.v6} to leave the fabric route for {VIP6}")
+    dt = time.monotonic() - t0
+    check(e.topo.fabric.kernel_nexthops(VIP4) == sorted(rest4),
+          f"after stopping node {node.index}, {VIP4} should be via {rest4}: "
+          f"{e.topo.fabric.route_show(VIP4)}")
+    check(e.topo.fabric.kernel_nexthops(VIP6) == rest6,
+          f"after stopping node {node.index}, {VIP6} should be via {rest6}: "
+          f"{e.topo.fabric.route_show(VIP6)}")
+    return dt
+
+
+def peer_scenario(lab: Lab, peer_kind: str, speaker_kind: str, ibgp: bool,
+                  timeout: float = 45) -> dict:
+    """One speaker on node 1 against a fabric peer of peer_kind, eBGP (65001 -> 65000) or iBGP
+    (65000 both). Asserts Established, both VIPs in the peer's RIB with the node's next hops,
+    communities, large communities and (iBGP) LOCAL_PREF 100. Returns measured times."""
+    topo = lab.fabric_with_nodes(1)
+    node = topo.nodes[0]
+    local_asn = FABRIC_ASN if ibgp else node.asn
+    peer = start_fabric_peer(peer_kind, lab, topo,
+                             [Neighbor(node.v4, local_asn, passive=speaker_dials(speaker_kind),
+                                       name="node1")])
+    start_speaker(speaker_kind, lab, node, local_asn, topo.fabric_v4, FABRIC_ASN,
+                  f"{speaker_kind}-n1")
+    t0 = time.monotonic()
+    wait_established(peer, [node.v4], timeout)
+    times = {"established": time.monotonic() - t0}
+    for prefix, nh in ((VIP4, node.v4), (VIP6, node.v6)):
+        r = wait_until(lambda p=prefix: peer.route(p), timeout, 0.2,
+                       f"{prefix} in {peer_kind}'s RIB")
+        what = f"{peer_kind} {'iBGP' if ibgp else 'eBGP'} route {prefix}"
+        log(f"{what}: nexthops={r['nexthops']} communities={r['communities']} "
+            f"large={r['largeCommunities']} localPref={r['localPref']} asPath={r['asPath']!r}")
+        check(nh in r["nexthops"], f"{what}: next hop {r['nexthops']} should contain {nh}")
+        check(r["communities"] == COMMUNITIES,
+              f"{what}: communities {r['communities']} != {COMMUNITIES}")
+        check(r["largeCommunities"] == LARGE_COMMUNITIES,
+              f"{what}: large communities {r['largeCommunities']} != {LARGE_COMMUNITIES}")
+        if ibgp:
+            check(r["localPref"] == 100, f"{what}: LOCAL_PREF {r['localPref']} != 100")
+            check(r["asPath"].strip() == "", f"{what}: iBGP AS_PATH should be empty: {r['asPath']!r}")
+        else:
+            check(str(node.asn) in r["asPath"], f"{what}: AS_PATH {r['asPath']!r} lacks {node.asn}")
+    times["routes"] = time.monotonic() - t0
+    return times
+
+
+def main(test: Callable[[], None], binaries: Iterable[str] = (), vipd: bool = False) -> None:
+    """Runs test() and exits 0 (pass), 1 (fail) or 77 (skip: only outside CI)."""
+    t0 = time.monotonic()
+    try:
+        require(binaries, vipd=vipd)
+        test()
+    except Skip as e:
+        print(f"SKIP: {e}", flush=True)
+        sys.exit(SKIP)
+    except (AssertionError, TimeoutError, RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+        traceback.print_exc()
+        print(f"FAIL: {e}", flush=True)
+        sys.exit(1)
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        print(f"FAIL (unexpected {type(e).__name__}): {e}", flush=True)
+        sys.exit(1)
+    print(f"PASS ({time.monotonic() - t0:.1f}s)", flush=True)
+    sys.exit(0)
