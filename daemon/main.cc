@@ -1,0 +1,146 @@
+// vipd: announces this node's VIPs over BGP while they are bound locally.
+//
+//   vipd --config FILE [--log-format text|json] [--log-level debug|info|warn|error]
+//   vipd validate --config FILE
+//   vipd --version
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio.hpp>
+
+#include "config/config_parser.h"
+#include "daemon/logger.h"
+#include "daemon/speaker.h"
+
+namespace {
+
+using namespace vipd;
+
+constexpr std::string_view kUsage =
+    "usage: vipd --config FILE [--log-format text|json] [--log-level debug|info|warn|error]\n"
+    "       vipd validate --config FILE\n"
+    "       vipd --version\n";
+
+struct Options {
+  bool validateOnly = false;
+  std::string configPath;
+  daemon::LogFormat logFormat = daemon::LogFormat::Text;
+  daemon::LogLevel logLevel = daemon::LogLevel::Info;
+};
+
+int usageError(std::string_view message) {
+  std::fprintf(stderr, "vipd: %.*s\n%.*s", static_cast<int>(message.size()), message.data(),
+               static_cast<int>(kUsage.size()), kUsage.data());
+  return 2;
+}
+
+// Returns an exit code when parsing ends the program (help, version, error).
+std::optional<int> parseOptions(int argc, char** argv, Options& options) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  size_t i = 0;
+  if (!args.empty() && args[0] == "validate") {
+    options.validateOnly = true;
+    i = 1;
+  }
+  for (; i < args.size(); ++i) {
+    auto arg = args[i];
+    auto value = [&]() -> std::optional<std::string_view> {
+      if (i + 1 >= args.size()) {
+        return std::nullopt;
+      }
+      return args[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::fwrite(kUsage.data(), 1, kUsage.size(), stdout);
+      return 0;
+    }
+    if (arg == "--version") {
+      std::printf("vipd %s\n", VIPD_VERSION);
+      return 0;
+    }
+    if (arg == "--config") {
+      auto v = value();
+      if (!v) {
+        return usageError("--config needs a file");
+      }
+      options.configPath = *v;
+    } else if (arg == "--log-format") {
+      auto v = value();
+      if (v == "text") {
+        options.logFormat = daemon::LogFormat::Text;
+      } else if (v == "json") {
+        options.logFormat = daemon::LogFormat::Json;
+      } else {
+        return usageError("--log-format must be text or json");
+      }
+    } else if (arg == "--log-level") {
+      auto v = value();
+      if (v == "debug") {
+        options.logLevel = daemon::LogLevel::Debug;
+      } else if (v == "info") {
+        options.logLevel = daemon::LogLevel::Info;
+      } else if (v == "warn") {
+        options.logLevel = daemon::LogLevel::Warn;
+      } else if (v == "error") {
+        options.logLevel = daemon::LogLevel::Error;
+      } else {
+        return usageError("--log-level must be debug, info, warn or error");
+      }
+    } else {
+      return usageError(fmt::format("unknown argument '{}'", arg));
+    }
+  }
+  if (options.configPath.empty()) {
+    return usageError("--config FILE is required");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  if (auto exitCode = parseOptions(argc, argv, options)) {
+    return *exitCode;
+  }
+  auto config = config::loadConfigFile(options.configPath);
+  if (!config) {
+    for (const auto& error : config.error()) {
+      std::fprintf(stderr, "%s\n", error.toString().c_str());
+    }
+    std::fprintf(stderr, "vipd: %s: %zu error(s); nothing started\n", options.configPath.c_str(),
+                 config.error().size());
+    return 1;
+  }
+  if (options.validateOnly) {
+    std::printf("%s: valid\n", options.configPath.c_str());
+    return 0;
+  }
+
+  std::signal(SIGPIPE, SIG_IGN);
+  daemon::Logger log(options.logFormat, options.logLevel);
+  boost::asio::io_context io(1);
+  daemon::Speaker speaker(io, std::move(*config), log);
+  if (auto started = speaker.start(); !started) {
+    log.error("vipd", "cannot start: {}", started.error());
+    return 1;
+  }
+  log.info("vipd", "version {} running with config {}", VIPD_VERSION, options.configPath);
+
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+    if (ec) {
+      return;
+    }
+    log.info("vipd", "received {}; draining", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    speaker.shutdown("vipd: node shutting down", [&] {
+      log.info("vipd", "every peer notified; exiting");
+      io.stop();
+    });
+  });
+  io.run();
+  return 0;
+}

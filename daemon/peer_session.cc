@@ -1,0 +1,269 @@
+#include "daemon/peer_session.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+namespace vipd::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+// How long a closing connection may take to write its last messages (the final NOTIFICATION).
+constexpr std::chrono::milliseconds kFlushTimeout = 2s;
+
+asio::ip::address toAsio(const bgp::IpAddress& a) {
+  if (a.isV4()) {
+    return asio::ip::address_v4(a.v4Value());
+  }
+  asio::ip::address_v6::bytes_type b;
+  std::copy(a.bytes.begin(), a.bytes.end(), b.begin());
+  return asio::ip::address_v6(b);
+}
+
+bgp::IpAddress fromAsio(const asio::ip::address& a) {
+  if (a.is_v4()) {
+    return bgp::IpAddress::v4(a.to_v4().to_uint());
+  }
+  auto v6 = a.to_v6();
+  if (v6.is_v4_mapped()) {
+    return bgp::IpAddress::v4(asio::ip::make_address_v4(asio::ip::v4_mapped, v6).to_uint());
+  }
+  auto b = v6.to_bytes();
+  std::array<uint8_t, 16> raw;
+  std::copy(b.begin(), b.end(), raw.begin());
+  return bgp::IpAddress::v6(raw);
+}
+
+size_t timerIndex(bgp::TimerKind t) { return static_cast<size_t>(t); }
+
+}  // namespace
+
+PeerSession::PeerSession(asio::io_context& io, const config::Peer& peer,
+                         bgp::SessionConfig sessionConfig, const Logger& log)
+    : io_(io),
+      peer_(peer),
+      ebgp_(sessionConfig.peerAsn != sessionConfig.localAsn),
+      subject_("peer " + peer.address.toString()),
+      log_(log),
+      fsm_(std::move(sessionConfig)),
+      timers_{asio::steady_timer(io), asio::steady_timer(io), asio::steady_timer(io)} {}
+
+void PeerSession::start() {
+  log_.info(subject_, "starting {} session to AS{} port {}", ebgp_ ? "eBGP" : "iBGP", peer_.asn,
+            peer_.port);
+  execute(fsm_.start());
+}
+
+void PeerSession::stop(std::string_view shutdownCommunication, std::function<void()> done) {
+  auto connection = current_;
+  execute(fsm_.stop(shutdownCommunication));
+  // execute() queued the NOTIFICATION and began closing; `done` runs once it is written.
+  if (connection) {
+    connection->closeAfterFlush(kFlushTimeout, std::move(done));
+  } else if (done) {
+    done();
+  }
+}
+
+void PeerSession::setAnnouncements(std::set<bgp::Prefix> prefixes) {
+  execute(fsm_.setAnnouncements(std::move(prefixes)));
+}
+
+void PeerSession::execute(bgp::Actions actions) {
+  for (auto& action : actions) {
+    std::visit(
+        [&](auto& a) {
+          using T = std::decay_t<decltype(a)>;
+          if constexpr (std::is_same_v<T, bgp::Connect>) {
+            dial();
+          } else if constexpr (std::is_same_v<T, bgp::Send>) {
+            if (current_) {
+              current_->send(std::move(a.bytes));
+            }
+          } else if constexpr (std::is_same_v<T, bgp::Arm>) {
+            if (a.timer == bgp::TimerKind::ConnectRetry &&
+                (fsm_.state() == bgp::SessionState::Idle ||
+                 fsm_.state() == bgp::SessionState::Active)) {
+              log_.info(subject_, "next connection attempt in {}ms", a.after.count());
+            }
+            arm(a.timer, a.after);
+          } else if constexpr (std::is_same_v<T, bgp::Cancel>) {
+            cancel(a.timer);
+          } else if constexpr (std::is_same_v<T, bgp::Disconnect>) {
+            disconnect(a.reason);
+          } else if constexpr (std::is_same_v<T, bgp::AdoptIncoming>) {
+            current_ = std::exchange(incoming_, nullptr);
+            log_.info(subject_, "using the connection the peer opened");
+          } else if constexpr (std::is_same_v<T, bgp::RejectIncoming>) {
+            if (incoming_) {
+              log_.info(subject_, "closing the connection the peer opened: {}", a.reason);
+              if (!a.bytes.empty()) {
+                incoming_->send(std::move(a.bytes));
+              }
+              std::exchange(incoming_, nullptr)->closeAfterFlush(kFlushTimeout);
+            }
+          } else if constexpr (std::is_same_v<T, bgp::HoldIncoming>) {
+            log_.info(subject_, "peer connected while a session is opening; resolving the "
+                                "collision when its OPEN arrives");
+          } else if constexpr (std::is_same_v<T, bgp::StateChanged>) {
+            stateSince_ = std::chrono::steady_clock::now();
+            auto level = a.to == bgp::SessionState::Idle && !a.reason.starts_with("stopped")
+                             ? LogLevel::Warn
+                             : LogLevel::Info;
+            log_.log(level, subject_,
+                     fmt::format("{} -> {}: {}", bgp::sessionStateName(a.from),
+                                 bgp::sessionStateName(a.to), a.reason));
+          } else if constexpr (std::is_same_v<T, bgp::Notice>) {
+            log_.warn(subject_, "{}", a.text);
+          }
+        },
+        action);
+  }
+}
+
+void PeerSession::dial() {
+  auto generation = ++dialGeneration_;
+  auto remote = toAsio(peer_.address);
+  tcp::socket socket(io_);
+  boost::system::error_code ec;
+  socket.open(remote.is_v4() ? tcp::v4() : tcp::v6(), ec);
+  if (!ec && peer_.sourceAddress) {
+    socket.bind(tcp::endpoint(toAsio(*peer_.sourceAddress), 0), ec);
+  }
+  if (!ec) {
+    // eBGP to a directly connected peer goes out with TTL 1; multihop raises it (RFC 4271 does
+    // not mandate this, but every router expects it).
+    int ttl = ebgp_ ? (peer_.ebgpMultihop > 0 ? peer_.ebgpMultihop : 1) : 64;
+    if (remote.is_v4()) {
+      setsockopt(socket.native_handle(), IPPROTO_IP, IP_TTL, &ttl, sizeof ttl);
+    } else {
+      setsockopt(socket.native_handle(), IPPROTO_IPV6, IPV6_UNICAST_HOPS, &ttl, sizeof ttl);
+    }
+    socket.set_option(tcp::no_delay(true), ec);
+  }
+  if (ec) {
+    // Post, so the FSM is never re-entered from inside execute().
+    asio::post(io_, [this, generation, ec] {
+      if (generation == dialGeneration_) {
+        dialing_.reset();
+        execute(fsm_.onConnectFailed(ec.message()));
+      }
+    });
+    return;
+  }
+  dialing_.emplace(std::move(socket));
+  dialing_->async_connect(
+      tcp::endpoint(remote, peer_.port), [this, generation](const boost::system::error_code& ec) {
+        if (generation != dialGeneration_ || !dialing_) {
+          return;  // abandoned attempt
+        }
+        auto socket = std::move(*dialing_);
+        dialing_.reset();
+        if (ec) {
+          execute(fsm_.onConnectFailed(ec.message()));
+          return;
+        }
+        auto local = localAddressOf(socket);
+        if (!local) {
+          execute(fsm_.onConnectFailed("connected socket has no local address"));
+          return;
+        }
+        current_ = std::make_shared<Connection>(std::move(socket));
+        watch(current_);
+        execute(fsm_.onConnected(*local));
+      });
+}
+
+void PeerSession::watch(const std::shared_ptr<Connection>& connection) {
+  connection->startReading(
+      [this](Connection& c, std::span<const uint8_t> bytes) {
+        if (&c == current_.get()) {
+          execute(fsm_.onBytes(bytes));
+        } else if (&c == incoming_.get()) {
+          execute(fsm_.onIncomingBytes(bytes));
+        }
+      },
+      [this](Connection& c, const boost::system::error_code& ec) {
+        std::string why = ec == asio::error::eof ? "peer closed the connection" : ec.message();
+        if (&c == current_.get()) {
+          current_.reset();
+          execute(fsm_.onClosed(why));
+        } else if (&c == incoming_.get()) {
+          incoming_.reset();
+          log_.info(subject_, "incoming connection closed before its OPEN: {}", why);
+        }
+      });
+}
+
+void PeerSession::acceptIncoming(tcp::socket socket) {
+  auto local = localAddressOf(socket);
+  if (!local) {
+    return;
+  }
+  if (incoming_) {
+    incoming_->closeNow();
+  }
+  incoming_ = std::make_shared<Connection>(std::move(socket));
+  boost::system::error_code ec;
+  incoming_->socket().set_option(tcp::no_delay(true), ec);
+  watch(incoming_);
+  execute(fsm_.onIncomingConnection(*local));
+}
+
+void PeerSession::disconnect(const std::string& reason) {
+  ++dialGeneration_;  // abandon any connect in flight
+  if (dialing_) {
+    boost::system::error_code ignored;
+    dialing_->close(ignored);
+    dialing_.reset();
+  }
+  if (current_) {
+    log_.debug(subject_, "closing connection: {}", reason);
+    std::exchange(current_, nullptr)->closeAfterFlush(kFlushTimeout);
+  }
+}
+
+void PeerSession::arm(bgp::TimerKind timer, std::chrono::milliseconds after) {
+  auto i = timerIndex(timer);
+  auto generation = ++timerGeneration_[i];
+  timers_[i].expires_after(after);
+  timers_[i].async_wait([this, timer, i, generation](const boost::system::error_code& ec) {
+    // A cancelled or re-armed timer may still deliver an expiry already queued; the generation
+    // tells a stale expiry from the current one.
+    if (ec || generation != timerGeneration_[i]) {
+      return;
+    }
+    execute(fsm_.onTimer(timer));
+  });
+}
+
+void PeerSession::cancel(bgp::TimerKind timer) {
+  auto i = timerIndex(timer);
+  ++timerGeneration_[i];
+  timers_[i].cancel();
+}
+
+std::optional<bgp::IpAddress> PeerSession::localAddressOf(tcp::socket& socket) {
+  boost::system::error_code ec;
+  auto endpoint = socket.local_endpoint(ec);
+  if (ec) {
+    return std::nullopt;
+  }
+  return fromAsio(endpoint.address());
+}
+
+PeerStatus PeerSession::status() const {
+  PeerStatus s;
+  s.address = peer_.address.toString();
+  s.asn = peer_.asn;
+  s.ebgp = ebgp_;
+  s.state = fsm_.state();
+  s.inState = std::chrono::steady_clock::now() - stateSince_;
+  s.lastError = fsm_.lastError();
+  s.negotiated = fsm_.negotiated();
+  s.counters = fsm_.counters();
+  s.advertised = fsm_.advertised();
+  return s;
+}
+
+}  // namespace vipd::daemon

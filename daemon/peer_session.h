@@ -1,0 +1,79 @@
+// The I/O side of one configured peer: carries out the SessionFsm's actions with Asio (dials,
+// writes, timers) and feeds it what happens. It decides nothing about the protocol itself.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <boost/asio.hpp>
+
+#include "bgp/session_fsm.h"
+#include "config/config.h"
+#include "daemon/connection.h"
+#include "daemon/logger.h"
+
+namespace vipd::daemon {
+
+// A snapshot for `vipctl status` and logs.
+struct PeerStatus {
+  std::string address;
+  uint32_t asn = 0;
+  bool ebgp = true;
+  bgp::SessionState state = bgp::SessionState::Idle;
+  std::chrono::steady_clock::duration inState{};
+  std::string lastError;
+  std::optional<bgp::Negotiated> negotiated;
+  bgp::SessionCounters counters;
+  std::set<bgp::Prefix> advertised;
+};
+
+class PeerSession {
+ public:
+  PeerSession(asio::io_context& io, const config::Peer& peer, bgp::SessionConfig sessionConfig,
+              const Logger& log);
+  PeerSession(const PeerSession&) = delete;
+  PeerSession& operator=(const PeerSession&) = delete;
+
+  void start();
+  // Sends Cease 6/2 with `shutdownCommunication` and closes; `done` runs when the last bytes
+  // have been written (or the flush deadline passed).
+  void stop(std::string_view shutdownCommunication, std::function<void()> done);
+  void setAnnouncements(std::set<bgp::Prefix> prefixes);
+  // A connection the listener accepted from this peer's address.
+  void acceptIncoming(tcp::socket socket);
+
+  PeerStatus status() const;
+  const bgp::IpAddress& address() const { return peer_.address; }
+  bgp::SessionState state() const { return fsm_.state(); }
+
+ private:
+  void execute(bgp::Actions actions);
+  void dial();
+  void arm(bgp::TimerKind timer, std::chrono::milliseconds after);
+  void cancel(bgp::TimerKind timer);
+  void disconnect(const std::string& reason);
+  void watch(const std::shared_ptr<Connection>& connection);
+  static std::optional<bgp::IpAddress> localAddressOf(tcp::socket& socket);
+
+  asio::io_context& io_;
+  config::Peer peer_;
+  bool ebgp_;
+  std::string subject_;
+  const Logger& log_;
+  bgp::SessionFsm fsm_;
+  std::shared_ptr<Connection> current_;   // the session's connection (connecting or open)
+  std::shared_ptr<Connection> incoming_;  // held during a collision
+  std::optional<tcp::socket> dialing_;
+  uint64_t dialGeneration_ = 0;
+  std::array<asio::steady_timer, 3> timers_;
+  std::array<uint64_t, 3> timerGeneration_{};
+  std::chrono::steady_clock::time_point stateSince_ = std::chrono::steady_clock::now();
+  std::function<void()> stopped_;
+};
+
+}  // namespace vipd::daemon
