@@ -225,7 +225,10 @@ class ConfigReader {
   }
 
   void error(const Field& field, std::string message) {
-    error(field.value.Mark(), field.path, std::move(message));
+    // yaml-cpp marks an empty value ("holdTime:") at the next token, often on the next line; the
+    // key is where the operator has to look.
+    bool useKey = field.value.IsNull() && field.key.IsDefined() && field.key.IsScalar();
+    error(useKey ? field.key.Mark() : field.value.Mark(), field.path, std::move(message));
   }
 
   std::vector<ConfigError> takeErrors() {
@@ -504,8 +507,7 @@ void ConfigReader::readVips(const Field& f, std::vector<Vip>& vips) {
     if (const Field* n = m->find("interface")) {
       if (auto name = readString(*n)) {
         bool bad = name->empty() || name->size() > kMaxInterfaceNameLength || *name == "." ||
-                   *name == ".." ||
-                   std::any_of(name->begin(), name->end(), [](char c) {
+                   *name == ".." || std::any_of(name->begin(), name->end(), [](char c) {
                      return c == '/' || c == ':' || c == ' ' || c == '\t' || c == '\n' ||
                             c == '\r' || c == '\v' || c == '\f' || c == '\0';
                    });
@@ -524,8 +526,7 @@ void ConfigReader::readVips(const Field& f, std::vector<Vip>& vips) {
     auto same = std::find_if(vips.begin(), vips.end(),
                              [&](const Vip& v) { return v.prefix == vip.prefix; });
     if (same != vips.end()) {
-      error(*m->find("address"),
-            fmt::format("duplicate VIP {}", vip.prefix.toString()));
+      error(*m->find("address"), fmt::format("duplicate VIP {}", vip.prefix.toString()));
       continue;
     }
     vips.push_back(std::move(vip));
@@ -551,8 +552,8 @@ void ConfigReader::readRouterId(const Field& f, const std::vector<Vip>& vips, Co
     if (vip.prefix.address == *id) {
       // Every node that can hold the VIP would then share one router ID, and peers reject a
       // second session with the same identifier.
-      error(f, fmt::format("router ID {} equals VIP {}; use this node's own address", id->toString(),
-                           vip.prefix.toString()));
+      error(f, fmt::format("router ID {} equals VIP {}; use this node's own address",
+                           id->toString(), vip.prefix.toString()));
       return;
     }
   }
@@ -688,8 +689,9 @@ std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::st
                               source->toString(), familyName(*source), address->toString(),
                               familyName(*address)));
       } else if (source->isZero()) {
-        error(*f, "leave sourceAddress out to let the kernel choose; it cannot be the unspecified "
-                  "address");
+        error(*f,
+              "leave sourceAddress out to let the kernel choose; it cannot be the unspecified "
+              "address");
       } else if (source->isLinkLocalV6() || isMulticast(*source) || isBroadcast(*source)) {
         error(*f, fmt::format("{} cannot be a session's source address; use a global unicast "
                               "address",
@@ -703,9 +705,9 @@ std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::st
   if (const Field* f = m->find("connectRetryTime")) {
     if (auto d = readDuration(*f)) {
       if (*d < kMinConnectRetry || *d > kMaxConnectRetry) {
-        error(*f, fmt::format("connect retry time {} is out of range; use {} to {}",
-                              f->value.Scalar(), formatDuration(kMinConnectRetry),
-                              formatDuration(kMaxConnectRetry)));
+        error(*f,
+              fmt::format("connect retry time {} is out of range; use {} to {}", f->value.Scalar(),
+                          formatDuration(kMinConnectRetry), formatDuration(kMaxConnectRetry)));
       } else {
         peer.connectRetryTime = *d;
       }
@@ -903,9 +905,9 @@ Result<Config> parseConfig(std::string_view yamlText, std::string_view fileName)
       return tl::unexpected(reader.takeErrors());
     }
     if (documents.size() > 1) {
-      reader.error(documents[1].Mark(), "",
-                   fmt::format("the file holds {} YAML documents; expected exactly one",
-                               documents.size()));
+      reader.error(
+          documents[1].Mark(), "",
+          fmt::format("the file holds {} YAML documents; expected exactly one", documents.size()));
     }
     Config config;
     reader.readDocument(documents[0], config);

@@ -1,0 +1,666 @@
+// Config parsing and validation: golden files for the happy path, inline YAML for each error so
+// that the expected line:column can be read straight off the test.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "config/config_parser.h"
+
+namespace vipd::config {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+
+const std::string kDataDir = std::string(VIPD_TEST_DATA) + "/config/";
+
+bgp::IpAddress ip(std::string_view text) {
+  auto a = bgp::IpAddress::parse(text);
+  EXPECT_TRUE(a.has_value()) << text;
+  return a.value_or(bgp::IpAddress{});
+}
+
+bgp::Prefix prefix(std::string_view text) {
+  auto p = bgp::Prefix::parse(text);
+  EXPECT_TRUE(p.has_value()) << text;
+  return p.value_or(bgp::Prefix{});
+}
+
+std::string describeErrors(const std::vector<ConfigError>& errors) {
+  std::string out;
+  for (const auto& e : errors) {
+    out += e.toString() + "\n";
+  }
+  return out;
+}
+
+// Parses text that must fail and returns its errors.
+std::vector<ConfigError> errorsOf(std::string_view yaml) {
+  auto result = parseConfig(yaml, "vipd.yaml");
+  EXPECT_FALSE(result.has_value()) << "expected errors, config was accepted";
+  return result.has_value() ? std::vector<ConfigError>{} : result.error();
+}
+
+// Parses text that must fail with exactly one error and returns its toString().
+std::string onlyError(std::string_view yaml) {
+  auto errors = errorsOf(yaml);
+  EXPECT_EQ(errors.size(), 1u) << describeErrors(errors);
+  return errors.empty() ? "" : errors.front().toString();
+}
+
+// A valid document with one IPv4 VIP and one IPv4 peer; tests splice their variations in.
+constexpr std::string_view kHeader =
+    "apiVersion: vipd.io/v1alpha1\n"   // line 1
+    "kind: SpeakerConfiguration\n"     // line 2
+    "routerId: 192.0.2.11\n"           // line 3
+    "localAsn: 65001\n"                // line 4
+    "vips:\n"                          // line 5
+    "  - address: 203.0.113.10/32\n";  // line 6
+constexpr std::string_view kOnePeer =
+    "peers:\n"                  // line 7
+    "  - address: 192.0.2.1\n"  // line 8
+    "    asn: 65000\n";         // line 9
+
+std::string withPeer(std::string_view peerExtra) {
+  return std::string(kHeader) + std::string(kOnePeer) + std::string(peerExtra);  // extra: line 10
+}
+
+// ---- Valid configs ----
+
+TEST(ConfigParse, FullConfigParsesToExpectedValues) {
+  auto result = loadConfigFile(kDataDir + "full.yaml");
+  ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
+  const Config& c = *result;
+  EXPECT_EQ(c.apiVersion, "vipd.io/v1alpha1");
+  EXPECT_EQ(c.kind, "SpeakerConfiguration");
+  EXPECT_EQ(c.routerId, ip("192.0.2.11"));
+  EXPECT_EQ(c.localAsn, 4200000001u);
+  ASSERT_EQ(c.vips.size(), 3u);
+  EXPECT_EQ(c.vips[0], (Vip{prefix("203.0.113.10/32"), "vip0"}));
+  EXPECT_EQ(c.vips[1], (Vip{prefix("203.0.113.11/32"), "lo"}));
+  EXPECT_EQ(c.vips[2], (Vip{prefix("2001:db8:100::10/128"), "lo"}));
+  EXPECT_EQ(c.communities, (std::vector<Community>{{65000, 100}, {65535, 0}}));
+  ASSERT_EQ(c.communities.size(), 2u);
+  EXPECT_EQ(c.communities[1].wire(), bgp::kGracefulShutdownCommunity);
+  EXPECT_EQ(c.largeCommunities, (std::vector<bgp::LargeCommunity>{{4200000000u, 1, 2}}));
+  ASSERT_EQ(c.peers.size(), 2u);
+
+  const Peer& p0 = c.peers[0];
+  EXPECT_EQ(p0.address, ip("192.0.2.1"));
+  EXPECT_EQ(p0.asn, 65000u);
+  EXPECT_EQ(p0.port, 1179);
+  EXPECT_EQ(p0.sourceAddress, ip("192.0.2.11"));
+  EXPECT_EQ(p0.holdTime, milliseconds{30000});
+  EXPECT_EQ(p0.keepaliveTime, milliseconds{10000});
+  EXPECT_EQ(p0.connectRetryTime, milliseconds{250});
+  EXPECT_EQ(p0.ebgpMultihop, 2);
+  EXPECT_EQ(p0.nextHopIpv6, ip("2001:db8::11"));
+
+  const Peer& p1 = c.peers[1];
+  EXPECT_EQ(p1.address, ip("198.51.100.1"));
+  EXPECT_EQ(p1.asn, 4200000001u);  // iBGP
+  EXPECT_EQ(p1.port, 179);
+  EXPECT_EQ(p1.sourceAddress, std::nullopt);
+  EXPECT_EQ(p1.holdTime, milliseconds{0});
+  EXPECT_EQ(p1.keepaliveTime, milliseconds{0});  // no keepalives without a hold timer
+  EXPECT_EQ(p1.connectRetryTime, milliseconds{1000});
+  EXPECT_EQ(p1.ebgpMultihop, 0);
+  EXPECT_EQ(p1.nextHopIpv6, ip("2001:db8::12"));
+
+  EXPECT_TRUE(c.listen.enabled);
+  EXPECT_EQ(c.listen.address, ip("::"));
+  EXPECT_EQ(c.listen.port, 1179);
+  EXPECT_EQ(c.control.socket, "/var/run/vipd.sock");
+}
+
+TEST(ConfigParse, DefaultsAreApplied) {
+  auto result = loadConfigFile(kDataDir + "minimal.yaml");
+  ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
+  const Config& c = *result;
+  EXPECT_TRUE(c.communities.empty());
+  EXPECT_TRUE(c.largeCommunities.empty());
+  ASSERT_EQ(c.vips.size(), 1u);
+  EXPECT_EQ(c.vips[0].interface, "lo");
+  ASSERT_EQ(c.peers.size(), 2u);
+  const Peer& p = c.peers[0];
+  EXPECT_EQ(p.port, 179);
+  EXPECT_EQ(p.sourceAddress, std::nullopt);
+  EXPECT_EQ(p.holdTime, milliseconds{9000});
+  EXPECT_EQ(p.keepaliveTime, milliseconds{3000});
+  EXPECT_EQ(p.connectRetryTime, milliseconds{1000});
+  EXPECT_EQ(p.ebgpMultihop, 0);
+  EXPECT_EQ(p.nextHopIpv6, std::nullopt);
+  // keepaliveTime follows an explicit holdTime.
+  EXPECT_EQ(c.peers[1].holdTime, milliseconds{90000});
+  EXPECT_EQ(c.peers[1].keepaliveTime, milliseconds{30000});
+  EXPECT_FALSE(c.listen.enabled);
+  EXPECT_EQ(c.listen.address, bgp::IpAddress::v4(0u));
+  EXPECT_EQ(c.listen.port, 179);
+  EXPECT_EQ(c.control.socket, "/run/vipd/vipd.sock");
+}
+
+TEST(ConfigParse, DefaultKeepaliveRoundsDownToWholeSeconds) {
+  auto result = parseConfig(withPeer("    holdTime: 10s\n"), "vipd.yaml");
+  ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
+  EXPECT_EQ(result->peers[0].keepaliveTime, milliseconds{3000});
+  result = parseConfig(withPeer("    holdTime: 4s\n"), "vipd.yaml");
+  ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
+  EXPECT_EQ(result->peers[0].keepaliveTime, milliseconds{1000});
+}
+
+TEST(ConfigParse, ExampleConfigIsValid) {
+  auto result = loadConfigFile(VIPD_EXAMPLE_CONFIG);
+  ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
+  EXPECT_EQ(result->vips.size(), 2u);
+  EXPECT_EQ(result->peers.size(), 2u);
+}
+
+TEST(ConfigParse, QuotedAndFlowStylesAreAccepted) {
+  auto result = parseConfig(
+      "{apiVersion: 'vipd.io/v1alpha1', kind: \"SpeakerConfiguration\", routerId: '192.0.2.11',"
+      " localAsn: 65001, vips: [{address: '203.0.113.10/32'}],"
+      " peers: [{address: '192.0.2.1', asn: 65000, holdTime: '9s'}]}",
+      "vipd.yaml");
+  ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
+  EXPECT_EQ(result->peers[0].holdTime, milliseconds{9000});
+}
+
+// ---- Document-level errors ----
+
+TEST(ConfigErrors, EmptyFile) {
+  EXPECT_EQ(onlyError(""),
+            "vipd.yaml:1:1: the file is empty; expected a SpeakerConfiguration mapping");
+  EXPECT_THAT(onlyError("# only a comment\n"), HasSubstr("the file is empty"));
+  EXPECT_THAT(onlyError("---\n"), HasSubstr("the document is empty"));
+}
+
+TEST(ConfigErrors, TopLevelMustBeAMapping) {
+  EXPECT_EQ(onlyError("- a\n- b\n"),
+            "vipd.yaml:1:1: expected a mapping at the top level, got a list");
+  EXPECT_EQ(onlyError("hello\n"),
+            "vipd.yaml:1:1: expected a mapping at the top level, got 'hello'");
+}
+
+TEST(ConfigErrors, YamlSyntaxErrorNamesLineAndColumn) {
+  auto errors = errorsOf("apiVersion: vipd.io/v1alpha1\nkind: [SpeakerConfiguration\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].line, 3);
+  EXPECT_THAT(errors[0].message, HasSubstr("YAML syntax error"));
+  EXPECT_EQ(errors[0].path, "");
+
+  errors = errorsOf("a: b: c\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].toString(), "vipd.yaml:1:5: YAML syntax error: illegal map value");
+}
+
+TEST(ConfigErrors, MoreThanOneDocument) {
+  std::string yaml = withPeer("---\nfoo: 1\n");
+  auto errors = errorsOf(yaml);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].toString(),
+            "vipd.yaml:11:1: the file holds 2 YAML documents; expected exactly one");
+}
+
+TEST(ConfigErrors, MissingRequiredKeys) {
+  auto errors = errorsOf("listen:\n  enabled: true\n");
+  ASSERT_EQ(errors.size(), 6u) << describeErrors(errors);
+  EXPECT_EQ(errors[0].toString(),
+            "vipd.yaml:1:1: apiVersion: required key 'apiVersion' is missing");
+  std::vector<std::string> paths;
+  for (const auto& e : errors) {
+    paths.push_back(e.path);
+  }
+  EXPECT_THAT(paths, ::testing::UnorderedElementsAre("apiVersion", "kind", "routerId", "localAsn",
+                                                     "vips", "peers"));
+}
+
+TEST(ConfigErrors, MissingPeerKeyPointsAtThePeer) {
+  std::string yaml = std::string(kHeader) + "peers:\n  - address: 192.0.2.1\n";
+  EXPECT_EQ(onlyError(yaml), "vipd.yaml:8:5: peers[0].asn: required key 'asn' is missing");
+}
+
+TEST(ConfigErrors, WrongApiVersionAndKind) {
+  std::string yaml = withPeer("");
+  yaml.replace(yaml.find("v1alpha1"), 8, "v1");
+  yaml.replace(yaml.find("SpeakerConfiguration"), 20, "Speaker");
+  auto errors = errorsOf(yaml);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].toString(),
+            "vipd.yaml:1:13: apiVersion: expected 'vipd.io/v1alpha1', got 'vipd.io/v1'");
+  EXPECT_EQ(errors[1].toString(),
+            "vipd.yaml:2:7: kind: expected 'SpeakerConfiguration', got 'Speaker'");
+}
+
+// ---- Keys ----
+
+TEST(ConfigErrors, UnknownKeyWithSuggestion) {
+  EXPECT_EQ(onlyError(withPeer("    holdtime: 9s\n")),
+            "vipd.yaml:10:5: peers[0].holdtime: unknown key 'holdtime' (did you mean 'holdTime'?)");
+  EXPECT_EQ(onlyError(withPeer("    keepalive: 3s\n")),
+            "vipd.yaml:10:5: peers[0].keepalive: unknown key 'keepalive' (did you mean "
+            "'keepaliveTime'?)");
+  EXPECT_EQ(onlyError(std::string("routerID: 1.2.3.4\n") + withPeer("")),
+            "vipd.yaml:1:1: routerID: unknown key 'routerID' (did you mean 'routerId'?)");
+}
+
+TEST(ConfigErrors, UnknownKeyWithoutCloseMatchListsKnownKeys) {
+  EXPECT_EQ(onlyError(withPeer("listen:\n  backlog: 5\n")),
+            "vipd.yaml:11:3: listen.backlog: unknown key 'backlog'; expected one of: enabled, "
+            "address, port");
+}
+
+TEST(ConfigErrors, DuplicateKey) {
+  EXPECT_EQ(onlyError(withPeer("    asn: 65002\n")),
+            "vipd.yaml:10:5: peers[0].asn: duplicate key 'asn' (first set on line 9)");
+  std::string yaml = withPeer("");
+  yaml += "localAsn: 65002\n";
+  EXPECT_EQ(onlyError(yaml),
+            "vipd.yaml:10:1: localAsn: duplicate key 'localAsn' (first set on "
+            "line 4)");
+}
+
+TEST(ConfigErrors, MergeKeysAreNotSupported) {
+  EXPECT_THAT(onlyError(withPeer("    <<: {port: 1}\n")), HasSubstr("unknown key '<<'"));
+}
+
+// ---- Scalars ----
+
+TEST(ConfigErrors, LocalAsnRange) {
+  auto asnError = [](std::string_view value) {
+    std::string yaml = withPeer("");
+    yaml.replace(yaml.find("65001"), 5, value);
+    return onlyError(yaml);
+  };
+  EXPECT_EQ(asnError("0"), "vipd.yaml:4:11: localAsn: must be between 1 and 4294967295, got 0");
+  EXPECT_EQ(asnError("-5"), "vipd.yaml:4:11: localAsn: must be between 1 and 4294967295, got -5");
+  EXPECT_EQ(asnError("4294967296"),
+            "vipd.yaml:4:11: localAsn: must be between 1 and 4294967295, got 4294967296");
+  EXPECT_EQ(asnError("99999999999999999999999"),
+            "vipd.yaml:4:11: localAsn: must be between 1 and 4294967295, got "
+            "99999999999999999999999");
+  EXPECT_EQ(asnError("23456"),
+            "vipd.yaml:4:11: localAsn: AS 23456 is AS_TRANS (RFC 6793), a placeholder that is "
+            "never a real ASN");
+  EXPECT_EQ(asnError("\"65001\""),
+            "vipd.yaml:4:11: localAsn: expected an integer, got the string '65001'");
+  EXPECT_EQ(asnError("65001.5"), "vipd.yaml:4:11: localAsn: expected an integer, got '65001.5'");
+  EXPECT_EQ(asnError("[1]"), "vipd.yaml:4:11: localAsn: expected an integer, got a list");
+  EXPECT_EQ(asnError(""), "vipd.yaml:4:1: localAsn: expected an integer, got no value");
+  std::string yaml = withPeer("");
+  yaml.replace(yaml.find("65001"), 5, "4294967295");
+  EXPECT_TRUE(parseConfig(yaml, "vipd.yaml").has_value());
+}
+
+TEST(ConfigErrors, PeerAsn) {
+  std::string yaml = withPeer("");
+  yaml.replace(yaml.find("asn: 65000"), 10, "asn: 23456");
+  EXPECT_THAT(onlyError(yaml), HasSubstr("vipd.yaml:9:10: peers[0].asn: AS 23456 is AS_TRANS"));
+}
+
+TEST(ConfigErrors, RouterId) {
+  auto idError = [](std::string_view value) {
+    std::string yaml = withPeer("");
+    yaml.replace(yaml.find("192.0.2.11"), 10, value);
+    return onlyError(yaml);
+  };
+  EXPECT_EQ(idError("0.0.0.0"),
+            "vipd.yaml:3:11: routerId: 0.0.0.0 is not a valid BGP identifier (RFC 6286)");
+  EXPECT_EQ(idError("255.255.255.255"),
+            "vipd.yaml:3:11: routerId: 255.255.255.255 is not a valid BGP identifier (RFC 6286)");
+  EXPECT_THAT(idError("2001:db8::1"), HasSubstr("routerId: the router ID is a 32-bit BGP "
+                                                "identifier written as an IPv4 address"));
+  EXPECT_EQ(idError("router1"), "vipd.yaml:3:11: routerId: 'router1' is not an IP address");
+}
+
+TEST(ConfigErrors, RouterIdEqualsVip) {
+  std::string yaml = withPeer("");
+  yaml.replace(yaml.find("192.0.2.11"), 10, "203.0.113.10");
+  EXPECT_EQ(onlyError(yaml),
+            "vipd.yaml:3:11: routerId: router ID 203.0.113.10 equals VIP 203.0.113.10/32; use this "
+            "node's own address");
+}
+
+TEST(ConfigErrors, BooleanMustBeTrueOrFalse) {
+  EXPECT_EQ(onlyError(withPeer("listen:\n  enabled: yes\n")),
+            "vipd.yaml:11:12: listen.enabled: expected true or false, got 'yes'");
+  EXPECT_EQ(onlyError(withPeer("listen:\n  enabled: 'true'\n")),
+            "vipd.yaml:11:12: listen.enabled: expected true or false, got the string 'true'");
+}
+
+TEST(ConfigErrors, Ports) {
+  EXPECT_EQ(onlyError(withPeer("    port: 0\n")),
+            "vipd.yaml:10:11: peers[0].port: must be between 1 and 65535, got 0");
+  EXPECT_EQ(onlyError(withPeer("listen:\n  port: 65536\n")),
+            "vipd.yaml:11:9: listen.port: must be between 1 and 65535, got 65536");
+}
+
+TEST(ConfigErrors, ControlSocket) {
+  EXPECT_EQ(onlyError(withPeer("control:\n  socket: run/vipd.sock\n")),
+            "vipd.yaml:11:11: control.socket: the control socket must be an absolute path, got "
+            "'run/vipd.sock'");
+  EXPECT_THAT(onlyError(withPeer("control:\n  socket: /" + std::string(120, 'a') + "\n")),
+              HasSubstr("a Unix socket path holds at most 107"));
+  EXPECT_EQ(onlyError(withPeer("control: /run/vipd.sock\n")),
+            "vipd.yaml:10:10: control: expected a mapping, got '/run/vipd.sock'");
+}
+
+// ---- VIPs ----
+
+TEST(ConfigErrors, CoveringPrefixVipIsRejected) {
+  std::string yaml = withPeer("");
+  yaml.replace(yaml.find("203.0.113.10/32"), 15, "203.0.113.0/24");
+  EXPECT_EQ(onlyError(yaml),
+            "vipd.yaml:6:14: vips[0].address: a VIP is a single address (/32), but 203.0.113.0/24 "
+            "is a covering prefix; vipd announces host routes only");
+}
+
+TEST(ConfigErrors, VipAddressForms) {
+  auto vipError = [](std::string_view value) {
+    std::string yaml = withPeer("");
+    yaml.replace(yaml.find("203.0.113.10/32"), 15, value);
+    return onlyError(yaml);
+  };
+  EXPECT_EQ(vipError("203.0.113.10"),
+            "vipd.yaml:6:14: vips[0].address: '203.0.113.10' needs a prefix length: write "
+            "203.0.113.10/32");
+  EXPECT_THAT(vipError("2001:db8::/64"), HasSubstr("a VIP is a single address (/128)"));
+  EXPECT_THAT(vipError("203.0.113.10/33"), HasSubstr("is not an address such as"));
+  EXPECT_THAT(vipError("0.0.0.0/32"), HasSubstr("0.0.0.0 is not a routable unicast address"));
+  EXPECT_THAT(vipError("fe80::1/128"), HasSubstr("is not a routable unicast address"));
+}
+
+TEST(ConfigErrors, VipListRules) {
+  std::string base =
+      "apiVersion: vipd.io/v1alpha1\nkind: SpeakerConfiguration\n"
+      "routerId: 192.0.2.11\nlocalAsn: 65001\n";
+  std::string peers(kOnePeer);
+  EXPECT_EQ(onlyError(base + "vips: []\n" + peers),
+            "vipd.yaml:5:7: vips: at least one VIP is required");
+  EXPECT_EQ(onlyError(base + "vips: 203.0.113.10/32\n" + peers),
+            "vipd.yaml:5:7: vips: expected a list, got '203.0.113.10/32'");
+  EXPECT_EQ(onlyError(base + "vips:\n  - 203.0.113.10/32\n" + peers),
+            "vipd.yaml:6:5: vips[0]: expected a mapping, got '203.0.113.10/32'");
+  EXPECT_EQ(onlyError(base + "vips:\n  - address: 203.0.113.10/32\n  - address: 203.0.113.10/32\n" +
+                      peers),
+            "vipd.yaml:7:14: vips[1].address: duplicate VIP 203.0.113.10/32");
+}
+
+TEST(ConfigErrors, InterfaceName) {
+  std::string yaml = withPeer("");
+  yaml.insert(yaml.find("peers:"), "    interface: " + std::string(16, 'x') + "\n");
+  EXPECT_EQ(onlyError(yaml),
+            "vipd.yaml:7:16: vips[0].interface: 'xxxxxxxxxxxxxxxx' is not a valid Linux interface "
+            "name (1 to 15 characters, no '/', ':' or whitespace)");
+  yaml = withPeer("");
+  yaml.insert(yaml.find("peers:"), "    interface: 'eth 0'\n");
+  EXPECT_THAT(onlyError(yaml), HasSubstr("vips[0].interface: 'eth 0' is not a valid"));
+  yaml = withPeer("");
+  yaml.insert(yaml.find("peers:"), "    interface: a/b\n");
+  EXPECT_THAT(onlyError(yaml), HasSubstr("not a valid Linux interface name"));
+  yaml = withPeer("");
+  yaml.insert(yaml.find("peers:"), "    interface: " + std::string(15, 'x') + "\n");
+  EXPECT_TRUE(parseConfig(yaml, "vipd.yaml").has_value());
+}
+
+// ---- Communities ----
+
+TEST(ConfigErrors, Communities) {
+  EXPECT_EQ(onlyError(withPeer("communities: [\"65536:1\"]\n")),
+            "vipd.yaml:10:15: communities[0]: '65536:1' is not a community: write ASN:VALUE, each "
+            "0 to 65535");
+  EXPECT_THAT(onlyError(withPeer("communities: [\"1:2:3\"]\n")),
+              HasSubstr("'1:2:3' is not a community"));
+  EXPECT_THAT(onlyError(withPeer("communities: [\"1:\"]\n")), HasSubstr("is not a community"));
+  EXPECT_THAT(onlyError(withPeer("communities: [\"1:2\", \"1:2\"]\n")),
+              HasSubstr("communities[1]: duplicate community 1:2"));
+  EXPECT_THAT(onlyError(withPeer("largeCommunities: [\"1:2\"]\n")),
+              HasSubstr("largeCommunities[0]: '1:2' is not a large community"));
+  EXPECT_THAT(onlyError(withPeer("largeCommunities: [\"4294967296:0:0\"]\n")),
+              HasSubstr("is not a large community"));
+  auto ok = parseConfig(withPeer("communities:\n  - 65000:100\nlargeCommunities:\n  - 1:2:3\n"),
+                        "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->communities, (std::vector<Community>{{65000, 100}}));
+  EXPECT_EQ(ok->largeCommunities, (std::vector<bgp::LargeCommunity>{{1, 2, 3}}));
+}
+
+// ---- Peers ----
+
+TEST(ConfigErrors, HoldTimeOfOneOrTwoSecondsIsForbidden) {
+  EXPECT_EQ(onlyError(withPeer("    holdTime: 2s\n")),
+            "vipd.yaml:10:15: peers[0].holdTime: hold time 2s is not allowed; use 0 (no "
+            "keepalives) or at least 3s (RFC 4271 section 4.2 forbids 1 and 2 seconds)");
+  EXPECT_THAT(onlyError(withPeer("    holdTime: 1s\n")), HasSubstr("hold time 1s is not allowed"));
+}
+
+TEST(ConfigErrors, HoldTimeLimits) {
+  EXPECT_THAT(onlyError(withPeer("    holdTime: 9500ms\n")),
+              HasSubstr("peers[0].holdTime: hold time must be whole seconds"));
+  EXPECT_THAT(onlyError(withPeer("    holdTime: 65536s\n")),
+              HasSubstr("hold time 65536s is too long; the most BGP can carry is 18h12m15s"));
+  EXPECT_EQ(onlyError(withPeer("    holdTime: 9\n")),
+            "vipd.yaml:10:15: peers[0].holdTime: duration '9' needs a unit: write e.g. 9s or 9ms");
+  EXPECT_EQ(onlyError(withPeer("    holdTime: -9s\n")),
+            "vipd.yaml:10:15: peers[0].holdTime: '-9s' is not a duration: write e.g. 9s, 300ms or "
+            "1m30s");
+  EXPECT_TRUE(parseConfig(withPeer("    holdTime: 65535s\n"), "vipd.yaml").has_value());
+  EXPECT_TRUE(parseConfig(withPeer("    holdTime: 3s\n"), "vipd.yaml").has_value());
+}
+
+TEST(ConfigErrors, KeepaliveRules) {
+  EXPECT_EQ(onlyError(withPeer("    keepaliveTime: 9s\n")),
+            "vipd.yaml:10:20: peers[0].keepaliveTime: keepalive time 9s must be less than the hold "
+            "time 9s (one third is usual)");
+  EXPECT_THAT(onlyError(withPeer("    holdTime: 0s\n    keepaliveTime: 3s\n")),
+              HasSubstr("peers[0].keepaliveTime: keepalive time must be 0 when holdTime is 0"));
+  EXPECT_THAT(onlyError(withPeer("    keepaliveTime: 0\n")),
+              HasSubstr("keepalive time 0 would let the peer's hold timer (9s) expire"));
+  EXPECT_THAT(onlyError(withPeer("    keepaliveTime: 1500ms\n")),
+              HasSubstr("keepalive time must be whole seconds, got 1500ms"));
+  // A bad hold time is reported once, not again through the keepalive comparison.
+  EXPECT_THAT(onlyError(withPeer("    holdTime: 2s\n    keepaliveTime: 3s\n")),
+              HasSubstr("hold time 2s is not allowed"));
+  auto ok = parseConfig(withPeer("    holdTime: 0\n    keepaliveTime: 0s\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->peers[0].keepaliveTime, milliseconds{0});
+}
+
+TEST(ConfigErrors, ConnectRetryRange) {
+  EXPECT_EQ(onlyError(withPeer("    connectRetryTime: 50ms\n")),
+            "vipd.yaml:10:23: peers[0].connectRetryTime: connect retry time 50ms is out of range; "
+            "use 100ms to 30s");
+  EXPECT_THAT(onlyError(withPeer("    connectRetryTime: 31s\n")), HasSubstr("out of range"));
+  auto ok = parseConfig(withPeer("    connectRetryTime: 100ms\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(ok->peers[0].connectRetryTime, milliseconds{100});
+}
+
+TEST(ConfigErrors, EbgpMultihop) {
+  EXPECT_EQ(onlyError(withPeer("    ebgpMultihop: 256\n")),
+            "vipd.yaml:10:19: peers[0].ebgpMultihop: must be between 0 and 255, got 256");
+  std::string yaml = withPeer("    ebgpMultihop: 2\n");
+  yaml.replace(yaml.find("asn: 65000"), 10, "asn: 65001");
+  EXPECT_EQ(onlyError(yaml),
+            "vipd.yaml:10:19: peers[0].ebgpMultihop: ebgpMultihop only applies to eBGP; this peer "
+            "is iBGP (asn 65001 equals localAsn); remove it");
+  yaml = withPeer("    ebgpMultihop: 0\n");
+  yaml.replace(yaml.find("asn: 65000"), 10, "asn: 65001");
+  EXPECT_TRUE(parseConfig(yaml, "vipd.yaml").has_value());
+}
+
+TEST(ConfigErrors, PeerAddresses) {
+  auto addressError = [](std::string_view value, std::string_view extra = "") {
+    std::string yaml = withPeer(extra);
+    yaml.replace(yaml.find("192.0.2.1\n"), 9, value);
+    return onlyError(yaml);
+  };
+  EXPECT_EQ(addressError("fe80::1", "    nextHopIpv6: 2001:db8::11\n"),
+            "vipd.yaml:8:14: peers[0].address: fe80::1 is link-local, which needs an interface "
+            "scope that vipd does not support; use a global address");
+  EXPECT_THAT(addressError("0.0.0.0"), HasSubstr("0.0.0.0 is not a unicast address"));
+  EXPECT_THAT(addressError("peer.example.com"),
+              HasSubstr("'peer.example.com' is not an IP address"));
+  EXPECT_EQ(onlyError(withPeer("    sourceAddress: 2001:db8::11\n")),
+            "vipd.yaml:10:20: peers[0].sourceAddress: sourceAddress 2001:db8::11 is IPv6 but the "
+            "peer address 192.0.2.1 is IPv4; they must be the same family");
+  EXPECT_EQ(onlyError(withPeer("  - address: 192.0.2.1\n    asn: 65002\n")),
+            "vipd.yaml:10:14: peers[1].address: duplicate peer 192.0.2.1 (also peers[0])");
+  EXPECT_EQ(onlyError(std::string(kHeader) + "peers: []\n"),
+            "vipd.yaml:7:8: peers: at least one peer is required");
+}
+
+TEST(ConfigErrors, NextHopIpv6MustBeGlobalIpv6) {
+  EXPECT_EQ(onlyError(withPeer("    nextHopIpv6: 192.0.2.11\n")),
+            "vipd.yaml:10:18: peers[0].nextHopIpv6: nextHopIpv6 must be an IPv6 address, got "
+            "192.0.2.11");
+  EXPECT_THAT(onlyError(withPeer("    nextHopIpv6: fe80::1\n")),
+              HasSubstr("fe80::1 cannot be a next hop"));
+  EXPECT_THAT(onlyError(withPeer("    nextHopIpv6: '::'\n")), HasSubstr(":: cannot be a next hop"));
+}
+
+// ---- Cross-field rules ----
+
+TEST(ConfigErrors, Ipv6VipNeedsIpv6NextHopOnIpv4Session) {
+  std::string yaml = std::string(kHeader) + "  - address: 2001:db8::10/128\n" +
+                     "peers:\n"
+                     "  - address: 192.0.2.1\n"  // line 9: peers[0], no next hop
+                     "    asn: 65000\n"
+                     "  - address: 192.0.2.2\n"  // line 11: peers[1], has nextHopIpv6
+                     "    asn: 65000\n"
+                     "    nextHopIpv6: 2001:db8::11\n";
+  EXPECT_EQ(onlyError(yaml),
+            "vipd.yaml:9:5: peers[0]: VIP 2001:db8::10/128 needs an IPv6 next hop; this IPv4 "
+            "session has none: set nextHopIpv6");
+}
+
+TEST(ConfigParse, Ipv6VipOverIpv6SessionUsesTheSessionAddress) {
+  std::string yaml =
+      "apiVersion: vipd.io/v1alpha1\nkind: SpeakerConfiguration\nrouterId: 192.0.2.11\n"
+      "localAsn: 65001\nvips:\n  - address: 2001:db8::10/128\n"
+      "peers:\n  - address: 2001:db8::1\n    asn: 65000\n";
+  auto result = parseConfig(yaml, "vipd.yaml");
+  ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
+  EXPECT_EQ(result->peers[0].nextHopIpv6, std::nullopt);
+}
+
+TEST(ConfigErrors, Ipv4VipOverIpv6Session) {
+  std::string yaml = std::string(kHeader) + "peers:\n  - address: 2001:db8::1\n    asn: 65000\n";
+  EXPECT_EQ(onlyError(yaml),
+            "vipd.yaml:8:5: peers[0]: IPv4 VIP 203.0.113.10/32 over an IPv6 session needs an IPv4 "
+            "next hop, which vipd cannot supply; use an IPv4 peer address");
+}
+
+// ---- Many errors at once ----
+
+TEST(ConfigErrors, AllErrorsAreReportedInOnePass) {
+  auto result = loadConfigFile(kDataDir + "many_errors.yaml");
+  ASSERT_FALSE(result.has_value());
+  std::vector<std::string> lines;
+  for (const auto& e : result.error()) {
+    lines.push_back(e.toString());
+  }
+  const std::string f = kDataDir + "many_errors.yaml";
+  EXPECT_THAT(lines,
+              ::testing::ElementsAre(
+                  f + ":3:11: routerId: 0.0.0.0 is not a valid BGP identifier (RFC 6286)",
+                  f + ":4:11: localAsn: AS 23456 is AS_TRANS (RFC 6793), a placeholder that is "
+                      "never a real ASN",
+                  f + ":6:14: vips[0].address: a VIP is a single address (/32), but "
+                      "203.0.113.0/24 is a covering prefix; vipd announces host routes only",
+                  f + ":10:5: peers[0].holdtime: unknown key 'holdtime' (did you mean "
+                      "'holdTime'?)",
+                  f + ":13:11: peers[1].port: must be between 1 and 65535, got 70000",
+                  f + ":14:15: peers[1].holdTime: hold time 2s is not allowed; use 0 (no "
+                      "keepalives) or at least 3s (RFC 4271 section 4.2 forbids 1 and 2 seconds)",
+                  f + ":16:3: listen.enable: unknown key 'enable' (did you mean 'enabled'?)"));
+}
+
+// ---- Files ----
+
+TEST(ConfigLoad, UnreadableFileIsOneErrorWithTheOsReason) {
+  auto result = loadConfigFile(kDataDir + "does-not-exist.yaml");
+  ASSERT_FALSE(result.has_value());
+  ASSERT_EQ(result.error().size(), 1u);
+  EXPECT_EQ(
+      result.error()[0].toString(),
+      kDataDir + "does-not-exist.yaml: cannot open the config file: No such file or directory");
+  result = loadConfigFile(kDataDir);
+  ASSERT_FALSE(result.has_value());
+  EXPECT_THAT(result.error()[0].message, HasSubstr("Is a directory"));
+}
+
+// ---- Durations ----
+
+TEST(Duration, ParseTable) {
+  struct Case {
+    std::string_view text;
+    std::optional<int64_t> ms;
+  };
+  const Case cases[] = {
+      {"0", 0},
+      {"0s", 0},
+      {"0ms", 0},
+      {"9s", 9000},
+      {"300ms", 300},
+      {"1m", 60000},
+      {"1m30s", 90000},
+      {"1h", 3600000},
+      {"1h2m3s4ms", 3723004},
+      {"09s", 9000},
+      {"90s", 90000},
+      {"", std::nullopt},
+      {"9", std::nullopt},
+      {"-1s", std::nullopt},
+      {"+1s", std::nullopt},
+      {"1.5s", std::nullopt},
+      {"1 s", std::nullopt},
+      {" 1s", std::nullopt},
+      {"1s ", std::nullopt},
+      {"1S", std::nullopt},
+      {"1d", std::nullopt},
+      {"1us", std::nullopt},
+      {"s", std::nullopt},
+      {"1s1m", std::nullopt},   // units out of order
+      {"1s1s", std::nullopt},   // unit repeated
+      {"1s500", std::nullopt},  // trailing number without a unit
+      {"00", std::nullopt},
+      {"9223372036854775807ms", INT64_MAX},
+      {"9223372036854775808ms", std::nullopt},
+      {"9223372036854775807s", std::nullopt},
+      {"99999999999999999999999s", std::nullopt},
+      {"2562047788016h", std::nullopt},
+  };
+  for (const auto& c : cases) {
+    auto d = parseDuration(c.text);
+    if (c.ms) {
+      ASSERT_TRUE(d.has_value()) << "'" << c.text << "'";
+      EXPECT_EQ(d->count(), *c.ms) << "'" << c.text << "'";
+    } else {
+      EXPECT_FALSE(d.has_value()) << "'" << c.text << "' parsed as " << d->count();
+    }
+  }
+}
+
+TEST(Duration, FormatTable) {
+  EXPECT_EQ(formatDuration(milliseconds{0}), "0s");
+  EXPECT_EQ(formatDuration(milliseconds{9000}), "9s");
+  EXPECT_EQ(formatDuration(milliseconds{300}), "300ms");
+  EXPECT_EQ(formatDuration(milliseconds{90000}), "1m30s");
+  EXPECT_EQ(formatDuration(milliseconds{1500}), "1s500ms");
+  EXPECT_EQ(formatDuration(milliseconds{3600000}), "1h");
+  EXPECT_EQ(formatDuration(milliseconds{-2000}), "-2s");
+}
+
+TEST(Duration, FormatThenParseRoundTrips) {
+  for (int64_t ms : {int64_t{0}, int64_t{1}, int64_t{999}, int64_t{1000}, int64_t{59999},
+                     int64_t{3600001}, int64_t{65535000}, INT64_MAX}) {
+    auto back = parseDuration(formatDuration(milliseconds{ms}));
+    ASSERT_TRUE(back.has_value()) << ms;
+    EXPECT_EQ(back->count(), ms);
+  }
+}
+
+}  // namespace
+}  // namespace vipd::config
