@@ -87,11 +87,12 @@ def run(cmd: list[str], check: bool = True, timeout: float = 15,
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.2,
-               what: str = "condition") -> Any:
+               what: Any = "condition") -> Any:
     """Polls predicate until it returns a truthy value (returned) or timeout seconds pass.
 
     Exceptions from the predicate count as "not yet" (daemons may not be up); the last one is
-    reported on timeout.
+    reported on timeout. what may be a callable, evaluated only on timeout (to show the state
+    at that moment).
     """
     deadline = time.monotonic() + timeout
     last_exc: Optional[BaseException] = None
@@ -105,7 +106,8 @@ def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0
             last_exc = e
         if time.monotonic() >= deadline:
             detail = f"; last value {last_val!r}" if last_exc is None else f"; last error {last_exc!r}"
-            raise TimeoutError(f"timed out after {timeout}s waiting for {what}{detail}")
+            desc = what() if callable(what) else what
+            raise TimeoutError(f"timed out after {timeout}s waiting for {desc}{detail}")
         time.sleep(interval)
 
 
@@ -683,7 +685,8 @@ class Frr:
             "communities": best.get("community", {}).get("string", "").split(),
             "largeCommunities": best.get("largeCommunity", {}).get("string", "").split(),
             "localPref": best.get("locPrf", best.get("localpref")),
-            "asPath": best.get("aspath", {}).get("string", ""),
+            # FRR prints an empty AS_PATH as "Local".
+            "asPath": best.get("aspath", {}).get("string", "").replace("Local", "").strip(),
             "paths": len(paths),
             "raw": best,
         }
@@ -780,7 +783,8 @@ class Gobgp:
 
     def add_route(self, o: Origin) -> None:
         fam = "ipv6" if ":" in o.prefix else "ipv4"
-        args = ["global", "rib", "add", "-a", fam, o.prefix]
+        # origin igp: GoBGP defaults to INCOMPLETE, and BIRD only merges ECMP paths of equal origin.
+        args = ["global", "rib", "add", "-a", fam, o.prefix, "origin", "igp"]
         if o.next_hop:
             args += ["nexthop", o.next_hop]
         if o.communities:
@@ -1159,10 +1163,10 @@ def build_ecmp(lab: Lab, speaker_kinds: list[str], timeout: float = 60) -> EcmpL
     wait_established(bird, [n.v4 for n in topo.nodes], timeout)
     times["established"] = time.monotonic() - t_start
     wait_until(lambda: topo.fabric.kernel_nexthops(VIP4) == want4, timeout, 0.1,
-               f"fabric kernel ECMP route {VIP4} via {want4} "
+               lambda: f"fabric kernel ECMP route {VIP4} via {want4} "
                f"(have: {topo.fabric.route_show(VIP4).strip()!r})")
     wait_until(lambda: topo.fabric.kernel_nexthops(VIP6) == want6, timeout, 0.1,
-               f"fabric kernel ECMP route {VIP6} via {want6} "
+               lambda: f"fabric kernel ECMP route {VIP6} via {want6} "
                f"(have: {topo.fabric.route_show(VIP6).strip()!r})")
     times["ecmp"] = time.monotonic() - t_start
     return EcmpLab(lab, topo, bird, speakers, times)
