@@ -525,6 +525,7 @@ class Bird:
             f.write("\n".join(lines) + "\n")
         run(["bird", "-p", "-c", self.conf])  # parse check: a clear error before starting
         self.proc = lab.start(ns, name, ["bird", "-f", "-c", self.conf, "-s", self.sock])
+        self.procs = [self.proc]
         wait_until(lambda: os.path.exists(self.sock), 10, 0.1, f"{name} control socket")
 
     def birdc(self, *args: str) -> str:
