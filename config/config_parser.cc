@@ -916,8 +916,8 @@ Result<Config> parseConfig(std::string_view yamlText, std::string_view fileName)
     }
     return config;
   } catch (const YAML::Exception& e) {
-    // A syntax error stops yaml-cpp; errors found so far cannot exist because validation only
-    // starts after a complete parse.
+    // Validation only reads nodes (no as<>, no non-const operator[]), so in practice this is a
+    // syntax error from LoadAll(), found before any validation ran.
     reader.error(e.mark, "", fmt::format("YAML syntax error: {}", e.msg));
   } catch (const std::exception& e) {
     reader.error(YAML::Mark::null_mark(), "", fmt::format("cannot parse: {}", e.what()));
