@@ -317,7 +317,8 @@ Result<DecodedMessage> UpdateDecoder::decode(std::span<const uint8_t> body) {
   }
   update_.nlri = *std::move(nlri);
   checkMandatory();
-  return DecodedMessage{std::move(update_), handling(), std::move(notes_)};
+  const UpdateHandling outcome = handling();  // before update_ is moved from
+  return DecodedMessage{std::move(update_), outcome, std::move(notes_)};
 }
 
 Result<void> UpdateDecoder::decodeAttributes(std::span<const uint8_t> list) {
