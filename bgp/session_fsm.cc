@@ -545,6 +545,10 @@ Actions SessionFsm::onIncomingBytes(std::span<const uint8_t> bytes) {
   if (existingAlive) {
     sendNotification(out, cease);
     out.push_back(Disconnect{"connection collision: the peer's router ID is higher"});
+  } else if (state_ == SessionState::Connect) {
+    // Our session failed while this connection was held and we are dialing again: abandon the
+    // attempt, or its completion would replace the connection adopted here.
+    out.push_back(Disconnect{"peer connected to us first; dropping our connection attempt"});
   }
   auto local = *incomingLocal_;
   incomingFramer_.reset();
