@@ -1,0 +1,1212 @@
+// SessionFsm driven by events only: the peer's side is built with the codec and fed as bytes, time
+// exists only as onTimer events, and every message the FSM sends is decoded (and framed one byte at
+// a time) before it is checked.
+#include "bgp/session_fsm.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bgp/codec.h"
+#include "bgp/message.h"
+#include "tests/unit/fsm_test_support.h"
+
+namespace vipd::bgp {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
+using namespace vipd::bgp::testing;
+
+constexpr uint32_t kLocalAsn = 65001;
+constexpr uint32_t kPeerAsn = 65002;
+constexpr uint32_t kLargeAsn = 4200000001;
+constexpr uint32_t kOurRouterId = 0xC0000205;     // 192.0.2.5
+constexpr uint32_t kHigherRouterId = 0xC0000209;  // 192.0.2.9
+constexpr uint32_t kLowerRouterId = 0xC0000201;   // 192.0.2.1
+constexpr uint32_t kCommunity = (65001u << 16) | 42;
+const LargeCommunity kLargeCommunity{65001, 1, 2};
+
+IpAddress localV4() { return ip("198.51.100.1"); }
+IpAddress localV6() { return ip("2001:db8:51::1"); }
+IpAddress configuredNextHopV6() { return ip("2001:db8::1"); }
+Prefix vipA() { return prefix("203.0.113.10/32"); }
+Prefix vipB() { return prefix("203.0.113.11/32"); }
+Prefix vipC() { return prefix("203.0.113.12/32"); }
+Prefix vip6() { return prefix("2001:db8:100::10/128"); }
+
+SessionConfig ebgpConfig() {
+  SessionConfig config;
+  config.localAsn = kLocalAsn;
+  config.peerAsn = kPeerAsn;
+  config.routerId = kOurRouterId;
+  config.holdTime = seconds(9);
+  config.keepaliveTime = seconds(3);
+  config.families = {kIpv4Unicast, kIpv6Unicast};
+  config.outbound.ebgp = true;
+  config.outbound.localAsn = kLocalAsn;
+  config.outbound.nextHopV6 = configuredNextHopV6();
+  config.outbound.communities = {kCommunity};
+  config.outbound.largeCommunities = {kLargeCommunity};
+  config.jitterSeed = 7;
+  return config;
+}
+
+SessionConfig ibgpConfig() {
+  SessionConfig config = ebgpConfig();
+  config.peerAsn = kLocalAsn;
+  config.outbound.ebgp = false;
+  return config;
+}
+
+// The OPEN a well-behaved peer sends: 4-octet AS, route refresh, both unicast families.
+OpenMessage peerOpen(uint32_t asn = kPeerAsn, uint16_t holdTimeSeconds = 90,
+                     uint32_t routerId = kHigherRouterId) {
+  OpenMessage open;
+  open.myAs = asn > 0xFFFF ? kAsTrans : static_cast<uint16_t>(asn);
+  open.holdTimeSeconds = holdTimeSeconds;
+  open.bgpIdentifier = routerId;
+  open.capabilities.multiprotocol = {kIpv4Unicast, kIpv6Unicast};
+  open.capabilities.fourOctetAs = asn;
+  open.capabilities.routeRefresh = true;
+  return open;
+}
+
+std::vector<uint8_t> bytesOf(const Message& message, const CodecOptions& options = {}) {
+  return encode(message, options);
+}
+
+std::vector<uint8_t> concat(std::vector<uint8_t> a, const std::vector<uint8_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+class SessionFsmTest : public ::testing::Test {
+ protected:
+  // The FSM is built on first use, so a test can adjust config_ before.
+  SessionFsm& fsm() {
+    if (!fsm_) {
+      fsm_.emplace(config_);
+    }
+    return *fsm_;
+  }
+
+  // Codec options matching what the session negotiated (for decoding what it sent).
+  CodecOptions sessionOptions() {
+    const auto& n = fsm().negotiated();
+    return CodecOptions{n ? n->fourOctetAs : true};
+  }
+
+  Actions feed(const Message& message) { return fsm().onBytes(bytesOf(message, peerOptions_)); }
+
+  Actions toOpenSent(const IpAddress& local) {
+    Actions started = fsm().start();
+    EXPECT_EQ(fsm().state(), SessionState::Connect);
+    Actions connected = fsm().onConnected(local);
+    EXPECT_EQ(fsm().state(), SessionState::OpenSent) << describe(connected);
+    return connected;
+  }
+  Actions toOpenSent() { return toOpenSent(localV4()); }
+
+  // Continues from the current state when the test already got to OpenSent another way.
+  Actions toOpenConfirm(const OpenMessage& open = peerOpen()) {
+    if (fsm().state() != SessionState::OpenSent) {
+      toOpenSent();
+    }
+    Actions actions = feed(open);
+    EXPECT_EQ(fsm().state(), SessionState::OpenConfirm) << describe(actions);
+    return actions;
+  }
+
+  Actions toEstablished(const OpenMessage& open = peerOpen()) {
+    toOpenConfirm(open);
+    Actions actions = feed(KeepaliveMessage{});
+    EXPECT_EQ(fsm().state(), SessionState::Established) << describe(actions);
+    return actions;
+  }
+
+  // The UPDATEs sent in `actions`, decoded with the session's options.
+  std::vector<UpdateMessage> updatesIn(const Actions& actions) {
+    return sentOf<UpdateMessage>(actions, sessionOptions());
+  }
+
+  SessionConfig config_ = ebgpConfig();
+  CodecOptions peerOptions_;
+  std::optional<SessionFsm> fsm_;
+};
+
+// Expects exactly one NOTIFICATION in `actions`, sent before the Disconnect, and returns it.
+NotificationMessage sentNotificationThenDisconnect(const Actions& actions) {
+  auto notifications = sentOf<NotificationMessage>(actions);
+  EXPECT_EQ(notifications.size(), 1u) << describe(actions);
+  auto send = indexOf<Send>(actions);
+  auto disconnect = indexOf<Disconnect>(actions);
+  EXPECT_TRUE(send && disconnect && *send < *disconnect)
+      << "NOTIFICATION must be queued before the Disconnect: " << describe(actions);
+  return notifications.empty() ? NotificationMessage{} : notifications.front();
+}
+
+// ---- Idle, Connect, Active ----
+
+TEST_F(SessionFsmTest, StartEntersConnectDialsAndArmsConnectRetry) {
+  Actions actions = fsm().start();
+
+  EXPECT_EQ(fsm().state(), SessionState::Connect);
+  EXPECT_EQ(actionsOf<Connect>(actions).size(), 1u);
+  auto states = actionsOf<StateChanged>(actions);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].from, SessionState::Idle);
+  EXPECT_EQ(states[0].to, SessionState::Connect);
+  auto arms = armsOf(actions, TimerKind::ConnectRetry);
+  ASSERT_EQ(arms.size(), 1u) << describe(actions);
+  EXPECT_GT(arms[0].after, milliseconds(0));
+  EXPECT_TRUE(actionsOf<Send>(actions).empty());
+}
+
+TEST_F(SessionFsmTest, StartWhileRunningIsIgnored) {
+  (void)fsm().start();
+  EXPECT_TRUE(fsm().start().empty());
+  EXPECT_EQ(fsm().state(), SessionState::Connect);
+}
+
+TEST_F(SessionFsmTest, ConnectFailureBacksOffExponentiallyWithJitterUpToTheCap) {
+  (void)fsm().start();
+  const std::vector<milliseconds> expectedBase = {
+      milliseconds(1000),  milliseconds(2000),  milliseconds(4000),  milliseconds(8000),
+      milliseconds(16000), milliseconds(30000), milliseconds(30000), milliseconds(30000)};
+  for (auto base : expectedBase) {
+    SCOPED_TRACE(base.count());
+    EXPECT_EQ(fsm().currentRetryInterval(), base);
+    Actions failed = fsm().onConnectFailed("connection refused");
+    EXPECT_EQ(fsm().state(), SessionState::Active);
+    EXPECT_THAT(fsm().lastError(), HasSubstr("connection refused"));
+    auto arms = armsOf(failed, TimerKind::ConnectRetry);
+    ASSERT_EQ(arms.size(), 1u) << describe(failed);
+    // RFC 4271 section 10: jitter multiplies by a factor in [0.75, 1.0].
+    EXPECT_GE(arms[0].after, base * 3 / 4);
+    EXPECT_LE(arms[0].after, base);
+
+    Actions retry = fsm().onTimer(TimerKind::ConnectRetry);
+    EXPECT_EQ(fsm().state(), SessionState::Connect);
+    EXPECT_EQ(actionsOf<Connect>(retry).size(), 1u) << describe(retry);
+  }
+}
+
+TEST_F(SessionFsmTest, ConnectRetryJitterIsNotConstant) {
+  config_.connectRetryTime = milliseconds(30000);
+  std::set<int64_t> seen;
+  (void)fsm().start();
+  for (int i = 0; i < 8; ++i) {
+    auto arms = armsOf(fsm().onConnectFailed("refused"), TimerKind::ConnectRetry);
+    ASSERT_EQ(arms.size(), 1u);
+    seen.insert(arms[0].after.count());
+    (void)fsm().onTimer(TimerKind::ConnectRetry);
+  }
+  EXPECT_GT(seen.size(), 1u) << "every retry used the same interval: no jitter";
+}
+
+TEST_F(SessionFsmTest, ConnectRetryExpiryInActiveDialsAgain) {
+  (void)fsm().start();
+  (void)fsm().onConnectFailed("no route to host");
+  ASSERT_EQ(fsm().state(), SessionState::Active);
+
+  Actions actions = fsm().onTimer(TimerKind::ConnectRetry);
+
+  EXPECT_EQ(fsm().state(), SessionState::Connect);
+  EXPECT_EQ(actionsOf<Connect>(actions).size(), 1u);
+  EXPECT_EQ(armsOf(actions, TimerKind::ConnectRetry).size(), 1u);
+}
+
+TEST_F(SessionFsmTest, ConnectTimeoutInConnectDropsTheAttemptAndGoesActive) {
+  (void)fsm().start();
+
+  Actions actions = fsm().onTimer(TimerKind::ConnectRetry);
+
+  EXPECT_EQ(fsm().state(), SessionState::Active);
+  EXPECT_EQ(actionsOf<Disconnect>(actions).size(), 1u) << describe(actions);
+  EXPECT_TRUE(actionsOf<Connect>(actions).empty());
+  auto arms = armsOf(actions, TimerKind::ConnectRetry);
+  ASSERT_EQ(arms.size(), 1u);
+  EXPECT_GE(arms[0].after, milliseconds(750));
+  EXPECT_LE(arms[0].after, milliseconds(1000));
+  EXPECT_THAT(fsm().lastError(), HasSubstr("timed out"));
+}
+
+TEST_F(SessionFsmTest, StaleConnectCompletionIsClosed) {
+  (void)fsm().start();
+  (void)fsm().onConnectFailed("refused");
+
+  Actions actions = fsm().onConnected(localV4());
+
+  EXPECT_EQ(fsm().state(), SessionState::Active);
+  EXPECT_EQ(actionsOf<Disconnect>(actions).size(), 1u);
+  EXPECT_TRUE(actionsOf<Send>(actions).empty());
+}
+
+// ---- OpenSent ----
+
+TEST_F(SessionFsmTest, ConnectedSendsOpenWithOurParameters) {
+  (void)fsm().start();
+  Actions actions = fsm().onConnected(localV4());
+
+  EXPECT_EQ(fsm().state(), SessionState::OpenSent);
+  EXPECT_TRUE(cancels(actions, TimerKind::ConnectRetry));
+  auto opens = sentOf<OpenMessage>(actions);
+  ASSERT_EQ(opens.size(), 1u) << describe(actions);
+  EXPECT_EQ(opens[0].version, 4);
+  EXPECT_EQ(opens[0].myAs, kLocalAsn);
+  EXPECT_EQ(opens[0].holdTimeSeconds, 9);
+  EXPECT_EQ(opens[0].bgpIdentifier, kOurRouterId);
+  EXPECT_THAT(opens[0].capabilities.multiprotocol, ElementsAre(kIpv4Unicast, kIpv6Unicast));
+  EXPECT_EQ(opens[0].capabilities.fourOctetAs, kLocalAsn);
+  EXPECT_TRUE(opens[0].capabilities.routeRefresh);
+  // RFC 4271 section 8.2.2: a large hold timer (4 minutes suggested) while waiting for the OPEN.
+  auto holds = armsOf(actions, TimerKind::Hold);
+  ASSERT_EQ(holds.size(), 1u);
+  EXPECT_EQ(holds[0].after, milliseconds(240000));
+  EXPECT_EQ(fsm().counters().messagesSent[static_cast<int>(MessageType::Open)], 1u);
+}
+
+TEST_F(SessionFsmTest, OpenAdvertisesOnlyConfiguredFamilies) {
+  config_.families = {kIpv6Unicast};
+  auto opens = sentOf<OpenMessage>(toOpenSent());
+  ASSERT_EQ(opens.size(), 1u);
+  EXPECT_THAT(opens[0].capabilities.multiprotocol, ElementsAre(kIpv6Unicast));
+}
+
+TEST_F(SessionFsmTest, OpenWithFourOctetAsnUsesAsTrans) {
+  config_.localAsn = kLargeAsn;
+  config_.outbound.localAsn = kLargeAsn;
+  auto opens = sentOf<OpenMessage>(toOpenSent());
+  ASSERT_EQ(opens.size(), 1u);
+  EXPECT_EQ(opens[0].myAs, kAsTrans);
+  EXPECT_EQ(opens[0].capabilities.fourOctetAs, kLargeAsn);
+}
+
+TEST_F(SessionFsmTest, HoldTimerExpiryInOpenSentSendsHoldTimerExpired) {
+  toOpenSent();
+  Actions actions = fsm().onTimer(TimerKind::Hold);
+  EXPECT_EQ(sentNotificationThenDisconnect(actions), notification(ErrorCode::HoldTimerExpired, 0));
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+}
+
+TEST_F(SessionFsmTest, ConnectionClosedInOpenSentGoesIdleAndRetries) {
+  toOpenSent();
+  Actions actions = fsm().onClosed("connection reset by peer");
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  EXPECT_TRUE(actionsOf<Send>(actions).empty());
+  EXPECT_EQ(armsOf(actions, TimerKind::ConnectRetry).size(), 1u) << describe(actions);
+  EXPECT_THAT(fsm().lastError(), HasSubstr("connection reset by peer"));
+}
+
+// ---- The peer's OPEN ----
+
+TEST_F(SessionFsmTest, AcceptableOpenSendsKeepaliveAndEntersOpenConfirm) {
+  Actions actions = toOpenConfirm(peerOpen(kPeerAsn, 90));
+
+  auto sent = sentMessages(actions);
+  ASSERT_EQ(sent.size(), 1u) << describe(actions);
+  EXPECT_TRUE(std::holds_alternative<KeepaliveMessage>(sent[0]));
+  const auto& n = fsm().negotiated();
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->peerAsn, kPeerAsn);
+  EXPECT_EQ(n->peerRouterId, kHigherRouterId);
+  EXPECT_EQ(n->holdTime, seconds(9));  // min(ours 9, theirs 90)
+  EXPECT_EQ(n->keepaliveTime, seconds(3));
+  EXPECT_TRUE(n->fourOctetAs);
+  EXPECT_TRUE(n->routeRefresh);
+  EXPECT_THAT(n->families, ElementsAre(kIpv4Unicast, kIpv6Unicast));
+  auto holds = armsOf(actions, TimerKind::Hold);
+  ASSERT_EQ(holds.size(), 1u);
+  EXPECT_EQ(holds[0].after, milliseconds(9000));
+  auto keepalives = armsOf(actions, TimerKind::Keepalive);
+  ASSERT_EQ(keepalives.size(), 1u);
+  EXPECT_GE(keepalives[0].after, milliseconds(2250));
+  EXPECT_LE(keepalives[0].after, milliseconds(3000));
+}
+
+TEST_F(SessionFsmTest, HoldIsTheSmallerProposalAndKeepaliveAThirdOfIt) {
+  config_.holdTime = seconds(90);
+  config_.keepaliveTime = seconds(30);
+  Actions actions = toOpenConfirm(peerOpen(kPeerAsn, 30));
+
+  ASSERT_TRUE(fsm().negotiated().has_value());
+  EXPECT_EQ(fsm().negotiated()->holdTime, seconds(30));
+  EXPECT_EQ(fsm().negotiated()->keepaliveTime, seconds(10));
+  auto holds = armsOf(actions, TimerKind::Hold);
+  ASSERT_EQ(holds.size(), 1u);
+  EXPECT_EQ(holds[0].after, milliseconds(30000));
+  auto keepalives = armsOf(actions, TimerKind::Keepalive);
+  ASSERT_EQ(keepalives.size(), 1u);
+  EXPECT_LE(keepalives[0].after, milliseconds(10000));
+  EXPECT_GE(keepalives[0].after, milliseconds(7500));
+}
+
+TEST_F(SessionFsmTest, ZeroHoldTimeRunsNoHoldOrKeepaliveTimers) {
+  Actions confirm = toOpenConfirm(peerOpen(kPeerAsn, 0));
+
+  EXPECT_EQ(fsm().negotiated()->holdTime, seconds(0));
+  EXPECT_TRUE(armsOf(confirm, TimerKind::Hold).empty()) << describe(confirm);
+  EXPECT_TRUE(armsOf(confirm, TimerKind::Keepalive).empty()) << describe(confirm);
+  EXPECT_TRUE(cancels(confirm, TimerKind::Hold));  // the 240 s OpenSent timer must not fire
+  EXPECT_EQ(sentOf<KeepaliveMessage>(confirm).size(), 1u);
+
+  Actions established = feed(KeepaliveMessage{});
+  EXPECT_EQ(fsm().state(), SessionState::Established);
+  EXPECT_TRUE(armsOf(established, TimerKind::Hold).empty()) << describe(established);
+  EXPECT_TRUE(armsOf(established, TimerKind::Keepalive).empty()) << describe(established);
+}
+
+class UnacceptableHoldTimeTest : public SessionFsmTest,
+                                 public ::testing::WithParamInterface<uint16_t> {};
+
+TEST_P(UnacceptableHoldTimeTest, IsRejectedWithOpenError26) {
+  toOpenSent();
+  Actions actions = feed(peerOpen(kPeerAsn, GetParam()));
+
+  EXPECT_EQ(sentNotificationThenDisconnect(actions).code, 2);
+  EXPECT_EQ(sentNotificationThenDisconnect(actions).subcode, subcode::kUnacceptableHoldTime);
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  EXPECT_FALSE(fsm().negotiated().has_value());
+  EXPECT_EQ(fsm().counters().lastNotificationSent->subcode, subcode::kUnacceptableHoldTime);
+}
+
+INSTANTIATE_TEST_SUITE_P(OneAndTwoSeconds, UnacceptableHoldTimeTest, ::testing::Values(1, 2));
+
+TEST_F(SessionFsmTest, HoldTimeThreeIsAccepted) {
+  toOpenConfirm(peerOpen(kPeerAsn, 3));
+  EXPECT_EQ(fsm().negotiated()->holdTime, seconds(3));
+  EXPECT_EQ(fsm().negotiated()->keepaliveTime, seconds(1));
+}
+
+TEST_F(SessionFsmTest, WrongPeerAsIsRejectedWithBadPeerAs) {
+  toOpenSent();
+  Actions actions = feed(peerOpen(64999));
+
+  NotificationMessage sent = sentNotificationThenDisconnect(actions);
+  EXPECT_EQ(sent.code, 2);
+  EXPECT_EQ(sent.subcode, subcode::kBadPeerAs);
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  EXPECT_THAT(fsm().lastError(), HasSubstr("64999"));
+}
+
+TEST_F(SessionFsmTest, FourOctetCapabilityOverridesAsTransForThePeerAsn) {
+  config_.peerAsn = kLargeAsn;
+  toOpenConfirm(peerOpen(kLargeAsn));
+  EXPECT_EQ(fsm().negotiated()->peerAsn, kLargeAsn);
+}
+
+TEST_F(SessionFsmTest, IbgpPeerWithOurRouterIdIsRejectedWithBadBgpIdentifier) {
+  config_ = ibgpConfig();
+  toOpenSent();
+  Actions actions = feed(peerOpen(kLocalAsn, 90, kOurRouterId));
+
+  NotificationMessage sent = sentNotificationThenDisconnect(actions);
+  EXPECT_EQ(sent.code, 2);
+  EXPECT_EQ(sent.subcode, subcode::kBadBgpIdentifier);
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+}
+
+TEST_F(SessionFsmTest, EbgpPeerWithOurRouterIdIsAccepted) {
+  // RFC 6286 section 2.2 only forbids a duplicate BGP Identifier within one AS.
+  toOpenConfirm(peerOpen(kPeerAsn, 90, kOurRouterId));
+}
+
+TEST_F(SessionFsmTest, PeerWithOnlyTwoOctetAsnIsAccepted) {
+  OpenMessage open = peerOpen();
+  open.capabilities.fourOctetAs.reset();
+  peerOptions_.fourOctetAs = false;
+  toEstablished(open);
+
+  EXPECT_FALSE(fsm().negotiated()->fourOctetAs);
+  auto updates = updatesIn(fsm().setAnnouncements({vipA()}));
+  ASSERT_EQ(updates.size(), 1u);
+  ASSERT_TRUE(updates[0].attributes.asPath.has_value());
+  EXPECT_THAT(*updates[0].attributes.asPath,
+              ElementsAre(AsPathSegment{AsPathSegment::Type::AsSequence, {kLocalAsn}}));
+}
+
+TEST_F(SessionFsmTest, FourOctetLocalAsnTowardsTwoOctetPeerUsesAsTransAndAs4Path) {
+  config_.localAsn = kLargeAsn;
+  config_.outbound.localAsn = kLargeAsn;
+  OpenMessage open = peerOpen();
+  open.capabilities.fourOctetAs.reset();
+  peerOptions_.fourOctetAs = false;
+  toEstablished(open);
+
+  auto actions = fsm().setAnnouncements({vipA()});
+  auto sends = actionsOf<Send>(actions);
+  ASSERT_EQ(sends.size(), 1u);
+  // Decoded as a 2-octet speaker sees it: AS_TRANS in AS_PATH, the real ASN in AS4_PATH.
+  auto update = std::get<UpdateMessage>(decodeSent(sends[0], CodecOptions{false}));
+  EXPECT_EQ(update.attributes.asPath, (AsPath{{AsPathSegment::Type::AsSequence, {kAsTrans}}}));
+  EXPECT_EQ(update.attributes.as4Path, (AsPath{{AsPathSegment::Type::AsSequence, {kLargeAsn}}}));
+}
+
+TEST_F(SessionFsmTest, PeerWithoutMultiprotocolCapabilitiesIsIpv4Only) {
+  OpenMessage open = peerOpen();
+  open.capabilities.multiprotocol.clear();
+  (void)fsm().setAnnouncements({vipA(), vip6()});
+  Actions actions = toEstablished(open);
+
+  EXPECT_THAT(fsm().negotiated()->families, ElementsAre(kIpv4Unicast));
+  auto updates = updatesIn(actions);
+  ASSERT_EQ(updates.size(), 2u);  // the IPv4 announcement and the IPv4 End-of-RIB
+  EXPECT_THAT(updates[0].nlri, ElementsAre(vipA()));
+  EXPECT_FALSE(updates[0].attributes.mpReach.has_value());
+  EXPECT_EQ(updates[1].endOfRibFamily(), kIpv4Unicast);
+  EXPECT_EQ(fsm().advertised(), std::set<Prefix>{vipA()});
+}
+
+TEST_F(SessionFsmTest, OpenAndKeepaliveInOneChunkOrByteByByteBothEstablish) {
+  auto wire = concat(bytesOf(peerOpen()), bytesOf(KeepaliveMessage{}));
+  {
+    toOpenSent();
+    Actions actions = fsm().onBytes(wire);
+    EXPECT_EQ(fsm().state(), SessionState::Established) << describe(actions);
+  }
+  fsm_.reset();
+  toOpenSent();
+  for (uint8_t byte : wire) {
+    (void)fsm().onBytes(std::span<const uint8_t>(&byte, 1));
+  }
+  EXPECT_EQ(fsm().state(), SessionState::Established);
+}
+
+// ---- OpenConfirm -> Established and the initial announcement ----
+
+TEST_F(SessionFsmTest, KeepaliveInOpenConfirmEstablishesAndRestartsHold) {
+  Actions actions = toEstablished();
+
+  auto states = actionsOf<StateChanged>(actions);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].from, SessionState::OpenConfirm);
+  EXPECT_EQ(states[0].to, SessionState::Established);
+  auto holds = armsOf(actions, TimerKind::Hold);
+  ASSERT_EQ(holds.size(), 1u);
+  EXPECT_EQ(holds[0].after, milliseconds(9000));
+  EXPECT_EQ(fsm().counters().establishedTransitions, 1u);
+}
+
+TEST_F(SessionFsmTest, EstablishedWithNothingToAnnounceSendsOnlyEndOfRibPerFamily) {
+  auto updates = updatesIn(toEstablished());
+  ASSERT_EQ(updates.size(), 2u);
+  EXPECT_EQ(updates[0].endOfRibFamily(), kIpv4Unicast);
+  EXPECT_EQ(updates[1].endOfRibFamily(), kIpv6Unicast);
+}
+
+TEST_F(SessionFsmTest, EbgpInitialAnnouncementCarriesOurAttributesThenEndOfRib) {
+  (void)fsm().setAnnouncements({vipA(), vipB(), vip6()});
+  auto updates = updatesIn(toEstablished());
+
+  ASSERT_EQ(updates.size(), 4u);
+  const UpdateMessage& v4 = updates[0];
+  EXPECT_THAT(v4.nlri, UnorderedElementsAre(vipA(), vipB()));
+  EXPECT_TRUE(v4.withdrawn.empty());
+  EXPECT_EQ(v4.attributes.origin, Origin::Igp);
+  EXPECT_EQ(v4.attributes.asPath, (AsPath{{AsPathSegment::Type::AsSequence, {kLocalAsn}}}));
+  EXPECT_EQ(v4.attributes.nextHop, localV4());  // the session's local address
+  EXPECT_FALSE(v4.attributes.localPref.has_value()) << "LOCAL_PREF is never sent to eBGP peers";
+  EXPECT_EQ(v4.attributes.communities, std::vector<uint32_t>{kCommunity});
+  EXPECT_EQ(v4.attributes.largeCommunities, std::vector<LargeCommunity>{kLargeCommunity});
+  EXPECT_FALSE(v4.attributes.mpReach.has_value());
+
+  const UpdateMessage& v6 = updates[1];
+  EXPECT_TRUE(v6.nlri.empty());
+  ASSERT_TRUE(v6.attributes.mpReach.has_value());
+  EXPECT_EQ(v6.attributes.mpReach->family, kIpv6Unicast);
+  EXPECT_THAT(v6.attributes.mpReach->nlri, ElementsAre(vip6()));
+  const auto& nh = configuredNextHopV6().bytes;
+  EXPECT_EQ(v6.attributes.mpReach->nextHop, std::vector<uint8_t>(nh.begin(), nh.end()));
+  EXPECT_EQ(v6.attributes.origin, Origin::Igp);
+  EXPECT_EQ(v6.attributes.asPath, v4.attributes.asPath);
+  EXPECT_FALSE(v6.attributes.nextHop.has_value());
+
+  EXPECT_EQ(updates[2].endOfRibFamily(), kIpv4Unicast);
+  EXPECT_EQ(updates[3].endOfRibFamily(), kIpv6Unicast);
+  EXPECT_EQ(fsm().advertised(), (std::set<Prefix>{vipA(), vipB(), vip6()}));
+  EXPECT_EQ(fsm().counters().messagesSent[static_cast<int>(MessageType::Update)], 4u);
+}
+
+TEST_F(SessionFsmTest, IbgpAnnouncementHasEmptyAsPathAndLocalPref100) {
+  config_ = ibgpConfig();
+  (void)fsm().setAnnouncements({vipA(), vip6()});
+  auto updates = updatesIn(toEstablished(peerOpen(kLocalAsn)));
+
+  ASSERT_EQ(updates.size(), 4u);
+  for (int i : {0, 1}) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(updates[i].attributes.asPath, AsPath{});
+    EXPECT_EQ(updates[i].attributes.localPref, 100u);
+    EXPECT_EQ(updates[i].attributes.origin, Origin::Igp);
+  }
+}
+
+TEST_F(SessionFsmTest, ConfiguredNextHopOverridesTheLocalAddress) {
+  config_.outbound.nextHopV4 = ip("192.0.2.77");
+  (void)fsm().setAnnouncements({vipA()});
+  auto updates = updatesIn(toEstablished());
+  ASSERT_FALSE(updates.empty());
+  EXPECT_EQ(updates[0].attributes.nextHop, ip("192.0.2.77"));
+}
+
+TEST_F(SessionFsmTest, Ipv6SessionUsesItsLocalAddressAsIpv6NextHopAndSkipsIpv4) {
+  config_.outbound.nextHopV6.reset();
+  (void)fsm().setAnnouncements({vipA(), vip6()});
+  toOpenSent(localV6());
+  (void)feed(peerOpen());
+  auto updates = updatesIn(feed(KeepaliveMessage{}));
+
+  // No IPv4 next hop on an IPv6-only connection: IPv4 prefixes cannot be announced.
+  ASSERT_EQ(updates.size(), 3u);
+  ASSERT_TRUE(updates[0].attributes.mpReach.has_value());
+  const auto& nh = localV6().bytes;
+  EXPECT_EQ(updates[0].attributes.mpReach->nextHop, std::vector<uint8_t>(nh.begin(), nh.end()));
+  EXPECT_EQ(fsm().advertised(), std::set<Prefix>{vip6()});
+}
+
+// ---- Changing announcements while Established ----
+
+TEST_F(SessionFsmTest, SetAnnouncementsWithdrawsRemovedBeforeAnnouncingNew) {
+  (void)fsm().setAnnouncements({vipA(), vipB(), vip6()});
+  toEstablished();
+
+  auto updates = updatesIn(fsm().setAnnouncements({vipA(), vipC()}));
+
+  ASSERT_EQ(updates.size(), 3u);
+  EXPECT_THAT(updates[0].withdrawn, ElementsAre(vipB()));
+  EXPECT_TRUE(updates[0].nlri.empty());
+  ASSERT_TRUE(updates[1].attributes.mpUnreach.has_value());
+  EXPECT_THAT(updates[1].attributes.mpUnreach->withdrawn, ElementsAre(vip6()));
+  EXPECT_THAT(updates[2].nlri, ElementsAre(vipC()));
+  EXPECT_TRUE(updates[2].withdrawn.empty());
+  EXPECT_EQ(fsm().advertised(), (std::set<Prefix>{vipA(), vipC()}));
+}
+
+TEST_F(SessionFsmTest, SetAnnouncementsUnchangedSendsNothing) {
+  (void)fsm().setAnnouncements({vipA(), vip6()});
+  toEstablished();
+  Actions actions = fsm().setAnnouncements({vipA(), vip6()});
+  EXPECT_TRUE(actionsOf<Send>(actions).empty()) << describe(actions);
+}
+
+TEST_F(SessionFsmTest, SetAnnouncementsBeforeEstablishedSendsNothing) {
+  toOpenConfirm();
+  Actions actions = fsm().setAnnouncements({vipA()});
+  EXPECT_TRUE(actions.empty()) << describe(actions);
+  EXPECT_TRUE(fsm().advertised().empty());
+}
+
+// ---- Graceful shutdown (RFC 8326) ----
+
+TEST_F(SessionFsmTest, GracefulShutdownOnIbgpReannouncesWithCommunityAndLocalPrefZero) {
+  config_ = ibgpConfig();
+  (void)fsm().setAnnouncements({vipA(), vip6()});
+  toEstablished(peerOpen(kLocalAsn));
+
+  auto updates = updatesIn(fsm().setGracefulShutdown(true));
+
+  ASSERT_EQ(updates.size(), 2u);
+  EXPECT_THAT(updates[0].nlri, ElementsAre(vipA()));
+  ASSERT_TRUE(updates[1].attributes.mpReach.has_value());
+  EXPECT_THAT(updates[1].attributes.mpReach->nlri, ElementsAre(vip6()));
+  for (const auto& update : updates) {
+    EXPECT_EQ(update.attributes.localPref, 0u);
+    EXPECT_EQ(update.attributes.communities,
+              (std::vector<uint32_t>{kCommunity, kGracefulShutdownCommunity}));
+    EXPECT_TRUE(update.withdrawn.empty());
+  }
+}
+
+TEST_F(SessionFsmTest, GracefulShutdownOnEbgpAddsOnlyTheCommunity) {
+  (void)fsm().setAnnouncements({vipA()});
+  toEstablished();
+  auto updates = updatesIn(fsm().setGracefulShutdown(true));
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_FALSE(updates[0].attributes.localPref.has_value());
+  EXPECT_EQ(updates[0].attributes.communities,
+            (std::vector<uint32_t>{kCommunity, kGracefulShutdownCommunity}));
+}
+
+TEST_F(SessionFsmTest, GracefulShutdownUnchangedSendsNothingAndOffRestoresAttributes) {
+  (void)fsm().setAnnouncements({vipA()});
+  toEstablished();
+  (void)fsm().setGracefulShutdown(true);
+  EXPECT_TRUE(fsm().setGracefulShutdown(true).empty());
+
+  auto updates = updatesIn(fsm().setGracefulShutdown(false));
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(updates[0].attributes.communities, std::vector<uint32_t>{kCommunity});
+}
+
+TEST_F(SessionFsmTest, GracefulShutdownSetBeforeEstablishedMarksTheInitialAnnouncement) {
+  config_ = ibgpConfig();
+  (void)fsm().setAnnouncements({vipA()});
+  EXPECT_TRUE(fsm().setGracefulShutdown(true).empty());
+  auto updates = updatesIn(toEstablished(peerOpen(kLocalAsn)));
+  ASSERT_FALSE(updates.empty());
+  EXPECT_EQ(updates[0].attributes.localPref, 0u);
+  EXPECT_EQ(updates[0].attributes.communities,
+            (std::vector<uint32_t>{kCommunity, kGracefulShutdownCommunity}));
+}
+
+// ---- Timers while the session is up ----
+
+TEST_F(SessionFsmTest, HoldTimerExpirySendsHoldTimerExpiredAndArmsAutomaticRestart) {
+  toEstablished();
+  Actions actions = fsm().onTimer(TimerKind::Hold);
+
+  EXPECT_EQ(sentNotificationThenDisconnect(actions), notification(ErrorCode::HoldTimerExpired, 0));
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  EXPECT_TRUE(fsm().advertised().empty());
+  auto retry = armsOf(actions, TimerKind::ConnectRetry);
+  ASSERT_EQ(retry.size(), 1u) << describe(actions);
+  EXPECT_GE(retry[0].after, milliseconds(750));  // backoff was reset by Established
+  EXPECT_LE(retry[0].after, milliseconds(1000));
+  EXPECT_THAT(fsm().lastError(), HasSubstr("hold timer expired"));
+
+  Actions restart = fsm().onTimer(TimerKind::ConnectRetry);
+  EXPECT_EQ(fsm().state(), SessionState::Connect);
+  EXPECT_EQ(actionsOf<Connect>(restart).size(), 1u);
+}
+
+TEST_F(SessionFsmTest, KeepaliveTimerSendsKeepaliveAndRearms) {
+  toEstablished();
+  Actions actions = fsm().onTimer(TimerKind::Keepalive);
+
+  EXPECT_EQ(sentOf<KeepaliveMessage>(actions).size(), 1u);
+  EXPECT_EQ(actionsOf<Send>(actions).size(), 1u);
+  auto arms = armsOf(actions, TimerKind::Keepalive);
+  ASSERT_EQ(arms.size(), 1u);
+  EXPECT_GE(arms[0].after, milliseconds(2250));
+  EXPECT_LE(arms[0].after, milliseconds(3000));
+  EXPECT_EQ(fsm().state(), SessionState::Established);
+}
+
+TEST_F(SessionFsmTest, ReceivedKeepaliveAndUpdateRestartTheHoldTimer) {
+  toEstablished();
+  EXPECT_EQ(armsOf(feed(KeepaliveMessage{}), TimerKind::Hold).size(), 1u);
+  EXPECT_EQ(armsOf(feed(buildEndOfRib(kIpv4Unicast)), TimerKind::Hold).size(), 1u);
+}
+
+TEST_F(SessionFsmTest, TimersTheFsmNoLongerExpectsAreIgnored) {
+  EXPECT_TRUE(fsm().onTimer(TimerKind::Hold).empty());
+  EXPECT_TRUE(fsm().onTimer(TimerKind::Keepalive).empty());
+  EXPECT_TRUE(fsm().onTimer(TimerKind::ConnectRetry).empty());  // stopped: no restart
+  toOpenSent();
+  EXPECT_TRUE(fsm().onTimer(TimerKind::Keepalive).empty());
+  EXPECT_EQ(fsm().state(), SessionState::OpenSent);
+}
+
+// ---- Unexpected messages (RFC 6608) ----
+
+TEST_F(SessionFsmTest, UnexpectedMessagesInOpenSentAreFsmError51) {
+  for (const Message& message : std::vector<Message>{
+           KeepaliveMessage{}, buildEndOfRib(kIpv4Unicast), RouteRefreshMessage{kIpv4Unicast}}) {
+    fsm_.reset();
+    toOpenSent();
+    Actions actions = feed(message);
+    SCOPED_TRACE(describe(actions));
+    EXPECT_EQ(sentNotificationThenDisconnect(actions),
+              notification(ErrorCode::FsmError, subcode::kUnexpectedInOpenSent));
+    EXPECT_EQ(fsm().state(), SessionState::Idle);
+  }
+}
+
+TEST_F(SessionFsmTest, UnexpectedMessagesInOpenConfirmAreFsmError52) {
+  for (const Message& message : std::vector<Message>{
+           Message{peerOpen()}, buildEndOfRib(kIpv4Unicast), RouteRefreshMessage{kIpv4Unicast}}) {
+    fsm_.reset();
+    toOpenConfirm();
+    Actions actions = feed(message);
+    SCOPED_TRACE(describe(actions));
+    EXPECT_EQ(sentNotificationThenDisconnect(actions),
+              notification(ErrorCode::FsmError, subcode::kUnexpectedInOpenConfirm));
+    EXPECT_EQ(fsm().state(), SessionState::Idle);
+  }
+}
+
+TEST_F(SessionFsmTest, OpenInEstablishedIsFsmError53) {
+  toEstablished();
+  Actions actions = feed(peerOpen());
+  EXPECT_EQ(sentNotificationThenDisconnect(actions),
+            notification(ErrorCode::FsmError, subcode::kUnexpectedInEstablished));
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+}
+
+// ---- NOTIFICATIONs and malformed input from the peer ----
+
+TEST_F(SessionFsmTest, ReceivedNotificationGoesIdleWithItsShutdownCommunication) {
+  toEstablished();
+  auto cease = notification(ErrorCode::Cease, subcode::kAdministrativeShutdown,
+                            encodeShutdownCommunication("maintenance window CHG-1234"));
+  Actions actions = feed(cease);
+
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  EXPECT_TRUE(actionsOf<Send>(actions).empty()) << "never answer a NOTIFICATION with one";
+  EXPECT_EQ(actionsOf<Disconnect>(actions).size(), 1u);
+  EXPECT_THAT(fsm().lastError(), HasSubstr("maintenance window CHG-1234"));
+  EXPECT_THAT(fsm().lastError(), HasSubstr("6/2"));
+  EXPECT_EQ(fsm().counters().lastNotificationReceived, cease);
+  EXPECT_EQ(fsm().counters().messagesReceived[static_cast<int>(MessageType::Notification)], 1u);
+  EXPECT_EQ(armsOf(actions, TimerKind::ConnectRetry).size(), 1u);
+}
+
+TEST_F(SessionFsmTest, ReceivedNotificationInOpenSentGoesIdle) {
+  toOpenSent();
+  Actions actions = feed(notification(ErrorCode::OpenMessage, subcode::kUnsupportedCapability, {}));
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  EXPECT_TRUE(actionsOf<Send>(actions).empty());
+  EXPECT_THAT(fsm().lastError(), HasSubstr("2/7"));
+}
+
+TEST_F(SessionFsmTest, BadMarkerIsConnectionNotSynchronized) {
+  toEstablished();
+  auto wire = bytesOf(KeepaliveMessage{});
+  wire[3] = 0x00;
+  Actions actions = fsm().onBytes(wire);
+
+  EXPECT_EQ(sentNotificationThenDisconnect(actions),
+            notification(ErrorCode::MessageHeader, subcode::kConnectionNotSynchronized));
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+}
+
+TEST_F(SessionFsmTest, BadLengthIsBadMessageLengthWithTheLengthField) {
+  toEstablished();
+  auto wire = bytesOf(KeepaliveMessage{});
+  wire[16] = 0x00;
+  wire[17] = 0x12;  // 18 < 19
+  Actions actions = fsm().onBytes(wire);
+
+  EXPECT_EQ(sentNotificationThenDisconnect(actions),
+            notification(ErrorCode::MessageHeader, subcode::kBadMessageLength, {0x00, 0x12}));
+}
+
+TEST_F(SessionFsmTest, UnknownTypeIsBadMessageType) {
+  toOpenSent();
+  auto wire = bytesOf(KeepaliveMessage{});
+  wire[18] = 9;
+  Actions actions = fsm().onBytes(wire);
+
+  NotificationMessage sent = sentNotificationThenDisconnect(actions);
+  EXPECT_EQ(sent.code, 1);
+  EXPECT_EQ(sent.subcode, subcode::kBadMessageType);
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+}
+
+TEST_F(SessionFsmTest, MalformedUpdateIsAnUpdateMessageError) {
+  toEstablished();
+  // An UPDATE whose withdrawn-routes length runs past the end of the message (RFC 4271 6.3).
+  auto wire = bytesOf(buildEndOfRib(kIpv4Unicast));
+  wire[19] = 0x00;
+  wire[20] = 0x10;
+  Actions actions = fsm().onBytes(wire);
+
+  NotificationMessage sent = sentNotificationThenDisconnect(actions);
+  EXPECT_EQ(sent.code, static_cast<uint8_t>(ErrorCode::UpdateMessage));
+  EXPECT_EQ(sent.subcode, subcode::kMalformedAttributeList);
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+}
+
+TEST_F(SessionFsmTest, BytesAfterAFatalErrorAreIgnored) {
+  toEstablished();
+  auto wire = concat(bytesOf(peerOpen()), bytesOf(KeepaliveMessage{}));
+  Actions actions = fsm().onBytes(wire);
+  EXPECT_EQ(sentOf<NotificationMessage>(actions).size(), 1u) << describe(actions);
+  EXPECT_TRUE(fsm().onBytes(bytesOf(KeepaliveMessage{})).empty());
+}
+
+TEST_F(SessionFsmTest, UnsupportedVersionIsOpenError21) {
+  toOpenSent();
+  OpenMessage open = peerOpen();
+  open.version = 3;
+  Actions actions = feed(open);
+  NotificationMessage sent = sentNotificationThenDisconnect(actions);
+  EXPECT_EQ(sent.code, 2);
+  EXPECT_EQ(sent.subcode, subcode::kUnsupportedVersionNumber);
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+}
+
+TEST_F(SessionFsmTest, ZeroBgpIdentifierIsOpenError23) {
+  toOpenSent();
+  Actions actions = feed(peerOpen(kPeerAsn, 90, 0));
+  NotificationMessage sent = sentNotificationThenDisconnect(actions);
+  EXPECT_EQ(sent.code, 2);
+  EXPECT_EQ(sent.subcode, subcode::kBadBgpIdentifier);
+}
+
+TEST_F(SessionFsmTest, RouteRefreshOfTheWrongLengthIsRouteRefreshError71) {
+  toEstablished();
+  auto wire = bytesOf(RouteRefreshMessage{kIpv4Unicast});
+  wire.push_back(0);
+  wire[17] = static_cast<uint8_t>(wire.size());
+  Actions actions = fsm().onBytes(wire);
+  NotificationMessage sent = sentNotificationThenDisconnect(actions);
+  EXPECT_EQ(sent.code, static_cast<uint8_t>(ErrorCode::RouteRefreshMessage));
+  EXPECT_EQ(sent.subcode, subcode::kInvalidMessageLength);
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+}
+
+TEST_F(SessionFsmTest, ConnectionClosedWhenEstablishedGoesIdleAndRetries) {
+  (void)fsm().setAnnouncements({vipA()});
+  toEstablished();
+  Actions actions = fsm().onClosed("peer closed the connection");
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  EXPECT_TRUE(actionsOf<Send>(actions).empty());
+  EXPECT_TRUE(fsm().advertised().empty());
+  EXPECT_FALSE(fsm().negotiated().has_value());
+  EXPECT_EQ(armsOf(actions, TimerKind::ConnectRetry).size(), 1u);
+}
+
+TEST_F(SessionFsmTest, ReEstablishingAnnouncesEverythingAgain) {
+  (void)fsm().setAnnouncements({vipA()});
+  toEstablished();
+  (void)fsm().onClosed("peer closed the connection");
+  (void)fsm().onTimer(TimerKind::ConnectRetry);
+  (void)fsm().onConnected(localV4());
+  (void)feed(peerOpen());
+  auto updates = updatesIn(feed(KeepaliveMessage{}));
+  ASSERT_EQ(updates.size(), 3u);
+  EXPECT_THAT(updates[0].nlri, ElementsAre(vipA()));
+  EXPECT_EQ(fsm().counters().establishedTransitions, 2u);
+}
+
+// ---- ROUTE-REFRESH (RFC 2918) ----
+
+TEST_F(SessionFsmTest, RouteRefreshResendsThatFamilyAndEndOfRib) {
+  (void)fsm().setAnnouncements({vipA(), vipB(), vip6()});
+  toEstablished();
+
+  Actions actions = feed(RouteRefreshMessage{kIpv4Unicast});
+
+  auto updates = updatesIn(actions);
+  ASSERT_EQ(updates.size(), 2u) << describe(actions);
+  EXPECT_THAT(updates[0].nlri, UnorderedElementsAre(vipA(), vipB()));
+  EXPECT_FALSE(updates[0].attributes.mpReach.has_value());
+  EXPECT_EQ(updates[1].endOfRibFamily(), kIpv4Unicast);
+  EXPECT_EQ(fsm().counters().routeRefreshReceived, 1u);
+
+  auto v6 = updatesIn(feed(RouteRefreshMessage{kIpv6Unicast}));
+  ASSERT_EQ(v6.size(), 2u);
+  ASSERT_TRUE(v6[0].attributes.mpReach.has_value());
+  EXPECT_THAT(v6[0].attributes.mpReach->nlri, ElementsAre(vip6()));
+  EXPECT_EQ(v6[1].endOfRibFamily(), kIpv6Unicast);
+}
+
+TEST_F(SessionFsmTest, RouteRefreshForANonNegotiatedFamilyIsIgnoredWithANotice) {
+  config_.families = {kIpv4Unicast};
+  (void)fsm().setAnnouncements({vipA()});
+  toEstablished();
+
+  Actions actions = feed(RouteRefreshMessage{kIpv6Unicast});
+
+  EXPECT_TRUE(actionsOf<Send>(actions).empty()) << describe(actions);
+  auto notices = actionsOf<Notice>(actions);
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_THAT(notices[0].text, HasSubstr("ROUTE-REFRESH"));
+  EXPECT_EQ(fsm().state(), SessionState::Established);
+}
+
+// ---- ManualStop ----
+
+TEST_F(SessionFsmTest, StopWhenEstablishedSendsAdministrativeShutdownAndStaysIdle) {
+  (void)fsm().setAnnouncements({vipA()});
+  toEstablished();
+
+  Actions actions = fsm().stop("vipd: node draining");
+
+  NotificationMessage sent = sentNotificationThenDisconnect(actions);
+  EXPECT_EQ(sent.code, static_cast<uint8_t>(ErrorCode::Cease));
+  EXPECT_EQ(sent.subcode, subcode::kAdministrativeShutdown);
+  EXPECT_EQ(decodeShutdownCommunication(sent.data), "vipd: node draining");
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  EXPECT_TRUE(fsm().advertised().empty());
+  EXPECT_TRUE(armsOf(actions, TimerKind::ConnectRetry).empty()) << describe(actions);
+  EXPECT_TRUE(cancels(actions, TimerKind::Hold));
+  EXPECT_TRUE(cancels(actions, TimerKind::Keepalive));
+
+  // A ConnectRetry expiry that was already in flight must not restart a stopped session.
+  EXPECT_TRUE(actionsOf<Connect>(fsm().onTimer(TimerKind::ConnectRetry)).empty());
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+}
+
+TEST_F(SessionFsmTest, StopWhileConnectingSendsNoNotification) {
+  (void)fsm().start();
+  Actions actions = fsm().stop("bye");
+  EXPECT_TRUE(actionsOf<Send>(actions).empty());
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+}
+
+TEST_F(SessionFsmTest, StopDuringAutomaticRestartCancelsIt) {
+  toEstablished();
+  (void)fsm().onTimer(TimerKind::Hold);  // Idle, restart armed
+  Actions actions = fsm().stop("bye");
+  EXPECT_TRUE(cancels(actions, TimerKind::ConnectRetry));
+  EXPECT_TRUE(fsm().onTimer(TimerKind::ConnectRetry).empty());
+}
+
+TEST_F(SessionFsmTest, StartAfterStopDialsAgain) {
+  toEstablished();
+  (void)fsm().stop("bye");
+  Actions actions = fsm().start();
+  EXPECT_EQ(fsm().state(), SessionState::Connect);
+  EXPECT_EQ(actionsOf<Connect>(actions).size(), 1u);
+}
+
+// ---- Received UPDATEs are counted, not stored ----
+
+TEST_F(SessionFsmTest, ReceivedUpdatesAreCounted) {
+  toEstablished();
+  UpdateMessage update;
+  update.withdrawn = {prefix("198.18.0.0/24")};
+  update.attributes.origin = Origin::Igp;
+  update.attributes.asPath = AsPath{{AsPathSegment::Type::AsSequence, {kPeerAsn}}};
+  update.attributes.nextHop = ip("198.51.100.2");
+  update.nlri = {prefix("198.18.1.0/24"), prefix("198.18.2.0/24")};
+  update.attributes.mpReach =
+      MpReachNlri{kIpv6Unicast, std::vector<uint8_t>(16, 0x20), {prefix("2001:db8:1::/48")}};
+
+  Actions actions = feed(update);
+  (void)feed(buildEndOfRib(kIpv4Unicast));
+  (void)feed(buildEndOfRib(kIpv6Unicast));
+
+  EXPECT_TRUE(actionsOf<Send>(actions).empty()) << describe(actions);
+  const auto& c = fsm().counters();
+  EXPECT_EQ(c.prefixesReceived, 3u);
+  EXPECT_EQ(c.withdrawalsReceived, 1u);
+  EXPECT_EQ(c.endOfRibReceived, 2u);
+  EXPECT_EQ(c.messagesReceived[static_cast<int>(MessageType::Update)], 3u);
+  EXPECT_EQ(c.treatAsWithdraw, 0u);
+  EXPECT_EQ(fsm().state(), SessionState::Established);
+}
+
+// Regression test for a codec bug found here: UpdateDecoder (bgp/update_codec.cc) returned
+// `DecodedMessage{std::move(update_), handling(), ...}`, which moves update_ out before handling()
+// runs, so an IPv4-NLRI UPDATE that must be treat-as-withdraw came back as Normal. The MP_REACH
+// variant below passed anyway because a moved-from optional stays engaged.
+TEST_F(SessionFsmTest, TreatAsWithdrawIsCountedAndReported) {
+  toEstablished();
+  UpdateMessage update;
+  update.attributes.origin = Origin::Igp;
+  update.attributes.asPath = AsPath{{AsPathSegment::Type::AsSequence, {kPeerAsn}}};
+  update.attributes.nextHop = ip("198.51.100.2");
+  // MULTI_EXIT_DISC with 3 octets instead of 4: RFC 7606 section 7.4, treat-as-withdraw.
+  update.attributes.other = {RawAttribute{attr_flags::kOptional, 4, {0, 0, 1}}};
+  update.nlri = {prefix("198.18.1.0/24"), prefix("198.18.2.0/24")};
+
+  Actions actions = feed(update);
+
+  EXPECT_EQ(fsm().state(), SessionState::Established) << describe(actions);
+  const auto& c = fsm().counters();
+  EXPECT_EQ(c.treatAsWithdraw, 1u);
+  EXPECT_EQ(c.prefixesReceived, 0u);
+  EXPECT_EQ(c.withdrawalsReceived, 2u);
+  EXPECT_FALSE(actionsOf<Notice>(actions).empty()) << describe(actions);
+  EXPECT_TRUE(actionsOf<Send>(actions).empty());
+}
+
+TEST_F(SessionFsmTest, TreatAsWithdrawOfMpReachIsCounted) {
+  toEstablished();
+  UpdateMessage update;
+  update.attributes.origin = Origin::Igp;
+  update.attributes.asPath = AsPath{{AsPathSegment::Type::AsSequence, {kPeerAsn}}};
+  update.attributes.other = {RawAttribute{attr_flags::kOptional, 4, {0, 0, 1}}};
+  update.attributes.mpReach =
+      MpReachNlri{kIpv6Unicast, std::vector<uint8_t>(16, 0x20), {prefix("2001:db8:1::/48")}};
+
+  Actions actions = feed(update);
+
+  EXPECT_EQ(fsm().state(), SessionState::Established) << describe(actions);
+  EXPECT_EQ(fsm().counters().treatAsWithdraw, 1u);
+  EXPECT_EQ(fsm().counters().prefixesReceived, 0u);
+  EXPECT_EQ(fsm().counters().withdrawalsReceived, 1u);
+  EXPECT_FALSE(actionsOf<Notice>(actions).empty()) << describe(actions);
+}
+
+TEST_F(SessionFsmTest, AttributeDiscardIsCountedAndTheRoutesStand) {
+  toEstablished();
+  UpdateMessage update;
+  update.attributes.origin = Origin::Igp;
+  update.attributes.asPath = AsPath{{AsPathSegment::Type::AsSequence, {kPeerAsn}}};
+  update.attributes.nextHop = ip("198.51.100.2");
+  // ATOMIC_AGGREGATE with a value: RFC 7606 section 7.6, attribute discard.
+  update.attributes.other = {RawAttribute{attr_flags::kTransitive, 6, {1}}};
+  update.nlri = {prefix("198.18.1.0/24")};
+
+  Actions actions = feed(update);
+
+  EXPECT_EQ(fsm().state(), SessionState::Established) << describe(actions);
+  EXPECT_EQ(fsm().counters().attributeDiscard, 1u);
+  EXPECT_EQ(fsm().counters().prefixesReceived, 1u);
+  EXPECT_FALSE(actionsOf<Notice>(actions).empty()) << describe(actions);
+}
+
+// ---- Connection collisions (RFC 4271 section 6.8) ----
+
+TEST_F(SessionFsmTest, IncomingWhileEstablishedIsRejectedWithCollisionCease) {
+  toEstablished();
+  Actions actions = fsm().onIncomingConnection(localV4());
+
+  auto rejects = actionsOf<RejectIncoming>(actions);
+  ASSERT_EQ(rejects.size(), 1u) << describe(actions);
+  EXPECT_EQ(std::get<NotificationMessage>(decodeWire(rejects[0].bytes)),
+            notification(ErrorCode::Cease, subcode::kConnectionCollisionResolution));
+  EXPECT_EQ(actions.size(), 1u) << describe(actions);
+  EXPECT_EQ(fsm().state(), SessionState::Established);
+}
+
+TEST_F(SessionFsmTest, CollisionInOpenSentWithHigherPeerIdAdoptsTheIncomingConnection) {
+  toOpenSent();
+  Actions held = fsm().onIncomingConnection(localV4());
+  ASSERT_EQ(actionsOf<HoldIncoming>(held).size(), 1u) << describe(held);
+  EXPECT_EQ(fsm().state(), SessionState::OpenSent);
+
+  Actions actions = fsm().onIncomingBytes(bytesOf(peerOpen(kPeerAsn, 90, kHigherRouterId)));
+
+  // Order: Cease 6/7 on our connection, close it, adopt the incoming one, OPEN + KEEPALIVE on it.
+  auto sends = actionsOf<Send>(actions);
+  ASSERT_EQ(sends.size(), 3u) << describe(actions);
+  EXPECT_EQ(std::get<NotificationMessage>(decodeSent(sends[0])),
+            notification(ErrorCode::Cease, subcode::kConnectionCollisionResolution));
+  EXPECT_TRUE(std::holds_alternative<OpenMessage>(decodeSent(sends[1])));
+  EXPECT_TRUE(std::holds_alternative<KeepaliveMessage>(decodeSent(sends[2])));
+  auto disconnect = indexOf<Disconnect>(actions);
+  auto adopt = indexOf<AdoptIncoming>(actions);
+  ASSERT_TRUE(disconnect && adopt);
+  EXPECT_LT(*disconnect, *adopt);
+  auto firstSendAfterAdopt =
+      std::find_if(actions.begin() + static_cast<ptrdiff_t>(*adopt), actions.end(),
+                   [](const Action& a) { return std::holds_alternative<Send>(a); });
+  ASSERT_NE(firstSendAfterAdopt, actions.end());
+  EXPECT_EQ(std::get<Send>(*firstSendAfterAdopt).type, MessageType::Open);
+  EXPECT_TRUE(actionsOf<RejectIncoming>(actions).empty());
+  EXPECT_EQ(fsm().state(), SessionState::OpenConfirm);
+  EXPECT_EQ(fsm().negotiated()->peerRouterId, kHigherRouterId);
+
+  // The adopted connection carries on to Established.
+  (void)feed(KeepaliveMessage{});
+  EXPECT_EQ(fsm().state(), SessionState::Established);
+}
+
+TEST_F(SessionFsmTest, CollisionInOpenSentWithLowerPeerIdRejectsTheIncomingConnection) {
+  toOpenSent();
+  (void)fsm().onIncomingConnection(localV4());
+
+  Actions actions = fsm().onIncomingBytes(bytesOf(peerOpen(kPeerAsn, 90, kLowerRouterId)));
+
+  auto rejects = actionsOf<RejectIncoming>(actions);
+  ASSERT_EQ(rejects.size(), 1u) << describe(actions);
+  EXPECT_EQ(std::get<NotificationMessage>(decodeWire(rejects[0].bytes)),
+            notification(ErrorCode::Cease, subcode::kConnectionCollisionResolution));
+  EXPECT_TRUE(actionsOf<Send>(actions).empty());
+  EXPECT_TRUE(actionsOf<Disconnect>(actions).empty());
+  EXPECT_TRUE(actionsOf<AdoptIncoming>(actions).empty());
+  EXPECT_EQ(fsm().state(), SessionState::OpenSent);
+
+  // Our connection goes on.
+  toOpenConfirm(peerOpen(kPeerAsn, 90, kLowerRouterId));
+}
+
+TEST_F(SessionFsmTest, CollisionInOpenConfirmWithHigherPeerIdAdoptsTheIncomingConnection) {
+  toOpenConfirm(peerOpen(kPeerAsn, 90, kHigherRouterId));
+  ASSERT_EQ(actionsOf<HoldIncoming>(fsm().onIncomingConnection(localV4())).size(), 1u);
+
+  Actions actions = fsm().onIncomingBytes(bytesOf(peerOpen(kPeerAsn, 90, kHigherRouterId)));
+
+  auto notifications = sentOf<NotificationMessage>(actions);
+  ASSERT_EQ(notifications.size(), 1u) << describe(actions);
+  EXPECT_EQ(notifications[0],
+            notification(ErrorCode::Cease, subcode::kConnectionCollisionResolution));
+  EXPECT_EQ(actionsOf<AdoptIncoming>(actions).size(), 1u);
+  EXPECT_EQ(fsm().state(), SessionState::OpenConfirm);
+}
+
+TEST_F(SessionFsmTest, IncomingOpenArrivingByteByByteIsResolvedOnceComplete) {
+  toOpenSent();
+  (void)fsm().onIncomingConnection(localV4());
+  auto wire = bytesOf(peerOpen(kPeerAsn, 90, kHigherRouterId));
+  for (size_t i = 0; i + 1 < wire.size(); ++i) {
+    EXPECT_TRUE(fsm().onIncomingBytes(std::span<const uint8_t>(&wire[i], 1)).empty());
+  }
+  Actions actions = fsm().onIncomingBytes(std::span<const uint8_t>(&wire.back(), 1));
+  EXPECT_EQ(actionsOf<AdoptIncoming>(actions).size(), 1u) << describe(actions);
+}
+
+TEST_F(SessionFsmTest, IncomingConnectionThatSendsNonOpenFirstIsRejected) {
+  toOpenSent();
+  (void)fsm().onIncomingConnection(localV4());
+  Actions actions = fsm().onIncomingBytes(bytesOf(KeepaliveMessage{}));
+  auto rejects = actionsOf<RejectIncoming>(actions);
+  ASSERT_EQ(rejects.size(), 1u) << describe(actions);
+  EXPECT_EQ(std::get<NotificationMessage>(decodeWire(rejects[0].bytes)).code,
+            static_cast<uint8_t>(ErrorCode::FsmError));
+  EXPECT_EQ(fsm().state(), SessionState::OpenSent);
+}
+
+TEST_F(SessionFsmTest, IncomingWhileActiveIsAdoptedImmediately) {
+  (void)fsm().start();
+  (void)fsm().onConnectFailed("refused");
+  ASSERT_EQ(fsm().state(), SessionState::Active);
+
+  Actions actions = fsm().onIncomingConnection(localV4());
+
+  auto adopt = indexOf<AdoptIncoming>(actions);
+  ASSERT_TRUE(adopt.has_value()) << describe(actions);
+  EXPECT_TRUE(actionsOf<HoldIncoming>(actions).empty());
+  auto opens = sentOf<OpenMessage>(actions);
+  ASSERT_EQ(opens.size(), 1u);
+  EXPECT_EQ(opens[0].bgpIdentifier, kOurRouterId);
+  EXPECT_LT(*adopt, *indexOf<Send>(actions));
+  EXPECT_TRUE(cancels(actions, TimerKind::ConnectRetry));
+  EXPECT_EQ(fsm().state(), SessionState::OpenSent);
+
+  toOpenConfirm();
+}
+
+TEST_F(SessionFsmTest, HeldIncomingOpenArrivingWhileDialingAgainDropsTheDial) {
+  toOpenSent();
+  ASSERT_EQ(actionsOf<HoldIncoming>(fsm().onIncomingConnection(localV4())).size(), 1u);
+  (void)fsm().onClosed("connection reset by peer");  // our connection dies: Idle, retry armed
+  ASSERT_EQ(actionsOf<Connect>(fsm().onTimer(TimerKind::ConnectRetry)).size(), 1u);
+  ASSERT_EQ(fsm().state(), SessionState::Connect);
+
+  Actions actions = fsm().onIncomingBytes(bytesOf(peerOpen(kPeerAsn, 90, kLowerRouterId)));
+
+  // The held connection becomes the session, so the connection attempt in flight must be
+  // abandoned first (as onIncomingConnection does in Connect); otherwise its completion would
+  // replace the adopted connection in the daemon.
+  auto disconnect = indexOf<Disconnect>(actions);
+  auto adopt = indexOf<AdoptIncoming>(actions);
+  ASSERT_TRUE(adopt.has_value()) << describe(actions);
+  ASSERT_TRUE(disconnect.has_value()) << describe(actions);
+  EXPECT_LT(*disconnect, *adopt);
+  EXPECT_TRUE(sentOf<NotificationMessage>(actions).empty()) << "no session to send Cease on";
+  EXPECT_EQ(fsm().state(), SessionState::OpenConfirm);
+}
+
+TEST_F(SessionFsmTest, IncomingWhileConnectingDropsTheDialAndAdopts) {
+  (void)fsm().start();
+  Actions actions = fsm().onIncomingConnection(localV4());
+  auto disconnect = indexOf<Disconnect>(actions);
+  auto adopt = indexOf<AdoptIncoming>(actions);
+  ASSERT_TRUE(disconnect && adopt) << describe(actions);
+  EXPECT_LT(*disconnect, *adopt);
+  EXPECT_EQ(fsm().state(), SessionState::OpenSent);
+}
+
+TEST_F(SessionFsmTest, IncomingWhileStoppedIsRejected) {
+  Actions actions = fsm().onIncomingConnection(localV4());
+  EXPECT_EQ(actionsOf<RejectIncoming>(actions).size(), 1u);
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+}
+
+}  // namespace
+}  // namespace vipd::bgp
