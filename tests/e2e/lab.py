@@ -974,7 +974,8 @@ def to_yaml(obj: Any, indent: int = 0) -> str:
     if isinstance(obj, dict):
         lines = []
         for k, v in obj.items():
-            if isinstance(v, (dict, list)) and v:
+            scalar_list = isinstance(v, list) and all(not isinstance(x, (dict, list)) for x in v)
+            if isinstance(v, (dict, list)) and v and not scalar_list:
                 lines.append(f"{pad}{k}:")
                 lines.append(to_yaml(v, indent + 1))
             else:
@@ -984,8 +985,7 @@ def to_yaml(obj: Any, indent: int = 0) -> str:
         if not obj:
             return "[]"
         if all(not isinstance(v, (dict, list)) for v in obj):
-            return pad + "[" + ", ".join(to_yaml(v) for v in obj) + "]" if indent else \
-                "[" + ", ".join(to_yaml(v) for v in obj) + "]"
+            return "[" + ", ".join(to_yaml(v) for v in obj) + "]"
         lines = []
         for v in obj:
             sub = to_yaml(v, indent + 1).lstrip()
@@ -1010,7 +1010,7 @@ def vipd_config(lab: Lab, node: Node, local_asn: int, peer_addr: str, peer_asn: 
         "vips": [{"address": VIP4, "interface": "lo"}, {"address": VIP6, "interface": "lo"}],
         "communities": list(COMMUNITIES),
         "largeCommunities": list(LARGE_COMMUNITIES),
-        "peers": [{"address": peer_addr, "asn": peer_asn, "holdTime": "9s",
+        "peers": [{"address": peer_addr, "asn": peer_asn, "sourceAddress": node.v4, "holdTime": "9s",
                    "connectRetryTime": "1s", "nextHopIpv6": node.v6}],
         "control": {"socket": lab.path(f"{name}.sock")},
     }
