@@ -502,6 +502,11 @@ void SessionFsm::rejectIncoming(Actions& out, std::optional<NotificationMessage>
   incomingLocal_.reset();
 }
 
+void SessionFsm::onIncomingClosed() {
+  incomingFramer_.reset();
+  incomingLocal_.reset();
+}
+
 Actions SessionFsm::onIncomingBytes(std::span<const uint8_t> bytes) {
   Actions out;
   if (!incomingFramer_) {

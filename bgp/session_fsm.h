@@ -156,6 +156,8 @@ class SessionFsm {
   // Bytes arrived on a held incoming connection: once its OPEN is complete the collision is
   // resolved by BGP Identifier (RFC 4271 section 6.8).
   [[nodiscard]] Actions onIncomingBytes(std::span<const uint8_t> bytes);
+  // The held incoming connection closed before its OPEN resolved the collision.
+  void onIncomingClosed();
 
   // The set of prefixes this session should announce. Sends the difference when Established.
   [[nodiscard]] Actions setAnnouncements(std::set<Prefix> prefixes);

@@ -190,6 +190,7 @@ void PeerSession::watch(const std::shared_ptr<Connection>& connection) {
           execute(fsm_.onClosed(why));
         } else if (&c == incoming_.get()) {
           incoming_.reset();
+          fsm_.onIncomingClosed();
           log_.info(subject_, "incoming connection closed before its OPEN: {}", why);
         }
       });
@@ -201,7 +202,9 @@ void PeerSession::acceptIncoming(tcp::socket socket) {
     return;
   }
   if (incoming_) {
-    incoming_->closeNow();
+    // Only one collision is resolved at a time; the newer connection replaces the held one.
+    std::exchange(incoming_, nullptr)->closeNow();
+    fsm_.onIncomingClosed();
   }
   incoming_ = std::make_shared<Connection>(std::move(socket));
   boost::system::error_code ec;
