@@ -333,21 +333,28 @@ Result<void> UpdateDecoder::decodeAttributes(std::span<const uint8_t> list) {
     } else if (type) {
       length = r.u8();
     }
-    // RFC 7606 section 4 would treat-as-withdraw these two overruns, but the bytes past the
-    // overrun might have held an MP_REACH_NLRI whose routes we then could not withdraw; that is
-    // the "more severe error" the same section allows to escalate to a reset.
+    // RFC 7606 section 4: an attribute header or length that overruns the attribute list is
+    // treat-as-withdraw; the Total Attribute Length still locates the NLRI. Only when the
+    // overrunning attribute is MP_REACH/MP_UNREACH itself are its routes unknowable, and that
+    // is a session reset (RFC 7606 section 7.11).
     if (!length) {
-      return updateError(subcode::kMalformedAttributeList, {},
-                         fmt::format("path attribute header cut off {} bytes before the end of "
-                                     "the attribute list",
-                                     list.size() - start));
+      treatAsWithdraw_ = true;
+      notes_.push_back(fmt::format("path attribute header cut off {} bytes before the end of the "
+                                   "attribute list; treat-as-withdraw",
+                                   list.size() - start));
+      return {};
     }
     auto value = r.bytes(*length);
     if (!value) {
-      return updateError(subcode::kMalformedAttributeList, {},
-                         fmt::format("{} attribute length {} runs past the attribute list ({} "
-                                     "bytes left)",
-                                     describeAttribute(*type), *length, r.remaining()));
+      auto why = fmt::format("{} attribute length {} runs past the attribute list ({} bytes left)",
+                             describeAttribute(*type), *length, r.remaining());
+      if (*type == static_cast<uint8_t>(AttributeType::MpReachNlri) ||
+          *type == static_cast<uint8_t>(AttributeType::MpUnreachNlri)) {
+        return updateError(subcode::kMalformedAttributeList, {}, why);
+      }
+      treatAsWithdraw_ = true;
+      notes_.push_back(why + "; treat-as-withdraw");
+      return {};
     }
     Attribute a{*flags, *type, *value, list.subspan(start, r.position() - start)};
     if (auto ok = onAttribute(a); !ok) {

@@ -62,19 +62,29 @@ TEST(UpdateValidation, TotalAttributeLengthOverrunsMessage) {
                     subcode::kMalformedAttributeList);
 }
 
-TEST(UpdateValidation, AttributeLengthRunsPastAttributeList) {
-  // ORIGIN claims 2 bytes but the attribute list ends after 1.
-  expectResetUpdate(updateMessage({}, {0x40, 0x01, 0x02, 0x00}, {}),
-                    subcode::kMalformedAttributeList);
+TEST(UpdateValidation, AttributeLengthRunsPastAttributeListIsTreatAsWithdraw) {
+  // LOCAL_PREF claims 5 bytes but the attribute list ends after 4: RFC 7606 section 4.
+  auto d = expectHandling(cat({kMandatory, {0x40, 0x05, 0x05, 0, 0, 0, 100}}),
+                          UpdateHandling::TreatAsWithdraw, "runs past the attribute list");
+  // The NLRI is still located through the Total Attribute Length.
+  ASSERT_EQ(decodedUpdate(d).nlri.size(), 1u);
 }
 
-TEST(UpdateValidation, ExtendedLengthRunsPastAttributeList) {
-  expectResetUpdate(updateMessage({}, {0x50, 0x02, 0x01, 0x00, 0x02}, {}),
-                    subcode::kMalformedAttributeList);
+TEST(UpdateValidation, ExtendedLengthRunsPastAttributeListIsTreatAsWithdraw) {
+  expectHandling(cat({kMandatory, {0x50, 0x08, 0x01, 0x00, 0x02}}),
+                 UpdateHandling::TreatAsWithdraw, "runs past the attribute list");
 }
 
-TEST(UpdateValidation, AttributeHeaderCutOff) {
-  expectResetUpdate(updateMessage({}, cat({kOrigin, {0x40, 0x02}}), {}),
+TEST(UpdateValidation, AttributeHeaderCutOffIsTreatAsWithdraw) {
+  expectHandling(cat({kMandatory, {0x40, 0x02}}), UpdateHandling::TreatAsWithdraw,
+                 "header cut off");
+}
+
+TEST(UpdateValidation, MpReachRunningPastAttributeListResets) {
+  // MP_REACH_NLRI claims 0x30 bytes; its routes cannot be found, so they cannot be withdrawn.
+  Bytes truncated(kMpReach.begin(), kMpReach.begin() + 10);
+  truncated[2] = 0x30;
+  expectResetUpdate(updateMessage({}, cat({kOrigin, kAsPath, truncated}), {}),
                     subcode::kMalformedAttributeList);
 }
 
