@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine (run as root):
+#   scripts/dev.sh demo   install packages, build, run the lab demo (BIRD fabric + 3 vipd nodes)
+#   scripts/dev.sh test   install packages, build, run every test (unit + end to end)
+#   scripts/dev.sh build  install packages and build only
+# Both share the install and build steps below, so the demo and CI never drift apart.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${VIPD_BUILD_DIR:-$here/build}
+
+# Build tools, libraries, and the real BGP peers the end-to-end tests run against.
+packages=(
+  meson ninja-build pkg-config g++ python3
+  libboost1.81-dev libnl-3-dev libnl-route-3-dev libfmt-dev libyaml-cpp-dev
+  prometheus-cpp-dev nlohmann-json3-dev libexpected-dev libgtest-dev libgmock-dev
+  iproute2 procps bird2 frr gobgpd exabgp
+)
+
+install_packages() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$p")
+  done
+  if ((${#missing[@]} == 0)); then
+    return
+  fi
+  echo "== installing: ${missing[*]}"
+  apt-get update -q
+  # The peers are started by the tests themselves; their packaged services must not run.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+build() {
+  if [[ ! -f $build_dir/build.ninja ]]; then
+    meson setup "$build_dir" "$here"
+  fi
+  ninja -C "$build_dir"
+}
+
+run_tests() {
+  local rc=0
+  meson test -C "$build_dir" --print-errorlogs --num-processes 2 || rc=$?
+  # A closing summary line for CI, counted from meson's own log.
+  python3 - "$build_dir/meson-logs/testlog.json" <<'PY'
+import json, sys
+counts = {"OK": 0, "FAIL": 0, "SKIP": 0, "TIMEOUT": 0, "ERROR": 0, "EXPECTEDFAIL": 0,
+          "UNEXPECTEDPASS": 0}
+for line in open(sys.argv[1]):
+    result = json.loads(line)["result"]
+    counts[result] = counts.get(result, 0) + 1
+failed = counts["FAIL"] + counts["TIMEOUT"] + counts["ERROR"] + counts["UNEXPECTEDPASS"]
+print(f"{counts['OK']} passed, {failed} failed, {counts['SKIP']} skipped")
+PY
+  return $rc
+}
+
+case ${1:-} in
+  demo)
+    install_packages
+    build
+    VIPD_BUILD_DIR=$build_dir python3 "$here/tests/e2e/demo.py"
+    ;;
+  test)
+    install_packages
+    build
+    run_tests
+    ;;
+  build)
+    install_packages
+    build
+    ;;
+  *)
+    echo "usage: $0 demo|test|build" >&2
+    exit 2
+    ;;
+esac
