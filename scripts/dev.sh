@@ -29,7 +29,7 @@ install_packages() {
   echo "== installing: ${missing[*]}"
   apt-get update -q
   # The peers are started by the tests themselves; their packaged services must not run.
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
 }
 
 build() {
@@ -53,6 +53,10 @@ for line in open(sys.argv[1]):
 failed = counts["FAIL"] + counts["TIMEOUT"] + counts["ERROR"] + counts["UNEXPECTEDPASS"]
 print(f"{counts['OK']} passed, {failed} failed, {counts['SKIP']} skipped")
 PY
+  if [[ ${CI:-} == true ]] && grep -q '"result": "SKIP"' "$build_dir/meson-logs/testlog.json"; then
+    echo "CI=true: a skipped test is a failure (see SKIP lines above)" >&2
+    rc=1
+  fi
   return $rc
 }
 
