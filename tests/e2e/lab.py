@@ -54,13 +54,14 @@ def in_ci() -> bool:
     return os.environ.get("CI", "") == "true"
 
 
-def require(binaries: Iterable[str] = (), vipd: bool = False) -> None:
+def require(binaries: Iterable[str] = (), vipd: bool = False, root: bool = True) -> None:
     """Checks root and peer binaries. Missing -> Skip outside CI, failure inside CI.
 
-    A missing vipd build is never a skip: meson builds it before running tests.
+    A missing vipd build is never a skip: meson builds it before running tests. root=False is
+    for tests that use no namespaces (they can then never skip).
     """
     problems = []
-    if os.geteuid() != 0:
+    if root and os.geteuid() != 0:
         problems.append("not running as root (network namespaces need CAP_SYS_ADMIN)")
     for b in binaries:
         if not (shutil.which(b) or os.access(b, os.X_OK)):
@@ -71,9 +72,13 @@ def require(binaries: Iterable[str] = (), vipd: bool = False) -> None:
             raise AssertionError(f"CI=true and a prerequisite is missing: {msg}")
         raise Skip(msg)
     if vipd:
-        path = os.path.join(BUILD_DIR, "daemon", "vipd")
-        if not os.access(path, os.X_OK):
-            raise AssertionError(f"vipd binary not found at {path} (set VIPD_BUILD_DIR)")
+        for path in (vipd_binary(), vipd_binary("vipctl")):
+            if not os.access(path, os.X_OK):
+                raise AssertionError(f"{path} not found (set VIPD_BUILD_DIR)")
+
+
+def vipd_binary(name: str = "vipd", build_dir: str = BUILD_DIR) -> str:
+    return os.path.join(build_dir, "daemon", name)
 
 
 def run(cmd: list[str], check: bool = True, timeout: float = 15,
@@ -84,6 +89,29 @@ def run(cmd: list[str], check: bool = True, timeout: float = 15,
         raise RuntimeError(f"command failed ({p.returncode}): {' '.join(cmd)}\n"
                            f"stdout: {p.stdout}\nstderr: {p.stderr}")
     return p
+
+
+def wait_never(predicate: Callable[[], Any], duration: float, interval: float = 0.2,
+               what: Any = "condition") -> None:
+    """Asserts predicate stays falsy for duration seconds (exceptions count as falsy)."""
+    deadline = time.monotonic() + duration
+    while time.monotonic() < deadline:
+        try:
+            val = predicate()
+        except Exception:  # noqa: BLE001 - "not true"
+            val = None
+        if val:
+            desc = what() if callable(what) else what
+            raise AssertionError(f"{desc} happened (value {val!r}), but it never should")
+        time.sleep(interval)
+
+
+def timed_wait(predicate: Callable[[], Any], timeout: float, interval: float = 0.05,
+               what: Any = "condition") -> float:
+    """wait_until, returning the seconds it took."""
+    t0 = time.monotonic()
+    wait_until(predicate, timeout, interval, what)
+    return time.monotonic() - t0
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.2,
@@ -251,6 +279,10 @@ class Namespace:
         p = self.ip(*args, check=False)
         if p.returncode != 0 and "File exists" not in p.stderr:
             raise RuntimeError(f"ip {' '.join(args)} in {self.name}: {p.stderr.strip()}")
+
+    def del_address(self, ifname: str, cidr: str) -> None:
+        fam = "-6" if ":" in cidr else "-4"
+        self.ip(fam, "addr", "del", cidr, "dev", ifname)
 
     def route_show(self, prefix: str) -> str:
         fam = "-6" if ":" in prefix else "-4"
@@ -539,14 +571,28 @@ class Bird:
                 return parts[5] if len(parts) > 5 else parts[3]
         return "absent"
 
-    def neighbor_state(self, addr: str) -> str:
+    def neighbor(self, addr: str) -> Neighbor:
         for nb in self.neighbors:
             if nb.address == addr:
-                return self.protocol_state(nb.name)
+                return nb
         raise KeyError(addr)
 
+    def neighbor_state(self, addr: str) -> str:
+        return self.protocol_state(self.neighbor(addr).name)
+
+    def protocol_all(self, addr: str) -> str:
+        """`show protocols all NAME` for the neighbour at addr: timers, capabilities, last error
+        and the RFC 8203 shutdown communication as `Message:`."""
+        return self.birdc("show", "protocols", "all", self.neighbor(addr).name)
+
     def route_all(self, prefix: str) -> str:
-        return self.birdc("show", "route", "for", prefix, "all")
+        """`show route for PREFIX all`; "Network not found" (birdc exits 1) is an answer."""
+        p = run(["birdc", "-s", self.sock, "show", "route", "for", prefix, "all"], check=False,
+                timeout=10)
+        if p.returncode != 0 and "Network not found" not in p.stdout:
+            raise RuntimeError(f"birdc show route for {prefix} all failed ({p.returncode}): "
+                               f"{p.stdout.strip()} {p.stderr.strip()}")
+        return p.stdout
 
     def route(self, prefix: str) -> Optional[dict]:
         """The first (best) path of `show route for PREFIX all`, parsed."""
@@ -1023,8 +1069,10 @@ def bind_vips(ns: Namespace, vips: Iterable[str] = (VIP4, VIP6)) -> None:
 
 
 class Vipd:
+    """vipd in ns. bind: the VIPs the lab puts on lo first (None: every configured VIP)."""
+
     def __init__(self, lab: Lab, ns: Namespace, config: Any, build_dir: str = BUILD_DIR,
-                 name: str = "vipd"):
+                 name: str = "vipd", bind: Optional[Iterable[str]] = None):
         self.lab, self.ns, self.name = lab, ns, name
         self.build_dir = build_dir
         self.conf = lab.path(f"{name}.yaml")
@@ -1033,18 +1081,44 @@ class Vipd:
             f.write(text)
         self.socket = config["control"]["socket"] if isinstance(config, dict) \
             else (re.findall(r"socket:\s*\"?([^\"\n]+)", text) or [lab.path(f"{name}.sock")])[0]
-        bind_vips(ns, [v["address"] for v in config["vips"]] if isinstance(config, dict) else (VIP4, VIP6))
-        self.binary = os.path.join(build_dir, "daemon", "vipd")
+        if bind is None:
+            bind = [v["address"] for v in config["vips"]] if isinstance(config, dict) else (VIP4, VIP6)
+        bind_vips(ns, bind)
+        self.binary = vipd_binary("vipd", build_dir)
         self.proc = lab.start(ns, name, [self.binary, "--config", self.conf])
         self.procs = [self.proc]
 
     def vipctl(self, *args: str) -> str:
-        binary = os.path.join(self.build_dir, "daemon", "vipctl")
+        binary = vipd_binary("vipctl", self.build_dir)
         if not os.access(binary, os.X_OK):
             return f"<vipctl not built at {binary}>"
         p = self.ns.run([binary, "--socket", self.socket] + list(args or ("status",)),
                         check=False, timeout=10)
         return p.stdout + p.stderr
+
+    def status(self) -> dict:
+        """`vipctl status --json`, parsed (raises while vipd is not answering)."""
+        p = self.ns.run([vipd_binary("vipctl", self.build_dir), "--socket", self.socket,
+                         "status", "--json"], timeout=10)
+        return json.loads(p.stdout)
+
+    def peer_status(self, addr: str) -> dict:
+        for p in self.status()["peers"]:
+            if p.get("address") == addr:
+                return p
+        raise KeyError(f"peer {addr} not in vipd's status")
+
+    def vip_status(self, prefix: str) -> dict:
+        want = ipaddress.ip_network(prefix)
+        for v in self.status()["vips"]:
+            if ipaddress.ip_network(v["address"]) == want:
+                return v
+        raise KeyError(f"VIP {prefix} not in vipd's status")
+
+    def log_lines(self, pattern: str) -> list[str]:
+        """Lines of vipd's log matching the regex pattern (case-insensitive)."""
+        return [line for line in self.proc.log_text().splitlines()
+                if re.search(pattern, line, re.IGNORECASE)]
 
     def stop(self) -> None:
         self.proc.stop()
@@ -1194,6 +1268,37 @@ def ecmp_withdraw_on_stop(e: EcmpLab, index: int = 0, bound: float = 15) -> floa
     return dt
 
 
+@dataclass
+class SingleNode:
+    lab: Lab
+    topo: Topology
+    node: Node
+    bird: Bird
+    vipd: Vipd
+
+
+def build_single_vipd(lab: Lab, edit: Optional[Callable[[dict, Topology], None]] = None,
+                      bind: Optional[Iterable[str]] = None, bird_dials: bool = False,
+                      bird_hold_time: int = 9, idle_nodes: int = 0,
+                      after_bird: Optional[Callable[[Bird], None]] = None) -> SingleNode:
+    """BIRD fabric (AS 65000) + one vipd node (AS 65001) with lab.vipd_config, changed by
+    edit(config, topo) first; bind as for Vipd. BIRD is passive unless bird_dials. idle_nodes
+    more nodes (topo.nodes[1:]) run nothing: a BGP peer there refuses connections.
+    after_bird(bird) runs between BIRD's start and vipd's. Does not wait for the session."""
+    topo = lab.fabric_with_nodes(1 + idle_nodes)
+    node = topo.nodes[0]
+    bird = Bird(lab, topo.fabric, topo.fabric_v4, FABRIC_ASN,
+                [Neighbor(node.v4, node.asn, passive=not bird_dials, name="node1")],
+                interfaces=[topo.fabric_if], hold_time=bird_hold_time)
+    if after_bird:
+        after_bird(bird)
+    config = vipd_config(lab, node, node.asn, topo.fabric_v4, FABRIC_ASN, "vipd-n1")
+    if edit:
+        edit(config, topo)
+    vipd = Vipd(lab, node.ns, config, name="vipd-n1", bind=bind)
+    return SingleNode(lab, topo, node, bird, vipd)
+
+
 def peer_scenario(lab: Lab, peer_kind: str, speaker_kind: str, ibgp: bool,
                   timeout: float = 45) -> dict:
     """One speaker on node 1 against a fabric peer of peer_kind, eBGP (65001 -> 65000) or iBGP
@@ -1230,11 +1335,12 @@ def peer_scenario(lab: Lab, peer_kind: str, speaker_kind: str, ibgp: bool,
     return times
 
 
-def main(test: Callable[[], None], binaries: Iterable[str] = (), vipd: bool = False) -> None:
+def main(test: Callable[[], None], binaries: Iterable[str] = (), vipd: bool = False,
+         root: bool = True) -> None:
     """Runs test() and exits 0 (pass), 1 (fail) or 77 (skip: only outside CI)."""
     t0 = time.monotonic()
     try:
-        require(binaries, vipd=vipd)
+        require(binaries, vipd=vipd, root=root)
         test()
     except Skip as e:
         print(f"SKIP: {e}", flush=True)

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""e2e: vipd's graceful shutdown, and a peer with no BGP daemon. BIRD fabric (AS 65000), vipd on
+node 1 (AS 65001) peering with BIRD and with node 2 (192.0.2.12), where nothing listens on 179.
+
+Asserts:
+- the dead peer: vipd's status shows it in Active/Connect/Idle with a lastError (connection
+  refused) while the BIRD session is Established with both VIPs, and vipd stays up;
+- SIGTERM: vipd exits 0 within a bound, both VIPs leave BIRD and the fabric kernel, BIRD's
+  `show protocols all` shows the received Cease / administrative shutdown with the RFC 8203
+  text "vipd: node shutting down", and the session does not come back.
+"""
+import re
+import signal
+import time
+
+import lab
+
+SHUTDOWN_TEXT = "vipd: node shutting down"
+EXIT_BOUND_S = 5
+STAYS_DOWN_S = 5  # longer than BIRD's error wait (1-2 s) and vipd's connect retry (1 s)
+DEAD_PEER_WATCH_S = 4
+
+
+def test() -> None:
+    with lab.Lab("shutdown") as L:
+        def edit(c: dict, topo: lab.Topology) -> None:
+            dead = dict(c["peers"][0], address=topo.nodes[1].v4)
+            c["peers"].append(dead)
+
+        s = lab.build_single_vipd(L, edit, idle_nodes=1)
+        bird, vipd, node, fabric = s.bird, s.vipd, s.node, s.topo.fabric
+        dead = s.topo.nodes[1].v4
+        lab.wait_established(bird, [node.v4], 30)
+        for prefix, nh in ((lab.VIP4, node.v4), (lab.VIP6, node.v6)):
+            lab.wait_until(lambda p=prefix, nh=nh: fabric.kernel_nexthops(p) == [nh], 15, 0.1,
+                           f"fabric kernel route {prefix} via {nh}")
+
+        # The dead peer: retried, reported, harmless.
+        p = lab.wait_until(lambda: (lambda p: p if p.get("lastError") else None)(
+            vipd.peer_status(dead)), 10, 0.2, f"a lastError for {dead} in vipd's status")
+        lab.log(f"dead peer {dead} in vipd's status: state={p['state']!r} "
+                f"lastError={p['lastError']!r}")
+        lab.check(p["state"] in ("Active", "Connect", "Idle"),
+                  f"peer {dead} should be Active/Connect/Idle, not {p['state']!r}")
+        lab.check("refused" in p["lastError"].lower(),
+                  f"peer {dead}: lastError should say connection refused: {p['lastError']!r}")
+        lab.wait_never(lambda: not vipd.proc.alive() or bird.neighbor_state(node.v4) != "Established",
+                       DEAD_PEER_WATCH_S, 0.2, "vipd exiting or the BIRD session dropping "
+                       "while a peer refuses connections")
+        lab.check(vipd.peer_status(dead)["state"] != "Established", f"{dead} cannot be Established")
+        print(vipd.vipctl("status"), flush=True)
+        for line in vipd.log_lines(re.escape(dead))[:4]:
+            print(f"  vipd log: {line}")
+
+        # SIGTERM.
+        t0 = time.monotonic()
+        vipd.proc.signal(signal.SIGTERM)
+        lab.wait_until(lambda: not vipd.proc.alive(), EXIT_BOUND_S, 0.02,
+                       f"vipd to exit within {EXIT_BOUND_S}s of SIGTERM")
+        dt_exit = time.monotonic() - t0
+        rc = vipd.proc.popen.returncode
+        lab.log(f"vipd exited with {rc} {dt_exit:.2f}s after SIGTERM")
+        lab.check(rc == 0, f"vipd should exit 0 on SIGTERM, got {rc}")
+        for prefix in (lab.VIP4, lab.VIP6):
+            lab.wait_until(lambda p=prefix: bird.route(p) is None and not fabric.kernel_nexthops(p),
+                           5, 0.02, f"{prefix} to leave BIRD and the fabric kernel")
+        dt_gone = time.monotonic() - t0
+        lab.log(f"both VIPs gone from BIRD and the fabric kernel {dt_gone:.2f}s after SIGTERM")
+        for line in vipd.log_lines(r"withdraw|NOTIFICATION|shutting|exiting"):
+            print(f"  vipd log: {line}")
+
+        detail = lab.wait_until(lambda: (lambda t: t if SHUTDOWN_TEXT in t else None)(
+            bird.protocol_all(node.v4)), 5, 0.1,
+            lambda: f"BIRD to show {SHUTDOWN_TEXT!r}: {bird.protocol_all(node.v4)}")
+        print(detail.rstrip(), flush=True)
+        lab.check(re.search(r"Message:\s*" + re.escape(SHUTDOWN_TEXT), detail),
+                  f"BIRD should show the shutdown communication as `Message: {SHUTDOWN_TEXT}`")
+        lab.check(re.search(r"Received:.*[Aa]dministrative shutdown", detail),
+                  "BIRD should show a received Cease / Administrative shutdown (6/2)")
+
+        lab.wait_never(lambda: bird.neighbor_state(node.v4) == "Established", STAYS_DOWN_S, 0.2,
+                       "the session coming back after vipd exited")
+        lab.log(f"session stayed down for {STAYS_DOWN_S}s: {bird.neighbor_state(node.v4)}")
+
+
+if __name__ == "__main__":
+    lab.main(test, binaries=lab.Bird.binaries, vipd=True)
