@@ -181,18 +181,20 @@ void Speaker::checkVips() {
   for (auto& state : vips_) {
     auto presence = checkVipPresence(state.vip.prefix.address, state.vip.interface);
     std::string subject = "vip " + state.vip.prefix.toString();
-    if (presence.interfaceExists != state.interfaceExists && !presence.interfaceExists) {
+    bool first = !state.checked;
+    if (!presence.interfaceExists && (first || state.interfaceExists)) {
       log_.error(subject, "interface {} does not exist; not announcing this VIP",
                  state.vip.interface);
+    } else if (presence.bound && (first || !state.bound)) {
+      log_.info(subject, "bound on {}; announcing to peers", state.vip.interface);
+    } else if (!presence.bound && first) {
+      log_.warn(subject, "not bound on {}; not announcing it until it is (ghost-VIP guard)",
+                state.vip.interface);
+    } else if (!presence.bound && state.bound) {
+      log_.warn(subject, "no longer bound on {}; withdrawing it from every peer (ghost-VIP guard)",
+                state.vip.interface);
     }
-    if (presence.bound != state.bound) {
-      if (presence.bound) {
-        log_.info(subject, "bound on {}; announcing to peers", state.vip.interface);
-      } else if (presence.interfaceExists) {
-        log_.warn(subject, "not bound on {}; withdrawing it from every peer (ghost-VIP guard)",
-                  state.vip.interface);
-      }
-    }
+    state.checked = true;
     state.interfaceExists = presence.interfaceExists;
     state.bound = presence.bound;
   }

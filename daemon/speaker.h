@@ -36,6 +36,7 @@ class Speaker {
     config::Vip vip;
     bool interfaceExists = false;
     bool bound = false;
+    bool checked = false;  // false until the first check, so the starting state is logged too
   };
 
   void checkVips();
