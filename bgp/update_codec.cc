@@ -609,7 +609,7 @@ UpdateDecoder::Problem UpdateDecoder::parseMpUnreach(const Attribute& a) {
   ByteReader r(a.value);
   auto afi = r.u16();
   auto safi = r.u8();
-  if (!safi) {
+  if (!afi || !safi) {  // with 1 byte, the AFI read fails but the SAFI read succeeds
     return fmt::format("MP_UNREACH_NLRI length {} is too short for AFI and SAFI", a.value.size());
   }
   auto family = supportedFamily(*afi, *safi);
