@@ -74,8 +74,11 @@ Result<MessageHeader> checkHeader(std::span<const uint8_t> header) {
 
 Result<void> checkWholeMessage(const MessageHeader& header, std::span<const uint8_t> message) {
   if (header.type == MessageType::RouteRefresh && header.length != kRouteRefreshLength) {
+    // The data is the complete message, but a NOTIFICATION has room for only 4096 - 21 bytes of
+    // it: a longer ROUTE-REFRESH is cut to fit rather than making the encoder abort.
+    const size_t kept = std::min(message.size(), kMaxMessageSize - kMinNotificationLength);
     return decodeError(ErrorCode::RouteRefreshMessage, subcode::kInvalidMessageLength,
-                       std::vector<uint8_t>(message.begin(), message.end()),
+                       std::vector<uint8_t>(message.begin(), message.begin() + kept),
                        fmt::format("ROUTE-REFRESH message length {} is not {}", header.length,
                                    kRouteRefreshLength));
   }
