@@ -25,7 +25,12 @@ struct Community {
 
 struct Vip {
   bgp::Prefix prefix;             // /32 or /128, host bits exact
-  std::string interface = "lo";  // where the address must be bound
+  std::string interface = "lo";  // where vipd binds the address
+  // Create `interface` as a dummy interface (and bring it up) when it is missing. Without it a
+  // missing interface is an error for this VIP: never announced, reported in status and logs.
+  bool createInterface = false;
+  // Bind the address again when it disappears (and re-announce once bound and healthy).
+  bool rebind = true;
   auto operator<=>(const Vip&) const = default;
 };
 
@@ -59,6 +64,13 @@ struct Listen {
   auto operator<=>(const Listen&) const = default;
 };
 
+struct Drain {
+  // After withdrawing, wait this long before removing the addresses vipd added, so connections
+  // already on their way to this node can finish.
+  milliseconds unbindDelay{1000};
+  auto operator<=>(const Drain&) const = default;
+};
+
 struct Config {
   std::string apiVersion;  // "vipd.io/v1alpha1"
   std::string kind;        // "SpeakerConfiguration"
@@ -68,8 +80,12 @@ struct Config {
   std::vector<Community> communities;
   std::vector<bgp::LargeCommunity> largeCommunities;
   std::vector<Peer> peers;
+  // The router ID must be one of this node's own addresses unless this is set: a router ID
+  // rendered wrong at boot is caught at start-up instead of colliding in the fabric.
+  bool allowNonLocalRouterId = false;
   Listen listen;
   Control control;
+  Drain drain;
   auto operator<=>(const Config&) const = default;
 };
 

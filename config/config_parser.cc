@@ -34,6 +34,8 @@ constexpr uint32_t kMaxAsn = 4294967295u;
 constexpr size_t kMaxInterfaceNameLength = 15;
 // sockaddr_un::sun_path is 108 bytes on Linux, including the terminating NUL.
 constexpr size_t kMaxSocketPathLength = 107;
+// Longer than a minute is a mistake, not a drain: kubelet would kill the pod first.
+constexpr milliseconds kMaxUnbindDelay{60000};
 
 // Where a value sits in the document and what it is called, for error messages.
 struct Field {
@@ -266,6 +268,7 @@ class ConfigReader {
   void readHoldAndKeepalive(const Mapping& m, Peer& peer);
   void readListen(const Field& f, Listen& listen);
   void readControl(const Field& f, Control& control);
+  void readDrain(const Field& f, Drain& drain);
 
   std::string fileName_;
   std::vector<ConfigError> errors_;
@@ -416,7 +419,8 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
   }
   auto m = readMapping(root, "",
                        {"apiVersion", "kind", "routerId", "localAsn", "vips", "communities",
-                        "largeCommunities", "peers", "listen", "control"});
+                        "largeCommunities", "peers", "listen", "control", "drain",
+                        "allowNonLocalRouterId"});
   if (const Field* f = require(*m, "apiVersion")) {
     auto text = readString(*f);
     if (text && *text != kApiVersion) {
@@ -459,6 +463,14 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
   if (const Field* f = m->find("control")) {
     readControl(*f, config.control);
   }
+  if (const Field* f = m->find("drain")) {
+    readDrain(*f, config.drain);
+  }
+  if (const Field* f = m->find("allowNonLocalRouterId")) {
+    if (auto allow = readBool(*f)) {
+      config.allowNonLocalRouterId = *allow;
+    }
+  }
 }
 
 void ConfigReader::readVips(const Field& f, std::vector<Vip>& vips) {
@@ -472,7 +484,7 @@ void ConfigReader::readVips(const Field& f, std::vector<Vip>& vips) {
   }
   for (size_t i = 0; i < list->size(); ++i) {
     std::string path = indexPath(f.path, i);
-    auto m = readMapping((*list)[i], path, {"address", "interface"});
+    auto m = readMapping((*list)[i], path, {"address", "interface", "createInterface", "rebind"});
     if (!m) {
       continue;
     }
@@ -518,6 +530,20 @@ void ConfigReader::readVips(const Field& f, std::vector<Vip>& vips) {
         } else {
           vip.interface = *name;
         }
+      }
+    }
+    if (const Field* c = m->find("createInterface")) {
+      if (auto create = readBool(*c)) {
+        vip.createInterface = *create;
+        if (*create && vip.interface == "lo") {
+          error(*c, "createInterface makes a dummy interface, but this VIP is on lo; set "
+                    "interface to a dummy name such as vip0, or drop createInterface");
+        }
+      }
+    }
+    if (const Field* r = m->find("rebind")) {
+      if (auto rebind = readBool(*r)) {
+        vip.rebind = *rebind;
       }
     }
     if (!valid) {
@@ -875,6 +901,23 @@ void ConfigReader::readControl(const Field& f, Control& control) {
         error(*s, "the control socket path contains a NUL byte");
       } else {
         control.socket = *socket;
+      }
+    }
+  }
+}
+
+void ConfigReader::readDrain(const Field& f, Drain& drain) {
+  auto m = readMapping(f.value, f.path, {"unbindDelay"});
+  if (!m) {
+    return;
+  }
+  if (const Field* d = m->find("unbindDelay")) {
+    if (auto delay = readDuration(*d)) {
+      if (*delay > kMaxUnbindDelay) {
+        error(*d, fmt::format("unbind delay {} is longer than the {} limit",
+                              formatDuration(*delay), formatDuration(kMaxUnbindDelay)));
+      } else {
+        drain.unbindDelay = *delay;
       }
     }
   }

@@ -14,6 +14,7 @@
 #include "config/config_parser.h"
 #include "daemon/logger.h"
 #include "daemon/speaker.h"
+#include "netlink/address_table.h"
 
 namespace {
 
@@ -123,7 +124,14 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   daemon::Logger log(options.logFormat, options.logLevel);
   boost::asio::io_context io(1);
-  daemon::Speaker speaker(io, std::move(*config), log);
+  auto table = netlink::openKernelAddressTable();
+  auto monitor = netlink::openKernelMonitor();
+  if (!table || !monitor) {
+    log.error("vipd", "cannot start: {}",
+              (!table ? table.error() : monitor.error()).toString());
+    return 1;
+  }
+  daemon::Speaker speaker(io, std::move(*config), **table, **monitor, log);
   if (auto started = speaker.start(); !started) {
     log.error("vipd", "cannot start: {}", started.error());
     return 1;

@@ -39,14 +39,16 @@ size_t timerIndex(bgp::TimerKind t) { return static_cast<size_t>(t); }
 }  // namespace
 
 PeerSession::PeerSession(asio::io_context& io, const config::Peer& peer,
-                         bgp::SessionConfig sessionConfig, const Logger& log)
+                         bgp::SessionConfig sessionConfig, const Logger& log,
+                         AnnounceableNow announceableNow)
     : io_(io),
       peer_(peer),
       ebgp_(sessionConfig.peerAsn != sessionConfig.localAsn),
       subject_("peer " + peer.address.toString()),
       log_(log),
       fsm_(std::move(sessionConfig)),
-      timers_{asio::steady_timer(io), asio::steady_timer(io), asio::steady_timer(io)} {}
+      timers_{asio::steady_timer(io), asio::steady_timer(io), asio::steady_timer(io)},
+      announceableNow_(std::move(announceableNow)) {}
 
 void PeerSession::start() {
   log_.info(subject_, "starting {} session to AS{} port {}", ebgp_ ? "eBGP" : "iBGP", peer_.asn,
@@ -178,6 +180,11 @@ void PeerSession::watch(const std::shared_ptr<Connection>& connection) {
   connection->startReading(
       [this](Connection& c, std::span<const uint8_t> bytes) {
         if (&c == current_.get()) {
+          if (fsm_.state() == bgp::SessionState::OpenConfirm && announceableNow_) {
+            // These bytes may hold the KEEPALIVE that establishes the session and triggers the
+            // initial announcement: check the bindings first (no-op while not Established).
+            execute(fsm_.setAnnouncements(announceableNow_()));
+          }
           execute(fsm_.onBytes(bytes));
         } else if (&c == incoming_.get()) {
           execute(fsm_.onIncomingBytes(bytes));

@@ -34,8 +34,13 @@ struct PeerStatus {
 
 class PeerSession {
  public:
+  // Returns the prefixes that may be announced now, re-read from the kernel.
+  using AnnounceableNow = std::function<std::set<bgp::Prefix>()>;
+
+  // `announceableNow` is asked right before the session's first announcement (the KEEPALIVE that
+  // establishes it), so even a VIP lost a moment earlier is never announced.
   PeerSession(asio::io_context& io, const config::Peer& peer, bgp::SessionConfig sessionConfig,
-              const Logger& log);
+              const Logger& log, AnnounceableNow announceableNow);
   PeerSession(const PeerSession&) = delete;
   PeerSession& operator=(const PeerSession&) = delete;
 
@@ -73,7 +78,7 @@ class PeerSession {
   std::array<asio::steady_timer, 3> timers_;
   std::array<uint64_t, 3> timerGeneration_{};
   std::chrono::steady_clock::time_point stateSince_ = std::chrono::steady_clock::now();
-  std::function<void()> stopped_;
+  AnnounceableNow announceableNow_;
 };
 
 }  // namespace vipd::daemon

@@ -1,17 +1,21 @@
 #include "daemon/speaker.h"
 
-#include <random>
+#include <unistd.h>
 
-#include "daemon/vip_presence.h"
+#include <fstream>
+#include <random>
 
 namespace vipd::daemon {
 namespace {
 
 using namespace std::chrono_literals;
 
-// How often VIP presence is re-read from the kernel. A stopgap until the netlink monitor
-// (issue 3) reports changes as they happen; every announcement is checked as well.
-constexpr auto kVipCheckInterval = 1s;
+// After a VIP is lost, wait this long before binding it again, so the fabric sees the withdraw
+// settle instead of a flap, and an operator removing the address by hand is not fought in a loop.
+constexpr auto kRebindDelay = 1s;
+// A full re-read of the kernel now and then, in case a change notification was missed; it also
+// retries bindings that failed.
+constexpr auto kReconcileInterval = 10s;
 
 std::string formatDuration(std::chrono::steady_clock::duration d) {
   auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
@@ -70,25 +74,42 @@ bgp::SessionConfig sessionConfigFor(const config::Config& config, const config::
 
 }  // namespace
 
-Speaker::Speaker(asio::io_context& io, config::Config config, const Logger& log)
+Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTable& table,
+                 netlink::Monitor& monitor, const Logger& log)
     : io_(io),
       config_(std::move(config)),
+      table_(table),
+      monitor_(monitor),
       log_(log),
+      binder_(table, config_.vips),
       control_(io, config_.control.socket,
                [this](const nlohmann::json& request) { return handleControl(request); }, log),
-      vipCheckTimer_(io) {
+      kernelEvents_(io),
+      rebindTimer_(io),
+      reconcileTimer_(io),
+      unbindTimer_(io) {
   std::random_device entropy;
   for (const auto& peer : config_.peers) {
     uint64_t seed = (uint64_t{entropy()} << 32) | entropy();
-    peers_.push_back(std::make_unique<PeerSession>(io_, peer,
-                                                   sessionConfigFor(config_, peer, seed), log_));
-  }
-  for (const auto& vip : config_.vips) {
-    vips_.push_back(VipState{vip});
+    peers_.push_back(std::make_unique<PeerSession>(
+        io_, peer, sessionConfigFor(config_, peer, seed), log_, [this] {
+          // Checked again right before a session's first announcement.
+          refreshAndAnnounce("a session is about to be established");
+          return binder_.announceable();
+        }));
   }
 }
 
 tl::expected<void, std::string> Speaker::start() {
+  if (!config_.allowNonLocalRouterId) {
+    auto addresses = table_.addresses();
+    if (!addresses) {
+      return tl::unexpected(addresses.error().toString());
+    }
+    if (auto problem = checkRouterIdIsLocal(config_.routerId, *addresses)) {
+      return tl::unexpected(*problem);
+    }
+  }
   if (auto opened = control_.open(); !opened) {
     return opened;
   }
@@ -124,12 +145,16 @@ tl::expected<void, std::string> Speaker::start() {
               a.toString(), config_.listen.port);
     acceptNext();
   }
-  checkVips();
+  logBindEvents(binder_.bind());
+  warnAboutArp();
+  // A duplicate, so the descriptor object can close its copy without closing the monitor's.
+  kernelEvents_.assign(::dup(monitor_.fd()));
+  watchKernel();
+  scheduleReconcile();
   for (auto& peer : peers_) {
     peer->start();
   }
   pushAnnouncements();
-  scheduleVipCheck();
   return {};
 }
 
@@ -165,49 +190,135 @@ void Speaker::acceptNext() {
   });
 }
 
-void Speaker::scheduleVipCheck() {
-  vipCheckTimer_.expires_after(kVipCheckInterval);
-  vipCheckTimer_.async_wait([this](const boost::system::error_code& ec) {
+void Speaker::watchKernel() {
+  kernelEvents_.async_wait(asio::posix::stream_descriptor::wait_read,
+                           [this](const boost::system::error_code& ec) {
+                             if (ec || shuttingDown_) {
+                               return;
+                             }
+                             onKernelChanges();
+                             watchKernel();
+                           });
+}
+
+void Speaker::onKernelChanges() {
+  auto started = std::chrono::steady_clock::now();
+  auto changes = monitor_.readChanges();
+  if (!changes) {
+    log_.error("netlink", "reading kernel changes failed: {}; re-reading every address",
+               changes.error().toString());
+  }
+  bool relevant = !changes;
+  for (const auto& change : changes ? *changes : std::vector<netlink::Change>{}) {
+    relevant = relevant || binder_.concerns(change);
+  }
+  if (!relevant) {
+    return;
+  }
+  auto before = binder_.announceable();
+  refreshAndAnnounce("the kernel reported a change");
+  auto after = binder_.announceable();
+  if (before != after) {
+    auto took = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - started);
+    log_.info("speaker",
+              "announcements updated {}us after the kernel's notification; {} of {} VIP(s) "
+              "announceable",
+              took.count(), after.size(), config_.vips.size());
+  }
+}
+
+void Speaker::refreshAndAnnounce(std::string_view why) {
+  auto events = binder_.refresh();
+  logBindEvents(events);
+  pushAnnouncements();
+  bool lost = std::any_of(events.begin(), events.end(),
+                          [](const BindEvent& e) { return e.kind == BindEvent::Kind::Lost; });
+  if (lost) {
+    log_.debug("speaker", "binding lost ({}); binding again in {}ms", why,
+               std::chrono::duration_cast<std::chrono::milliseconds>(kRebindDelay).count());
+    scheduleRebind();
+  }
+}
+
+void Speaker::scheduleRebind() {
+  if (rebindPending_ || shuttingDown_) {
+    return;
+  }
+  rebindPending_ = true;
+  rebindTimer_.expires_after(kRebindDelay);
+  rebindTimer_.async_wait([this](const boost::system::error_code& ec) {
+    rebindPending_ = false;
     if (ec || shuttingDown_) {
       return;
     }
-    checkVips();
+    logBindEvents(binder_.bind());
     pushAnnouncements();
-    scheduleVipCheck();
   });
 }
 
-void Speaker::checkVips() {
-  for (auto& state : vips_) {
-    auto presence = checkVipPresence(state.vip.prefix.address, state.vip.interface);
-    std::string subject = "vip " + state.vip.prefix.toString();
-    bool first = !state.checked;
-    if (!presence.interfaceExists && (first || state.interfaceExists)) {
-      log_.error(subject, "interface {} does not exist; not announcing this VIP",
-                 state.vip.interface);
-    } else if (presence.bound && (first || !state.bound)) {
-      log_.info(subject, "bound on {}; announcing to peers", state.vip.interface);
-    } else if (!presence.bound && first) {
-      log_.warn(subject, "not bound on {}; not announcing it until it is (ghost-VIP guard)",
-                state.vip.interface);
-    } else if (!presence.bound && state.bound) {
-      log_.warn(subject, "no longer bound on {}; withdrawing it from every peer (ghost-VIP guard)",
-                state.vip.interface);
+void Speaker::scheduleReconcile() {
+  reconcileTimer_.expires_after(kReconcileInterval);
+  reconcileTimer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || shuttingDown_) {
+      return;
     }
-    state.checked = true;
-    state.interfaceExists = presence.interfaceExists;
-    state.bound = presence.bound;
+    logBindEvents(binder_.bind());
+    pushAnnouncements();
+    scheduleReconcile();
+  });
+}
+
+void Speaker::logBindEvents(const std::vector<BindEvent>& events) {
+  for (const auto& e : events) {
+    std::string subject = "vip " + e.vip.toString();
+    switch (e.kind) {
+      case BindEvent::Kind::Bound:
+      case BindEvent::Kind::InterfaceCreated:
+      case BindEvent::Kind::Unbound:
+        log_.info(subject, "{}", e.text);
+        break;
+      case BindEvent::Kind::Lost:
+        log_.warn(subject, "{}", e.text);
+        break;
+      case BindEvent::Kind::Problem:
+        log_.error(subject, "{}", e.text);
+        break;
+    }
+  }
+}
+
+void Speaker::warnAboutArp() const {
+  // A VIP on a non-loopback interface is answered for in ARP on every interface unless
+  // arp_ignore >= 1, and may be used as an ARP source unless arp_announce >= 2: the node would
+  // then attract the VIP's traffic at layer 2, outside BGP's control.
+  auto readSysctl = [](const std::string& name) -> std::optional<int> {
+    std::ifstream in("/proc/sys/net/ipv4/conf/all/" + name);
+    int value = 0;
+    if (in >> value) {
+      return value;
+    }
+    return std::nullopt;
+  };
+  auto arpIgnore = readSysctl("arp_ignore");
+  auto arpAnnounce = readSysctl("arp_announce");
+  for (const auto& vip : config_.vips) {
+    if (vip.interface == "lo" || !vip.prefix.address.isV4()) {
+      continue;
+    }
+    if (arpIgnore.value_or(0) < 1 || arpAnnounce.value_or(0) < 2) {
+      log_.warn("vip " + vip.prefix.toString(),
+                "on {} with net.ipv4.conf.all.arp_ignore={} and arp_announce={}: this node may "
+                "answer ARP for the VIP on the fabric side; set arp_ignore=1 and arp_announce=2",
+                vip.interface, arpIgnore.value_or(-1), arpAnnounce.value_or(-1));
+    }
   }
 }
 
 void Speaker::pushAnnouncements() {
   std::set<bgp::Prefix> announce;
   if (!shuttingDown_) {
-    for (const auto& state : vips_) {
-      if (state.bound) {
-        announce.insert(state.vip.prefix);
-      }
-    }
+    announce = binder_.announceable();
   }
   for (auto& peer : peers_) {
     peer->setAnnouncements(announce);
@@ -219,7 +330,9 @@ void Speaker::shutdown(std::string shutdownCommunication, std::function<void()> 
     return;
   }
   shuttingDown_ = true;
-  vipCheckTimer_.cancel();
+  rebindTimer_.cancel();
+  reconcileTimer_.cancel();
+  kernelEvents_.cancel();
   if (listener_) {
     boost::system::error_code ignored;
     listener_->close(ignored);
@@ -227,15 +340,26 @@ void Speaker::shutdown(std::string shutdownCommunication, std::function<void()> 
   log_.info("speaker", "shutting down: withdrawing every VIP, then Cease 6/2 \"{}\" to {} peer(s)",
             shutdownCommunication, peers_.size());
   pushAnnouncements();  // withdraws: shuttingDown_ empties the set
+  // Remove the addresses only after every peer has the withdraw and unbindDelay has passed, so
+  // connections already on their way here can finish.
+  auto unbind = [this, done = std::move(done)]() mutable {
+    unbindTimer_.expires_after(config_.drain.unbindDelay);
+    unbindTimer_.async_wait([this, done = std::move(done)](const boost::system::error_code&) {
+      logBindEvents(binder_.unbindOwned());
+      if (done) {
+        done();
+      }
+    });
+  };
   auto remaining = std::make_shared<size_t>(peers_.size());
-  auto finish = std::make_shared<std::function<void()>>(std::move(done));
+  auto finish = std::make_shared<std::function<void()>>(std::move(unbind));
   if (peers_.empty()) {
     (*finish)();
     return;
   }
   for (auto& peer : peers_) {
     peer->stop(shutdownCommunication, [remaining, finish] {
-      if (--*remaining == 0 && *finish) {
+      if (--*remaining == 0) {
         (*finish)();
       }
     });
@@ -292,26 +416,25 @@ nlohmann::json Speaker::status() const {
     peers.push_back(std::move(p));
   }
   nlohmann::json vips = nlohmann::json::array();
-  for (const auto& state : vips_) {
+  for (const auto& binding : binder_.status()) {
     size_t announcedTo = 0;
     for (const auto& peer : peers_) {
-      if (peer->status().advertised.count(state.vip.prefix) != 0) {
+      if (peer->status().advertised.count(binding.vip.prefix) != 0) {
         ++announcedTo;
       }
     }
-    std::string reason;
-    if (!state.interfaceExists) {
-      reason = fmt::format("interface {} does not exist", state.vip.interface);
-    } else if (!state.bound) {
-      reason = fmt::format("address not bound on {}", state.vip.interface);
-    } else if (shuttingDown_) {
+    std::string reason = binding.reason;
+    if (reason.empty() && shuttingDown_) {
       reason = "shutting down";
-    } else if (announcedTo == 0) {
+    } else if (reason.empty() && announcedTo == 0) {
       reason = "no Established session";
     }
-    vips.push_back({{"address", state.vip.prefix.toString()},
-                    {"interface", state.vip.interface},
-                    {"bound", state.bound},
+    vips.push_back({{"address", binding.vip.prefix.toString()},
+                    {"interface", binding.vip.interface},
+                    {"state", bindStateName(binding.state)},
+                    {"bound", binding.state == BindState::Bound},
+                    {"ownedByVipd", binding.ownedByVipd},
+                    {"lostCount", binding.lostCount},
                     {"announced", announcedTo > 0},
                     {"announcedToPeers", announcedTo},
                     {"reason", reason}});
