@@ -189,6 +189,9 @@ struct FakeAddressTable::State {
       removeWhere([index](const AddressEntry& e) { return e.ifindex == index && isV6(e.address); });
       return;
     }
+    if (!link.link.lowerUp) {
+      return;  // IPv6 configures an interface once it has carrier
+    }
     InterfaceAddress automatic;
     if (link.link.loopback) {
       automatic = parsed("::1/128");

@@ -13,9 +13,10 @@
 //   deprecated IPv4 address still reads preferred lifetime forever (the kernel reports the
 //   lifetimes of permanent IPv4 addresses as forever), IPv6 reads 0.
 // - Adding to a down interface is allowed. Taking an interface down removes its IPv6 addresses
-//   (net.ipv6.conf.*.keep_addr_on_down=0); bringing it up adds ::1/128 back on lo and an fe80::/64
-//   link-local address on other interfaces. IPv6 duplicate address detection is not modelled
-//   (no IFA_F_TENTATIVE).
+//   (net.ipv6.conf.*.keep_addr_on_down=0); bringing it up adds ::1/128 back on lo and, when it
+//   has carrier (lowerUp), an fe80::/64 link-local address on other interfaces. IPv6 duplicate
+//   address detection is not modelled (no IFA_F_TENTATIVE).
+// - The order of addresses() is unspecified (the kernel's is by family, then scope and age).
 // - Operation names in errors: "list links", "find link", "list addresses", "add address",
 //   "remove address", "create dummy", "delete link", "set link up", "set link down".
 #pragma once

@@ -291,6 +291,12 @@ class KernelAddressTable final : public AddressTable {
     return err;
   }
 
+  // rtnl_link_get_kernel() keeps the kernel's ENODEV to itself and answers -NLE_NODEV; other
+  // requests reach onKernelError().
+  bool isNoDevice(int err) const {
+    return reply_.error == ENODEV || err == -NLE_NODEV || err == -NLE_OBJ_NOTFOUND;
+  }
+
   Error kernelError(std::string operation, std::string object, int err) const {
     if (reply_.error != 0) {
       std::string reason = std::strerror(reply_.error);
@@ -327,7 +333,7 @@ class KernelAddressTable final : public AddressTable {
         call([&] { return rtnl_link_get_kernel(socket_.get(), 0, object.c_str(), &raw); });
     LinkPtr link(raw);
     if (err < 0) {
-      if (reply_.error == ENODEV || err == -NLE_OBJ_NOTFOUND || err == -NLE_NODEV) {
+      if (isNoDevice(err)) {
         return std::optional<Link>{};
       }
       return tl::unexpected(kernelError(operation, object, err));
@@ -371,7 +377,7 @@ class KernelAddressTable final : public AddressTable {
                   : call([&] { return rtnl_link_get_kernel(socket_.get(), 0, object.c_str(), &raw); });
     LinkPtr original(raw);
     if (err < 0) {
-      if (reply_.error == ENODEV || err == -NLE_OBJ_NOTFOUND) {
+      if (isNoDevice(err)) {
         return tl::unexpected(checks::noSuchDevice(operation, object));
       }
       return tl::unexpected(kernelError(operation, object, err));
