@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -482,10 +483,11 @@ def _community_str(v: int) -> str:
 @dataclass
 class Neighbor:
     address: str
-    asn: int
+    asn: Any  # int; BIRD also takes "internal" or "external"
     passive: bool = True
     name: str = ""  # protocol name (BIRD)
     next_hop_v6: Optional[str] = None  # what we send as IPv6 next hop (route originators)
+    bird_options: list[str] = field(default_factory=list)  # extra lines in BIRD's protocol block
 
 
 @dataclass
@@ -540,12 +542,15 @@ class Bird:
             lines += [
                 f"protocol bgp {nb.name} {{",
                 f"  local as {asn};",
-                f"  neighbor {nb.address} as {nb.asn};",
+                # asn "internal"/"external": any ASN that is (not) BIRD's own.
+                f"  neighbor {nb.address} " + (f"as {nb.asn};" if isinstance(nb.asn, int)
+                                               else f"{nb.asn};"),
                 f"  passive {'on' if nb.passive else 'off'};",
                 "  error wait time 1, 2;",
                 "  connect retry time 1;",
                 "  connect delay time 1;",
                 f"  hold time {hold_time};",
+                *(f"  {o}" for o in nb.bird_options),
                 f"  ipv4 {{ import filter bgp_in; export {export}; }};",
                 # IPv6 routes over an IPv4 session: BIRD needs a global IPv6 next hop on a
                 # directly connected prefix for what it sends (received ones must resolve too).
@@ -613,6 +618,11 @@ class Bird:
             "asPath": aspath[0].strip() if aspath else "",
             "text": text,
         }
+
+    def reload_in(self, addr: str) -> str:
+        """`birdc reload in NAME`: re-import from the neighbour at addr (BIRD sends a
+        ROUTE-REFRESH when the neighbour advertised the capability)."""
+        return self.birdc("reload", "in", self.neighbor(addr).name)
 
     def kernel_nexthops(self, prefix: str) -> list[str]:
         return self.ns.kernel_nexthops(prefix)
@@ -1011,6 +1021,85 @@ class Exabgp:
 
 
 # --------------------------------------------------------------------------------------------
+# Packet capture: what actually went over the wire (tcpdump writes a pcap, parsed here).
+
+
+class TcpCapture:
+    """tcpdump on ifname in ns from now on (start it before the session comes up). Stopped by
+    PID with the lab; streams()/bgp_messages() read the pcap (stdlib only; IPv4 over Ethernet)."""
+    binaries = ["tcpdump"]
+
+    def __init__(self, lab: Lab, ns: Namespace, ifname: str, bpf: str = "tcp port 179",
+                 name: str = "tcpdump"):
+        self.path = lab.path(f"{name}.pcap")
+        self.proc = lab.start(ns, name, ["tcpdump", "-i", ifname, "-n", "-U", "-s", "0",
+                                         "-Z", "root", "-w", self.path, bpf])
+        self.procs = [self.proc]
+        wait_until(lambda: "listening on" in self.proc.log_text(), 10, 0.05,
+                   lambda: f"{name} to listen: {self.proc.log_text()!r}")
+
+    def _packets(self) -> Iterable[tuple[str, int, str, int, int, bytes]]:
+        """(src, sport, dst, dport, seq, payload) of each IPv4 TCP packet with a payload."""
+        with open(self.path, "rb") as f:
+            data = f.read()
+        if len(data) < 24:
+            return
+        endian = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        linktype = struct.unpack(endian + "I", data[20:24])[0]
+        check(linktype == 1, f"{self.path}: link type {linktype}, expected Ethernet")
+        off = 24
+        while off + 16 <= len(data):
+            incl = struct.unpack(endian + "I", data[off + 8:off + 12])[0]
+            frame = data[off + 16:off + 16 + incl]
+            off += 16 + incl
+            if len(frame) < 34 or frame[12:14] != b"\x08\x00":
+                continue
+            ip = frame[14:]
+            ihl, total = (ip[0] & 0x0F) * 4, struct.unpack("!H", ip[2:4])[0]
+            if ip[9] != 6:
+                continue
+            tcp = ip[ihl:total]
+            sport, dport, seq = struct.unpack("!HHI", tcp[:8])
+            payload = tcp[(tcp[12] >> 4) * 4:]
+            if payload:
+                yield (str(ipaddress.IPv4Address(ip[12:16])), sport,
+                       str(ipaddress.IPv4Address(ip[16:20])), dport, seq, payload)
+
+    def streams(self, src: str, dst: str) -> list[bytes]:
+        """The TCP byte streams src -> dst, one per connection in order, retransmits dropped."""
+        conns: dict[tuple, dict[int, bytes]] = {}
+        for s_addr, sport, d_addr, dport, seq, payload in self._packets():
+            if (s_addr, d_addr) == (src, dst):
+                conns.setdefault((sport, dport), {}).setdefault(seq, payload)
+        out = []
+        for segs in conns.values():
+            base = min(segs)  # no wrap-around in a short test
+            stream = b""
+            for seq in sorted(segs):
+                rel = seq - base
+                if rel + len(segs[seq]) > len(stream):
+                    stream += segs[seq][len(stream) - rel:]
+            out.append(stream)
+        return out
+
+    def bgp_messages(self, src: str, dst: str) -> list[tuple[int, bytes]]:
+        """(type, body without the 19-byte header) of each BGP message src sent to dst."""
+        msgs = []
+        for stream in self.streams(src, dst):
+            off = 0
+            while off + 19 <= len(stream) and stream[off:off + 16] == b"\xff" * 16:
+                length = int.from_bytes(stream[off + 16:off + 18], "big")
+                if length < 19 or off + length > len(stream):
+                    break
+                msgs.append((stream[off + 18], stream[off + 19:off + length]))
+                off += length
+        return msgs
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+# --------------------------------------------------------------------------------------------
 # vipd
 
 
@@ -1280,15 +1369,20 @@ class SingleNode:
 def build_single_vipd(lab: Lab, edit: Optional[Callable[[dict, Topology], None]] = None,
                       bind: Optional[Iterable[str]] = None, bird_dials: bool = False,
                       bird_hold_time: int = 9, idle_nodes: int = 0,
-                      after_bird: Optional[Callable[[Bird], None]] = None) -> SingleNode:
+                      after_bird: Optional[Callable[[Bird], None]] = None,
+                      bird_peer_asn: Any = None,
+                      bird_options: Iterable[str] = ()) -> SingleNode:
     """BIRD fabric (AS 65000) + one vipd node (AS 65001) with lab.vipd_config, changed by
     edit(config, topo) first; bind as for Vipd. BIRD is passive unless bird_dials. idle_nodes
     more nodes (topo.nodes[1:]) run nothing: a BGP peer there refuses connections.
-    after_bird(bird) runs between BIRD's start and vipd's. Does not wait for the session."""
+    after_bird(bird) runs between BIRD's start and vipd's. bird_peer_asn (default: the node's
+    ASN) and bird_options (extra lines) go into BIRD's protocol for the node (edit must then set
+    the matching localAsn). Does not wait for the session."""
     topo = lab.fabric_with_nodes(1 + idle_nodes)
     node = topo.nodes[0]
     bird = Bird(lab, topo.fabric, topo.fabric_v4, FABRIC_ASN,
-                [Neighbor(node.v4, node.asn, passive=not bird_dials, name="node1")],
+                [Neighbor(node.v4, bird_peer_asn or node.asn, passive=not bird_dials,
+                          name="node1", bird_options=list(bird_options))],
                 interfaces=[topo.fabric_if], hold_time=bird_hold_time)
     if after_bird:
         after_bird(bird)
