@@ -232,7 +232,8 @@ TEST_F(NetlinkKernel, AddsDeprecatedVipsToLoopbackIdempotently) {
 TEST_F(NetlinkKernel, ReAddingTakesTheNewOptions) {
   ASSERT_TRUE(table_->addAddress("lo", addr("2001:db8::10/128"), AddOptions{false, false}));
   ASSERT_TRUE(table_->addAddress("lo", addr("203.0.113.10/32"), AddOptions{false, false}));
-  EXPECT_EQ(entryFor("lo", "2001:db8::10/128")->flags,
+  // Without IFA_F_NODAD, IFA_F_TENTATIVE shows for a moment even on lo.
+  EXPECT_EQ(entryFor("lo", "2001:db8::10/128")->flags & ~unsigned{IFA_F_TENTATIVE},
             unsigned{IFA_F_PERMANENT | IFA_F_NOPREFIXROUTE});
   EXPECT_EQ(entryFor("lo", "2001:db8::10/128")->preferredLifetimeSeconds, kForever);
   EXPECT_EQ(entryFor("lo", "203.0.113.10/32")->flags & IFA_F_DEPRECATED, 0u);
@@ -452,7 +453,8 @@ TEST_F(NetlinkKernel, FakeBehavesLikeTheKernel) {
       [](AddressTable& t) { return t.addAddress("lo", addr("2001:db8::10/128"), AddOptions{}); },
       [](AddressTable& t) { return t.addAddress("lo", addr("2001:db8::10/64"), AddOptions{}); },
       [](AddressTable& t) {
-        return t.addAddress("lo", addr("2001:db8::11/128"), AddOptions{false, false});
+        // With DAD the kernel shows IFA_F_TENTATIVE for a moment even on lo; the fake does not.
+        return t.addAddress("lo", addr("2001:db8::11/128"), AddOptions{false, true});
       },
       [](AddressTable& t) { return t.addAddress("lo", addr("203.0.113.10/24"), AddOptions{}); },
       [](AddressTable& t) { return t.removeAddress("lo", addr("203.0.113.10/24")); },
