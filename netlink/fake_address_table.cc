@@ -62,7 +62,8 @@ bool isV6(const InterfaceAddress& address) { return address.family == AF_INET6; 
 // The kernel's identity of an address on one interface (see the header).
 bool sameAddress(const InterfaceAddress& a, const InterfaceAddress& b) {
   const size_t length = isV6(a) ? 16 : 4;
-  if (a.family != b.family || !std::equal(a.bytes.begin(), a.bytes.begin() + length, b.bytes.begin())) {
+  if (a.family != b.family ||
+      !std::equal(a.bytes.begin(), a.bytes.begin() + length, b.bytes.begin())) {
     return false;
   }
   return isV6(a) || a.prefixLength == b.prefixLength;
@@ -335,8 +336,8 @@ Result<void> FakeAddressTable::deleteLink(std::string_view name) {
     return {};
   }
   if (link->link.loopback) {
-    return tl::unexpected(Error{kOperation, std::string(name), std::strerror(EOPNOTSUPP),
-                                EOPNOTSUPP});
+    return tl::unexpected(
+        Error{kOperation, std::string(name), std::strerror(EOPNOTSUPP), EOPNOTSUPP});
   }
   state_->setUp(*link, false);
   const int index = link->link.index;
@@ -378,8 +379,7 @@ void FakeAddressTable::addLink(Link link) {
   state_->publishLink(state_->links[link.index] = stored);
 }
 
-void FakeAddressTable::addForeignAddress(std::string_view ifname,
-                                         const InterfaceAddress& address) {
+void FakeAddressTable::addForeignAddress(std::string_view ifname, const InterfaceAddress& address) {
   const auto* link = state_->find(ifname);
   if (link == nullptr) {
     std::fprintf(stderr, "FakeAddressTable::addForeignAddress: no interface %.*s\n",

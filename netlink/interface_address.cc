@@ -88,10 +88,10 @@ std::optional<Error> interfaceName(const char* operation, std::string_view name)
 Error notADummy(std::string_view name, const std::string& kind) {
   const std::string what =
       kind.empty() ? std::string("a device without a link kind") : "a " + kind + " device";
-  return Error{"create dummy", std::string(name),
-               "the name belongs to " + what +
-                   "; vipd does not take over an interface it did not create",
-               EEXIST};
+  return Error{
+      "create dummy", std::string(name),
+      "the name belongs to " + what + "; vipd does not take over an interface it did not create",
+      EEXIST};
 }
 
 Error noSuchDevice(const char* operation, std::string object) {

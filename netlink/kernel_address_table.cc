@@ -40,8 +40,8 @@ int onKernelError(sockaddr_nl* /*who*/, nlmsgerr* error, void* arg) {
   auto* reply = static_cast<KernelReply*>(arg);
   reply->error = -error->error;
   // The error message itself: the nlmsghdr sits right before its payload (the nlmsgerr).
-  const auto* header = reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const char*>(error) -
-                                                         NLMSG_HDRLEN);
+  const auto* header =
+      reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const char*>(error) - NLMSG_HDRLEN);
   if ((header->nlmsg_flags & NLM_F_ACK_TLVS) != 0) {
     size_t offset = sizeof(nlmsgerr);
     if ((header->nlmsg_flags & NLM_F_CAPPED) == 0 && error->msg.nlmsg_len >= NLMSG_HDRLEN) {
@@ -113,8 +113,8 @@ class KernelAddressTable final : public AddressTable {
   Result<std::vector<AddressEntry>> addresses() override {
     auto linkList = links();
     if (!linkList) {
-      return tl::unexpected(Error{"list addresses", "", linkList.error().reason,
-                                  linkList.error().code});
+      return tl::unexpected(
+          Error{"list addresses", "", linkList.error().reason, linkList.error().code});
     }
     std::map<int, std::string> names;
     for (const Link& link : *linkList) {
@@ -234,8 +234,8 @@ class KernelAddressTable final : public AddressTable {
       if (const int err = rtnl_link_set_type(link.get(), "dummy"); err < 0) {
         return tl::unexpected(Error{kOperation, object, nl_geterror(err), 0});
       }
-      const int err = call(
-          [&] { return rtnl_link_add(socket_.get(), link.get(), NLM_F_CREATE | NLM_F_EXCL); });
+      const int err =
+          call([&] { return rtnl_link_add(socket_.get(), link.get(), NLM_F_CREATE | NLM_F_EXCL); });
       if (err >= 0) {
         return setUp(kOperation, name, true);
       }
@@ -243,8 +243,8 @@ class KernelAddressTable final : public AddressTable {
         return tl::unexpected(kernelError(kOperation, object, err));
       }
     }
-    return tl::unexpected(Error{kOperation, object,
-                                "the name keeps appearing and disappearing; try again", EAGAIN});
+    return tl::unexpected(
+        Error{kOperation, object, "the name keeps appearing and disappearing; try again", EAGAIN});
   }
 
   Result<void> deleteLink(std::string_view name) override {
@@ -354,8 +354,8 @@ class KernelAddressTable final : public AddressTable {
     if (!*link) {
       return AddrPtr();
     }
-    NlAddrPtr local(nl_addr_build(address.family, address.bytes.data(),
-                                  addressLength(address.family)));
+    NlAddrPtr local(
+        nl_addr_build(address.family, address.bytes.data(), addressLength(address.family)));
     AddrPtr addr(rtnl_addr_alloc());
     if (!local || !addr) {
       return tl::unexpected(Error{operation, object, std::strerror(ENOMEM), ENOMEM});
@@ -372,9 +372,9 @@ class KernelAddressTable final : public AddressTable {
   Result<void> setUp(const char* operation, std::string_view name, bool up) {
     const std::string object(name);
     rtnl_link* raw = nullptr;
-    int err = name.size() >= IFNAMSIZ
-                  ? -NLE_OBJ_NOTFOUND
-                  : call([&] { return rtnl_link_get_kernel(socket_.get(), 0, object.c_str(), &raw); });
+    int err = name.size() >= IFNAMSIZ ? -NLE_OBJ_NOTFOUND : call([&] {
+      return rtnl_link_get_kernel(socket_.get(), 0, object.c_str(), &raw);
+    });
     LinkPtr original(raw);
     if (err < 0) {
       if (isNoDevice(err)) {

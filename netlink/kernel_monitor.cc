@@ -65,7 +65,7 @@ std::optional<Change> parseLink(nlmsghdr* header) {
       header->nlmsg_type == RTM_DELLINK ? Change::Kind::LinkRemoved : Change::Kind::LinkChanged;
   change.ifindex = info->ifi_index;
   change.ifname = attributes[IFLA_IFNAME] != nullptr ? attributeString(attributes[IFLA_IFNAME])
-                                                      : indexToName(info->ifi_index);
+                                                     : indexToName(info->ifi_index);
   change.adminUp = (info->ifi_flags & IFF_UP) != 0;
   change.lowerUp = (info->ifi_flags & IFF_LOWER_UP) != 0;
   return change;
@@ -85,7 +85,8 @@ std::optional<Change> parseAddress(nlmsghdr* header) {
   }
   // IPv4 sends the interface's own address as IFA_LOCAL (IFA_ADDRESS is the peer on
   // point-to-point links); IPv6 sends only IFA_ADDRESS.
-  nlattr* local = attributes[IFA_LOCAL] != nullptr ? attributes[IFA_LOCAL] : attributes[IFA_ADDRESS];
+  nlattr* local =
+      attributes[IFA_LOCAL] != nullptr ? attributes[IFA_LOCAL] : attributes[IFA_ADDRESS];
   const int length = message->ifa_family == AF_INET ? 4 : 16;
   if (local == nullptr || nla_len(local) != length) {
     return std::nullopt;
@@ -96,8 +97,8 @@ std::optional<Change> parseAddress(nlmsghdr* header) {
   address.prefixLength = message->ifa_prefixlen;
 
   Change change;
-  change.kind = header->nlmsg_type == RTM_DELADDR ? Change::Kind::AddressRemoved
-                                                  : Change::Kind::AddressAdded;
+  change.kind =
+      header->nlmsg_type == RTM_DELADDR ? Change::Kind::AddressRemoved : Change::Kind::AddressAdded;
   change.ifindex = static_cast<int>(message->ifa_index);
   change.ifname = attributes[IFA_LABEL] != nullptr ? attributeString(attributes[IFA_LABEL])
                                                    : indexToName(change.ifindex);
@@ -151,8 +152,8 @@ class KernelMonitor final : public Monitor {
         continue;
       }
       int remaining = static_cast<int>(received);
-      for (auto* header = reinterpret_cast<nlmsghdr*>(buffer_.data());
-           nlmsg_ok(header, remaining); header = nlmsg_next(header, &remaining)) {
+      for (auto* header = reinterpret_cast<nlmsghdr*>(buffer_.data()); nlmsg_ok(header, remaining);
+           header = nlmsg_next(header, &remaining)) {
         std::optional<Change> change;
         switch (header->nlmsg_type) {
           case RTM_NEWLINK:

@@ -57,10 +57,10 @@ TEST(InterfaceAddress, ParsesAndPrintsBothFamilies) {
 }
 
 TEST(InterfaceAddress, RejectsMalformedText) {
-  for (const char* bad : {"", "203.0.113.10", "203.0.113.10/", "203.0.113.10/33", "203.0.113/24",
-                          "203.0.113.10/-1", "203.0.113.10/+8", "203.0.113.10/ 8", "2001:db8::/129",
-                          "2001:db8::1", "2001:db8:::1/64", "/32", "lo/32", "203.0.113.10/0032",
-                          "203.0.113.10/32/1", "203.0.113.10 /32"}) {
+  for (const char* bad :
+       {"", "203.0.113.10", "203.0.113.10/", "203.0.113.10/33", "203.0.113/24", "203.0.113.10/-1",
+        "203.0.113.10/+8", "203.0.113.10/ 8", "2001:db8::/129", "2001:db8::1", "2001:db8:::1/64",
+        "/32", "lo/32", "203.0.113.10/0032", "203.0.113.10/32/1", "203.0.113.10 /32"}) {
     EXPECT_FALSE(InterfaceAddress::parse(bad).has_value()) << bad;
   }
 }
@@ -306,8 +306,8 @@ TEST(FakeAddressTable, FailNextFailsOnceAndCountsOperations) {
   EXPECT_TRUE(table.addAddress("lo", addr("203.0.113.10/32"), AddOptions{}));
   EXPECT_EQ(table.operationCount(), 2u);
 
-  table.failNext("list addresses", Error{"list addresses", "", "No buffer space available",
-                                         ENOBUFS});
+  table.failNext("list addresses",
+                 Error{"list addresses", "", "No buffer space available", ENOBUFS});
   EXPECT_FALSE(table.addresses());
   EXPECT_TRUE(table.addresses());
   (void)table.links();
@@ -362,15 +362,15 @@ TEST(FakeMonitor, ReportsWhatTheKernelWould) {
   }
   const std::string linkLocal = "fe80::200:ff:fe00:2/64";
   const std::vector<std::pair<K, std::string>> expected{
-      {K::LinkChanged, "down"},                     // created
-      {K::LinkChanged, "up"},                       // brought up
-      {K::AddressAdded, linkLocal},                 // the kernel's IPv6 link-local
-      {K::AddressAdded, "2001:db8::10/128"},        // added
-      {K::AddressAdded, "2001:db8::10/128"},        // replaced
-      {K::AddressRemoved, "2001:db8::10/128"},      // removed
-      {K::LinkChanged, "down"},                     // taken down
-      {K::AddressRemoved, linkLocal},               // IPv6 flushed on down
-      {K::LinkRemoved, "down"},                     // deleted
+      {K::LinkChanged, "down"},                 // created
+      {K::LinkChanged, "up"},                   // brought up
+      {K::AddressAdded, linkLocal},             // the kernel's IPv6 link-local
+      {K::AddressAdded, "2001:db8::10/128"},    // added
+      {K::AddressAdded, "2001:db8::10/128"},    // replaced
+      {K::AddressRemoved, "2001:db8::10/128"},  // removed
+      {K::LinkChanged, "down"},                 // taken down
+      {K::AddressRemoved, linkLocal},           // IPv6 flushed on down
+      {K::LinkRemoved, "down"},                 // deleted
   };
   EXPECT_EQ(seen, expected);
 }

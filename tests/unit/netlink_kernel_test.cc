@@ -74,9 +74,9 @@ class NetlinkKernel : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0 || unshare(CLONE_NEWNET) != 0) {
-      const std::string why = geteuid() != 0 ? std::string("not root")
-                                             : std::string("unshare(CLONE_NEWNET): ") +
-                                                   std::strerror(errno);
+      const std::string why = geteuid() != 0
+                                  ? std::string("not root")
+                                  : std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
       if (inCi()) {
         FAIL() << "CI=true and the kernel netlink tests cannot make a network namespace: " << why;
       }
