@@ -1,5 +1,6 @@
 #include "daemon/vip_binder.h"
 
+#include <linux/if_addr.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -9,8 +10,11 @@
 namespace vipd::daemon {
 namespace {
 
+// vipd adds its VIPs deprecated and permanent. The kernel reports that as IFA_F_DEPRECATED with a
+// valid lifetime of forever (for IPv4 it also reports the preferred lifetime as forever, so the
+// flag, not the lifetime, is what tells).
 bool isVipdOwned(const netlink::AddressEntry& entry) {
-  return entry.preferredLifetimeSeconds == 0 && entry.validLifetimeSeconds == netlink::kForever;
+  return (entry.flags & IFA_F_DEPRECATED) != 0 && entry.validLifetimeSeconds == netlink::kForever;
 }
 
 const netlink::Link* findLink(const std::vector<netlink::Link>& links, const std::string& name) {
