@@ -51,7 +51,35 @@ inline constexpr milliseconds kMaxConnectRetry{30000};
 
 struct Control {
   std::string socket = "/run/vipd/vipd.sock";
+  // Where `vipctl withdraw` persists the withdrawn state, so it survives restarts and reboots.
+  std::string stateDir = "/var/lib/vipd";
+  // Members of this group may use the socket too (mode 0660); unset = root only (mode 0600).
+  std::optional<std::string> group;
   auto operator<=>(const Control&) const = default;
+};
+
+// The local apiserver check that gates announcements (issue 4). There is no default type:
+// `none` must be written explicitly.
+struct Health {
+  enum class Type { Apiserver, Tcp, None };
+  Type type = Type::None;
+  std::string url = "https://127.0.0.1:6443/readyz";  // apiserver: https only
+  std::string caFile;                                  // apiserver: required
+  std::optional<std::string> certFile;                 // apiserver: client certificate
+  std::optional<std::string> keyFile;                  // with certFile
+  std::string address = "127.0.0.1:6443";              // tcp: host:port to connect to
+  milliseconds interval{1000};
+  milliseconds timeout{1000};
+  uint32_t rise = 2;  // consecutive successes before announcing
+  uint32_t fall = 3;  // consecutive failures before withdrawing
+  auto operator<=>(const Health&) const = default;
+};
+
+struct Metrics {
+  // host:port of the Prometheus, /healthz and /readyz listener.
+  bgp::IpAddress address = bgp::IpAddress::v4(0x7F000001u);  // 127.0.0.1
+  uint16_t port = 9472;
+  auto operator<=>(const Metrics&) const = default;
 };
 
 // Accepting BGP connections is off by default: vipd dials out, so it never competes with a CNI's
@@ -65,6 +93,10 @@ struct Listen {
 };
 
 struct Drain {
+  // Announce with GRACEFUL_SHUTDOWN (RFC 8326) this long before withdrawing; 0 skips the step.
+  milliseconds gracefulShutdownTime{2000};
+  // Upper bound on waiting for every Established peer to acknowledge the withdraw.
+  milliseconds timeout{10000};
   // After withdrawing, wait this long before removing the addresses vipd added, so connections
   // already on their way to this node can finish.
   milliseconds unbindDelay{1000};
@@ -86,6 +118,8 @@ struct Config {
   Listen listen;
   Control control;
   Drain drain;
+  Health health;
+  Metrics metrics;
   auto operator<=>(const Config&) const = default;
 };
 
