@@ -324,6 +324,7 @@ void SessionFsm::fsmError(Actions& out, uint8_t subcode, MessageType received) {
 void SessionFsm::handleReceivedNotification(Actions& out,
                                             const NotificationMessage& notification) {
   counters_.lastNotificationReceived = notification;
+  counters_.notificationsReceivedByCode[{notification.code, notification.subcode}]++;
   failSession(out, fmt::format("peer sent NOTIFICATION {}", describeReceived(notification)));
 }
 
@@ -480,8 +481,7 @@ Actions SessionFsm::onIncomingConnection(const IpAddress& local) {
     case SessionState::Established: {
       NotificationMessage cease{static_cast<uint8_t>(ErrorCode::Cease),
                                 subcode::kConnectionCollisionResolution, {}};
-      counters_.lastNotificationSent = cease;
-      counters_.messagesSent[typeIndex(MessageType::Notification)]++;
+      countRejectNotification(cease);
       out.push_back(RejectIncoming{encode(cease), "a session is already Established"});
       return out;
     }
@@ -489,12 +489,17 @@ Actions SessionFsm::onIncomingConnection(const IpAddress& local) {
   return out;
 }
 
+void SessionFsm::countRejectNotification(const NotificationMessage& notification) {
+  counters_.lastNotificationSent = notification;
+  counters_.messagesSent[typeIndex(MessageType::Notification)]++;
+  counters_.notificationsSentByCode[{notification.code, notification.subcode}]++;
+}
+
 void SessionFsm::rejectIncoming(Actions& out, std::optional<NotificationMessage> notification,
                                 std::string reason) {
   std::vector<uint8_t> bytes;
   if (notification) {
-    counters_.lastNotificationSent = notification;
-    counters_.messagesSent[typeIndex(MessageType::Notification)]++;
+    countRejectNotification(*notification);
     bytes = encode(*notification);
   }
   out.push_back(RejectIncoming{std::move(bytes), std::move(reason)});
@@ -590,6 +595,7 @@ void SessionFsm::send(Actions& out, const Message& message) {
 
 void SessionFsm::sendNotification(Actions& out, NotificationMessage notification) {
   counters_.lastNotificationSent = notification;
+  counters_.notificationsSentByCode[{notification.code, notification.subcode}]++;
   send(out, std::move(notification));
 }
 

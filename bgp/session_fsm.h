@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -115,6 +116,9 @@ struct SessionCounters {
   uint64_t establishedTransitions = 0;
   std::optional<NotificationMessage> lastNotificationSent;
   std::optional<NotificationMessage> lastNotificationReceived;
+  // NOTIFICATIONs by (code, subcode), for metrics.
+  std::map<std::pair<uint8_t, uint8_t>, uint64_t> notificationsSentByCode;
+  std::map<std::pair<uint8_t, uint8_t>, uint64_t> notificationsReceivedByCode;
 };
 
 // What the OPEN exchange settled.
@@ -179,6 +183,8 @@ class SessionFsm {
   void handleReceivedNotification(Actions& out, const NotificationMessage& notification);
   void handleRouteRefresh(Actions& out, const RouteRefreshMessage& refresh);
   void fsmError(Actions& out, uint8_t subcode, MessageType received);
+  // A NOTIFICATION written on a rejected incoming connection (not through send()).
+  void countRejectNotification(const NotificationMessage& notification);
   void rejectIncoming(Actions& out, std::optional<NotificationMessage> notification,
                       std::string reason);
   void handleMessage(Actions& out, std::span<const uint8_t> wire);
