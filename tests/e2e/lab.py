@@ -41,6 +41,7 @@ FABRIC_V4 = "192.0.2.1"
 FABRIC_V6 = "2001:db8::1"
 
 SKIP = 77
+UNBIND_DELAY = "200ms"  # vipd's drain.unbindDelay in the lab (default 1s)
 
 
 class Skip(Exception):
@@ -284,6 +285,41 @@ class Namespace:
     def del_address(self, ifname: str, cidr: str) -> None:
         fam = "-6" if ":" in cidr else "-4"
         self.ip(fam, "addr", "del", cidr, "dev", ifname)
+
+    def addr_show(self, ifname: str) -> str:
+        """`ip -d addr show dev ifname` (text, as an operator reads it)."""
+        return self.ip("-d", "addr", "show", "dev", ifname).stdout
+
+    def address_entries(self, ifname: str, cidr: str) -> list[str]:
+        """Each copy of cidr on ifname as one line: the `inet`/`inet6` line of `ip -d addr show`
+        joined with its `valid_lft ... preferred_lft ...` line (flags such as deprecated, nodad)."""
+        want = ipaddress.ip_interface(cidr)
+        lines = self.addr_show(ifname).splitlines()
+        out = []
+        for i, line in enumerate(lines):
+            m = re.match(r"\s+inet6? (\S+)", line)
+            if m and ipaddress.ip_interface(m.group(1)) == want:
+                lft = lines[i + 1].strip() if i + 1 < len(lines) else ""
+                out.append(f"{line.strip()} | {lft}")
+        return out
+
+    def link(self, ifname: str) -> Optional[dict]:
+        """`ip -j -d link show dev ifname`, parsed (None when the interface does not exist).
+        Keys used: flags (contains "UP" when admin up), linkinfo.info_kind ("dummy", ...)."""
+        p = self.ip("-j", "-d", "link", "show", "dev", ifname, check=False)
+        if p.returncode != 0:
+            return None
+        links = json.loads(p.stdout or "[]")
+        return links[0] if links else None
+
+    def link_kind_supported(self, kind: str) -> bool:
+        """Whether this kernel can create a link of kind (e.g. "dummy": CONFIG_DUMMY), tried on
+        a scratch interface here."""
+        name = f"probe{self.lab.counter()}"
+        p = self.ip("link", "add", name, "type", kind, check=False)
+        if p.returncode == 0:
+            self.ip("link", "del", name, check=False)
+        return p.returncode == 0
 
     def route_show(self, prefix: str) -> str:
         fam = "-6" if ":" in prefix else "-4"
@@ -618,6 +654,17 @@ class Bird:
             "asPath": aspath[0].strip() if aspath else "",
             "text": text,
         }
+
+    def has_route(self, prefix: str) -> bool:
+        """Whether BIRD has any route for prefix (`show route for PREFIX`, no attributes: cheap
+        enough to poll every 10 ms)."""
+        p = run(["birdc", "-s", self.sock, "show", "route", "for", prefix], check=False, timeout=10)
+        if "Network not found" in p.stdout:
+            return False
+        if p.returncode != 0:
+            raise RuntimeError(f"birdc show route for {prefix} failed ({p.returncode}): "
+                               f"{p.stdout.strip()} {p.stderr.strip()}")
+        return str(ipaddress.ip_network(prefix)) in p.stdout
 
     def reload_in(self, addr: str) -> str:
         """`birdc reload in NAME`: re-import from the neighbour at addr (BIRD sends a
@@ -1038,18 +1085,21 @@ class TcpCapture:
         wait_until(lambda: "listening on" in self.proc.log_text(), 10, 0.05,
                    lambda: f"{name} to listen: {self.proc.log_text()!r}")
 
-    def _packets(self) -> Iterable[tuple[str, int, str, int, int, bytes]]:
-        """(src, sport, dst, dport, seq, payload) of each IPv4 TCP packet with a payload."""
+    def _packets(self) -> Iterable[tuple[float, str, int, str, int, int, bytes]]:
+        """(time, src, sport, dst, dport, seq, payload) of each IPv4 TCP packet with a payload;
+        time is the capture's wall-clock timestamp (comparable with time.time())."""
         with open(self.path, "rb") as f:
             data = f.read()
         if len(data) < 24:
             return
-        endian = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        magic = data[:4]
+        endian = "<" if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        frac = 1e-9 if magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 1e-6
         linktype = struct.unpack(endian + "I", data[20:24])[0]
         check(linktype == 1, f"{self.path}: link type {linktype}, expected Ethernet")
         off = 24
         while off + 16 <= len(data):
-            incl = struct.unpack(endian + "I", data[off + 8:off + 12])[0]
+            sec, sub, incl = struct.unpack(endian + "III", data[off:off + 12])
             frame = data[off + 16:off + 16 + incl]
             off += 16 + incl
             if len(frame) < 34 or frame[12:14] != b"\x08\x00":
@@ -1062,41 +1112,108 @@ class TcpCapture:
             sport, dport, seq = struct.unpack("!HHI", tcp[:8])
             payload = tcp[(tcp[12] >> 4) * 4:]
             if payload:
-                yield (str(ipaddress.IPv4Address(ip[12:16])), sport,
+                yield (sec + sub * frac, str(ipaddress.IPv4Address(ip[12:16])), sport,
                        str(ipaddress.IPv4Address(ip[16:20])), dport, seq, payload)
 
-    def streams(self, src: str, dst: str) -> list[bytes]:
-        """The TCP byte streams src -> dst, one per connection in order, retransmits dropped."""
-        conns: dict[tuple, dict[int, bytes]] = {}
-        for s_addr, sport, d_addr, dport, seq, payload in self._packets():
+    def _timed_streams(self, src: str, dst: str) -> list[tuple[bytes, list[tuple[int, float]]]]:
+        """Per connection src -> dst, in order: (byte stream, [(end offset, time)] of its
+        segments), retransmits dropped (the first capture of a sequence number counts)."""
+        conns: dict[tuple, dict[int, tuple[float, bytes]]] = {}
+        for ts, s_addr, sport, d_addr, dport, seq, payload in self._packets():
             if (s_addr, d_addr) == (src, dst):
-                conns.setdefault((sport, dport), {}).setdefault(seq, payload)
+                conns.setdefault((sport, dport), {}).setdefault(seq, (ts, payload))
         out = []
         for segs in conns.values():
             base = min(segs)  # no wrap-around in a short test
-            stream = b""
+            stream, ends = b"", []
             for seq in sorted(segs):
+                ts, payload = segs[seq]
                 rel = seq - base
-                if rel + len(segs[seq]) > len(stream):
-                    stream += segs[seq][len(stream) - rel:]
-            out.append(stream)
+                if rel + len(payload) > len(stream):
+                    stream += payload[len(stream) - rel:]
+                    ends.append((len(stream), ts))
+            out.append((stream, ends))
         return out
 
-    def bgp_messages(self, src: str, dst: str) -> list[tuple[int, bytes]]:
-        """(type, body without the 19-byte header) of each BGP message src sent to dst."""
+    def streams(self, src: str, dst: str) -> list[bytes]:
+        """The TCP byte streams src -> dst, one per connection in order, retransmits dropped."""
+        return [stream for stream, _ in self._timed_streams(src, dst)]
+
+    def timed_bgp_messages(self, src: str, dst: str) -> list[tuple[float, int, bytes]]:
+        """(capture time of the segment that completed it, type, body without the 19-byte
+        header) of each BGP message src sent to dst."""
         msgs = []
-        for stream in self.streams(src, dst):
+        for stream, ends in self._timed_streams(src, dst):
             off = 0
             while off + 19 <= len(stream) and stream[off:off + 16] == b"\xff" * 16:
                 length = int.from_bytes(stream[off + 16:off + 18], "big")
                 if length < 19 or off + length > len(stream):
                     break
-                msgs.append((stream[off + 18], stream[off + 19:off + length]))
+                ts = next(t for end, t in ends if end >= off + length)
+                msgs.append((ts, stream[off + 18], stream[off + 19:off + length]))
                 off += length
         return msgs
 
+    def bgp_messages(self, src: str, dst: str) -> list[tuple[int, bytes]]:
+        """(type, body without the 19-byte header) of each BGP message src sent to dst."""
+        return [(t, body) for _, t, body in self.timed_bgp_messages(src, dst)]
+
     def stop(self) -> None:
         self.proc.stop()
+
+
+BGP_UPDATE = 2
+
+
+def _nlri_prefixes(raw: bytes, width: int) -> list[str]:
+    out, off = [], 0
+    while off < len(raw):
+        plen = raw[off]
+        nbytes = (plen + 7) // 8
+        addr = raw[off + 1:off + 1 + nbytes] + b"\0" * (width - nbytes)
+        ip = ipaddress.IPv4Address(addr) if width == 4 else ipaddress.IPv6Address(addr)
+        out.append(f"{ip}/{plen}")
+        off += 1 + nbytes
+    return out
+
+
+def update_prefixes(body: bytes) -> tuple[list[str], list[str]]:
+    """(withdrawn, announced) prefixes of an UPDATE body: IPv4 fields and MP_REACH/MP_UNREACH
+    (IPv4/IPv6 unicast, no ADD-PATH)."""
+    wlen = struct.unpack("!H", body[0:2])[0]
+    withdrawn = _nlri_prefixes(body[2:2 + wlen], 4)
+    alen = struct.unpack("!H", body[2 + wlen:4 + wlen])[0]
+    attrs = body[4 + wlen:4 + wlen + alen]
+    announced = _nlri_prefixes(body[4 + wlen + alen:], 4)
+    off = 0
+    while off < len(attrs):
+        flags, atype = attrs[off], attrs[off + 1]
+        if flags & 0x10:
+            length, hdr = struct.unpack("!H", attrs[off + 2:off + 4])[0], 4
+        else:
+            length, hdr = attrs[off + 2], 3
+        value = attrs[off + hdr:off + hdr + length]
+        off += hdr + length
+        if atype in (14, 15):
+            afi = struct.unpack("!H", value[0:2])[0]
+            width = 16 if afi == 2 else 4
+            if atype == 15:
+                withdrawn += _nlri_prefixes(value[3:], width)
+            else:
+                nh_len = value[3]
+                announced += _nlri_prefixes(value[5 + nh_len:], width)  # 1 reserved octet
+    return withdrawn, announced
+
+
+def first_withdrawal(cap: TcpCapture, src: str, dst: str, prefix: str,
+                     after: float) -> Optional[float]:
+    """Capture time of the first UPDATE from src to dst withdrawing prefix at or after the
+    wall-clock time `after` (None: not captured yet)."""
+    want = str(ipaddress.ip_network(prefix))
+    for ts, t, body in cap.timed_bgp_messages(src, dst):
+        if ts >= after and t == BGP_UPDATE and want in update_prefixes(body)[0]:
+            return ts
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -1148,20 +1265,23 @@ def vipd_config(lab: Lab, node: Node, local_asn: int, peer_addr: str, peer_asn: 
         "peers": [{"address": peer_addr, "asn": peer_asn, "sourceAddress": node.v4, "holdTime": "9s",
                    "connectRetryTime": "1s", "nextHopIpv6": node.v6}],
         "control": {"socket": lab.path(f"{name}.sock")},
+        "drain": {"unbindDelay": UNBIND_DELAY},
     }
 
 
-def bind_vips(ns: Namespace, vips: Iterable[str] = (VIP4, VIP6)) -> None:
-    # Until vipd binds VIPs itself (netlink feature), the lab puts them on lo.
+def bind_vips(ns: Namespace, vips: Iterable[str] = (VIP4, VIP6), ifname: str = "lo") -> None:
+    """An operator's `ip addr add` of each VIP (preferred forever: vipd never removes these).
+    vipd binds its VIPs itself; stand-in speakers (ExaBGP, GoBGP) need the lab to do it."""
     for v in vips:
-        ns.add_address("lo", v)
+        ns.add_address(ifname, v)
 
 
 class Vipd:
-    """vipd in ns. bind: the VIPs the lab puts on lo first (None: every configured VIP)."""
+    """vipd in ns; it binds its VIPs itself. bind: addresses an operator puts on lo first
+    (plain `ip addr add`), default none."""
 
     def __init__(self, lab: Lab, ns: Namespace, config: Any, build_dir: str = BUILD_DIR,
-                 name: str = "vipd", bind: Optional[Iterable[str]] = None):
+                 name: str = "vipd", bind: Iterable[str] = ()):
         self.lab, self.ns, self.name = lab, ns, name
         self.build_dir = build_dir
         self.conf = lab.path(f"{name}.yaml")
@@ -1170,12 +1290,31 @@ class Vipd:
             f.write(text)
         self.socket = config["control"]["socket"] if isinstance(config, dict) \
             else (re.findall(r"socket:\s*\"?([^\"\n]+)", text) or [lab.path(f"{name}.sock")])[0]
-        if bind is None:
-            bind = [v["address"] for v in config["vips"]] if isinstance(config, dict) else (VIP4, VIP6)
         bind_vips(ns, bind)
         self.binary = vipd_binary("vipd", build_dir)
-        self.proc = lab.start(ns, name, [self.binary, "--config", self.conf])
-        self.procs = [self.proc]
+        self.procs: list[Proc] = []
+        self.proc = self._start()
+
+    def _start(self) -> Proc:
+        name = self.name if not self.procs else f"{self.name}-run{len(self.procs) + 1}"
+        proc = self.lab.start(self.ns, name, [self.binary, "--config", self.conf])
+        self.procs.append(proc)
+        return proc
+
+    def restart(self, sig: int = signal.SIGKILL, timeout: float = 10) -> Proc:
+        """Stops the running vipd with sig (SIGKILL: a crash, its addresses stay), waits for it
+        and starts a new one with the same config; self.proc (and log_lines) is the new run,
+        whose log is a separate file."""
+        self.proc.signal(sig)
+        self.wait_exit(timeout)
+        self.proc = self._start()
+        return self.proc
+
+    def wait_exit(self, timeout: float) -> int:
+        """Waits for the running vipd to exit by itself; returns its exit code."""
+        wait_until(lambda: not self.proc.alive(), timeout, 0.02,
+                   f"{self.proc.name} (pid {self.proc.pid}) to exit")
+        return self.proc.popen.returncode
 
     def vipctl(self, *args: str) -> str:
         binary = vipd_binary("vipctl", self.build_dir)
@@ -1203,6 +1342,12 @@ class Vipd:
             if ipaddress.ip_network(v["address"]) == want:
                 return v
         raise KeyError(f"VIP {prefix} not in vipd's status")
+
+    def wait_vip(self, prefix: str, predicate: Callable[[dict], Any], timeout: float,
+                 what: str) -> dict:
+        """Polls vip_status(prefix) until predicate(status) holds; returns that status."""
+        return wait_until(lambda: (lambda v: v if predicate(v) else None)(self.vip_status(prefix)),
+                          timeout, 0.1, lambda: f"{what} (status {self.vip_status(prefix)})")
 
     def log_lines(self, pattern: str) -> list[str]:
         """Lines of vipd's log matching the regex pattern (case-insensitive)."""
@@ -1367,7 +1512,7 @@ class SingleNode:
 
 
 def build_single_vipd(lab: Lab, edit: Optional[Callable[[dict, Topology], None]] = None,
-                      bind: Optional[Iterable[str]] = None, bird_dials: bool = False,
+                      bind: Iterable[str] = (), bird_dials: bool = False,
                       bird_hold_time: int = 9, idle_nodes: int = 0,
                       after_bird: Optional[Callable[[Bird], None]] = None,
                       bird_peer_asn: Any = None,
