@@ -1,0 +1,80 @@
+// A minimal HTTP/1.1 server for the metrics and probe endpoints (/metrics, /healthz, /readyz).
+// It runs on the caller's io_context (no threads of its own) and routes nothing itself: every
+// GET or HEAD request's target goes to the Handler, whose answer is sent back.
+//
+// Untrusted clients are bounded: the request head and body have size limits (431 / 413, then
+// close), malformed requests get 400 and close, other methods get 405, each connection must send a
+// whole request within the read timeout (also the idle timeout between keep-alive requests) and
+// take the response within the same timeout, and at most maxConnections connections are served at
+// once (more are closed as soon as accepted).
+#pragma once
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+
+#include "daemon/logger.h"
+
+namespace vipd::daemon {
+
+namespace asio = boost::asio;
+
+struct HttpResponse {
+  unsigned status = 200;
+  std::string contentType = "text/plain; charset=utf-8";
+  std::string body;
+};
+
+struct HttpServerOptions {
+  // Time a connection has to deliver one whole request (and, separately, to take one response).
+  std::chrono::milliseconds readTimeout{std::chrono::seconds(5)};
+  size_t maxHeaderBytes = 8 * 1024;
+  size_t maxBodyBytes = 1024;  // GET and HEAD carry no body worth reading
+  size_t maxConnections = 32;
+};
+
+class HttpServer {
+ public:
+  // Answers one GET or HEAD request. `target` is the request-target as sent (path and query,
+  // e.g. "/metrics" or "/readyz?verbose"). Runs on the io_context thread; must not block. An
+  // exception thrown here becomes a 500 response.
+  using Handler = std::function<HttpResponse(std::string_view target)>;
+
+  // `log` must outlive the server.
+  HttpServer(asio::io_context& io, const Logger& log, Handler handler,
+             HttpServerOptions options = {});
+  // Closes the listener and every open connection; the handler is not called afterwards.
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and starts accepting. `address` is a literal IPv4 or IPv6 address; port 0 picks a free
+  // port (see port()). The error names the address:port and the reason, e.g.
+  // "cannot listen for metrics on 127.0.0.1:9472: Address already in use".
+  [[nodiscard]] tl::expected<void, std::string> listen(std::string_view address, uint16_t port);
+
+  // The bound port once listen() succeeded, 0 before.
+  [[nodiscard]] uint16_t port() const;
+
+  // Exposed for the implementation only.
+  struct Shared;
+  class Connection;
+
+ private:
+  void acceptNext();
+
+  const Logger& log_;
+  std::shared_ptr<Shared> shared_;
+  asio::ip::tcp::acceptor acceptor_;
+  asio::steady_timer retryTimer_;
+  std::string subject_;
+  std::list<std::weak_ptr<Connection>> connections_;
+};
+
+}  // namespace vipd::daemon

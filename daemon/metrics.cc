@@ -1,0 +1,370 @@
+#include "daemon/metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+namespace vipd::daemon {
+namespace {
+
+using nlohmann::json;
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Labels;
+
+// The RFC 4271 section 8.2.2 states, spelled as bgp::sessionStateName spells them.
+constexpr std::array<std::string_view, 6> kSessionStates = {
+    "Idle", "Connect", "Active", "OpenSent", "OpenConfirm", "Established"};
+
+Family<Gauge>& gauge(prometheus::Registry& registry, const std::string& name,
+                     const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+}
+
+Family<Counter>& counter(prometheus::Registry& registry, const std::string& name,
+                         const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+}
+
+// Field readers: absent fields and fields of another type read as nullopt, never throw.
+std::optional<double> number(const json& object, const char* key) {
+  if (!object.is_object()) {
+    return std::nullopt;
+  }
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) {
+    return std::nullopt;
+  }
+  return it->get<double>();
+}
+
+std::optional<bool> boolean(const json& object, const char* key) {
+  if (!object.is_object()) {
+    return std::nullopt;
+  }
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_boolean()) {
+    return std::nullopt;
+  }
+  return it->get<bool>();
+}
+
+std::optional<std::string> string(const json& object, const char* key) {
+  if (!object.is_object()) {
+    return std::nullopt;
+  }
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string()) {
+    return std::nullopt;
+  }
+  return it->get<std::string>();
+}
+
+const json* member(const json& object, const char* key) {
+  if (!object.is_object()) {
+    return nullptr;
+  }
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+double flag(bool value) { return value ? 1.0 : 0.0; }
+
+}  // namespace
+
+Metrics::Metrics()
+    : registry_(std::make_unique<prometheus::Registry>()),
+      // vipd_build_info{version} 1. Reads: version.
+      buildInfo_{&gauge(*registry_, "vipd_build_info",
+                        "Always 1; the version label is the running vipd's version.")},
+      // vipd_mode{mode} 1. Reads: mode. One series: a new mode replaces the old one.
+      mode_{&gauge(*registry_, "vipd_mode",
+                   "Always 1; the mode label is vipd's current operating mode.")},
+      // vipd_withdrawn{reason}: 1 while the operator has withdrawn the VIP with vipctl (the label
+      // is the reason given), 0 with reason="" otherwise. Reads: withdrawn.active,
+      // withdrawn.reason. One series: a new reason replaces the old one.
+      withdrawn_{&gauge(*registry_, "vipd_withdrawn",
+                        "1 while the VIP is withdrawn by the operator (vipctl); reason is the "
+                        "reason given.")},
+      // vipd_ready: the /readyz verdict. Reads: ready.
+      ready_(gauge(*registry_, "vipd_ready",
+                   "1 when vipd reports ready (/readyz answers 200), 0 otherwise.")),
+
+      // vipd_peer_state{peer,state}: one series per RFC 4271 state, 1 for the current one.
+      // Reads: peers[].address, peers[].state. An unknown state name sets all six to 0.
+      peerState_(gauge(*registry_, "vipd_peer_state",
+                       "1 for the BGP session's current RFC 4271 state, 0 for the other five.")),
+      // vipd_peer_established{peer}. Reads: peers[].state.
+      peerEstablished_(gauge(*registry_, "vipd_peer_established",
+                             "1 while the BGP session is Established, 0 otherwise.")),
+      // vipd_peer_state_seconds{peer}. Reads: peers[].stateSeconds.
+      peerStateSeconds_(gauge(*registry_, "vipd_peer_state_seconds",
+                              "Seconds the BGP session has been in its current state.")),
+      // vipd_peer_not_established_too_long{peer}. Reads: peers[].notEstablishedTooLong.
+      peerNotEstablishedTooLong_(gauge(
+          *registry_, "vipd_peer_not_established_too_long",
+          "1 when the BGP session has been out of Established for longer than vipd tolerates.")),
+      // vipd_peer_flaps_total{peer}: Established -> down transitions, computed as
+      // establishedTransitions - (1 if Established now else 0). Reads: peers[].state,
+      // peers[].establishedTransitions.
+      peerFlaps_(
+          counter(*registry_, "vipd_peer_flaps_total", "Times the BGP session left Established.")),
+      // vipd_updates_sent_total{peer}. Reads: peers[].updatesSent.
+      updatesSent_(
+          counter(*registry_, "vipd_updates_sent_total", "BGP UPDATE messages sent to the peer.")),
+      // vipd_updates_received_total{peer}. Reads: peers[].updatesReceived.
+      updatesReceived_(counter(*registry_, "vipd_updates_received_total",
+                               "BGP UPDATE messages received from the peer.")),
+      // vipd_prefixes_received_total{peer}. Reads: peers[].prefixesReceived. vipd installs no
+      // routes; a peer that sends prefixes is usually misconfigured (missing export filter).
+      prefixesReceived_(counter(*registry_, "vipd_prefixes_received_total",
+                                "NLRI prefixes received from the peer (vipd ignores them).")),
+      // vipd_withdrawals_received_total{peer}. Reads: peers[].withdrawalsReceived.
+      withdrawalsReceived_(counter(*registry_, "vipd_withdrawals_received_total",
+                                   "Withdrawn prefixes received from the peer.")),
+      // vipd_update_errors_total{peer,handling}: malformed UPDATEs handled without resetting the
+      // session (RFC 7606), by handling: "treat-as-withdraw" (peers[].treatAsWithdraw) or
+      // "attribute-discard" (peers[].attributeDiscard).
+      updateErrors_(counter(*registry_, "vipd_update_errors_total",
+                            "Malformed UPDATE messages handled per RFC 7606 without a session "
+                            "reset, by handling.")),
+      // vipd_end_of_rib_received_total{peer}. Reads: peers[].endOfRibReceived.
+      endOfRibReceived_(counter(*registry_, "vipd_end_of_rib_received_total",
+                                "End-of-RIB markers (RFC 4724) received from the peer.")),
+      // vipd_route_refresh_received_total{peer}. Reads: peers[].routeRefreshReceived.
+      routeRefreshReceived_(counter(*registry_, "vipd_route_refresh_received_total",
+                                    "ROUTE-REFRESH messages (RFC 2918) received from the peer.")),
+      // vipd_notifications_sent_total{peer,code}: code is "code/subcode" as in RFC 4271 section
+      // 4.5, e.g. "6/2". Reads: peers[].notificationsSentByCode (an object code -> count).
+      notificationsSent_(counter(*registry_, "vipd_notifications_sent_total",
+                                 "BGP NOTIFICATION messages sent to the peer, by code/subcode.")),
+      // vipd_notifications_received_total{peer,code}. Reads: peers[].notificationsReceivedByCode.
+      // The codes come from the peer, so at most 65536 series per peer.
+      notificationsReceived_(counter(*registry_, "vipd_notifications_received_total",
+                                     "BGP NOTIFICATION messages received from the peer, by "
+                                     "code/subcode.")),
+      // vipd_prefixes_advertised{peer}. Reads: peers[].prefixesAdvertised.
+      prefixesAdvertised_(gauge(*registry_, "vipd_prefixes_advertised",
+                                "Prefixes (VIPs) currently advertised to the peer.")),
+
+      // vipd_vip_bound{vip,interface}. Reads: vips[].address, vips[].interface, vips[].bound.
+      vipBound_(gauge(*registry_, "vipd_vip_bound",
+                      "1 while the VIP address is present on its interface, 0 otherwise.")),
+      // vipd_vip_owned_by_vipd{vip}. Reads: vips[].ownedByVipd.
+      vipOwned_(gauge(*registry_, "vipd_vip_owned_by_vipd",
+                      "1 when vipd added the VIP address (and will remove it), 0 when it found "
+                      "it already present.")),
+      // vipd_vip_announced{vip}. Reads: vips[].announced.
+      vipAnnounced_(gauge(*registry_, "vipd_vip_announced",
+                          "1 while the VIP is advertised to at least one peer, 0 otherwise.")),
+      // vipd_vip_announced_peers{vip}. Reads: vips[].announcedToPeers.
+      vipAnnouncedPeers_(gauge(*registry_, "vipd_vip_announced_peers",
+                               "Number of peers the VIP is currently advertised to.")),
+      // vipd_vip_lost_total{vip}: someone else removed the address and vipd put it back.
+      // Reads: vips[].lostCount.
+      vipLost_(counter(*registry_, "vipd_vip_lost_total",
+                       "Times the VIP address disappeared from its interface while vipd held "
+                       "it.")),
+
+      // vipd_health_healthy. Reads: health.healthy. Absent when no health gate is configured.
+      healthHealthy_(gauge(*registry_, "vipd_health_healthy",
+                           "1 while the local control-plane health check passes, 0 otherwise.")),
+      // vipd_health_consecutive_successes. Reads: health.consecutiveSuccesses.
+      healthConsecutiveSuccesses_(
+          gauge(*registry_, "vipd_health_consecutive_successes", "Health checks passed in a row.")),
+      // vipd_health_consecutive_failures. Reads: health.consecutiveFailures.
+      healthConsecutiveFailures_(
+          gauge(*registry_, "vipd_health_consecutive_failures", "Health checks failed in a row.")),
+      // vipd_health_check_latency_seconds: a gauge of the most recent check, not a histogram:
+      // metrics only see snapshots, not every check. Reads: health.lastLatencyMs.
+      healthLatency_(gauge(*registry_, "vipd_health_check_latency_seconds",
+                           "Duration of the most recent health check, in seconds.")),
+      // vipd_health_checks_total. Reads: health.checks.
+      healthChecks_(counter(*registry_, "vipd_health_checks_total", "Health checks run.")),
+      // vipd_health_check_failures_total. Reads: health.failures.
+      healthFailures_(
+          counter(*registry_, "vipd_health_check_failures_total", "Health checks that failed.")) {}
+
+void Metrics::update(const json& status) {
+  if (!status.is_object()) {
+    return;
+  }
+  if (auto version = string(status, "version")) {
+    set(buildInfo_, {{"version", *version}}, 1);
+  }
+  if (auto mode = string(status, "mode")) {
+    set(mode_, {{"mode", *mode}}, 1);
+  }
+  if (auto ready = boolean(status, "ready")) {
+    ready_.Add({}).Set(flag(*ready));
+  }
+  if (const json* peers = member(status, "peers"); peers != nullptr && peers->is_array()) {
+    for (const auto& peer : *peers) {
+      updatePeer(peer);
+    }
+  }
+  if (const json* vips = member(status, "vips"); vips != nullptr && vips->is_array()) {
+    for (const auto& vip : *vips) {
+      updateVip(vip);
+    }
+  }
+  if (const json* health = member(status, "health"); health != nullptr) {
+    updateHealth(*health);
+  }
+  if (const json* withdrawn = member(status, "withdrawn"); withdrawn != nullptr) {
+    updateWithdrawn(*withdrawn);
+  }
+}
+
+void Metrics::updatePeer(const json& peer) {
+  auto address = string(peer, "address");
+  if (!address) {
+    return;
+  }
+  const Labels labels{{"peer", *address}};
+  auto state = string(peer, "state");
+  if (state) {
+    for (auto name : kSessionStates) {
+      peerState_.Add({{"peer", *address}, {"state", std::string(name)}}).Set(flag(*state == name));
+    }
+    peerEstablished_.Add(labels).Set(flag(*state == "Established"));
+  }
+  if (auto seconds = number(peer, "stateSeconds")) {
+    peerStateSeconds_.Add(labels).Set(*seconds);
+  }
+  if (auto tooLong = boolean(peer, "notEstablishedTooLong")) {
+    peerNotEstablishedTooLong_.Add(labels).Set(flag(*tooLong));
+  }
+  if (auto transitions = number(peer, "establishedTransitions"); transitions && state) {
+    const double up = *state == "Established" ? 1 : 0;
+    advance(peerFlaps_, labels, *transitions >= up ? *transitions - up : 0);
+  }
+  if (auto n = number(peer, "updatesSent")) {
+    advance(updatesSent_, labels, *n);
+  }
+  if (auto n = number(peer, "updatesReceived")) {
+    advance(updatesReceived_, labels, *n);
+  }
+  if (auto n = number(peer, "prefixesReceived")) {
+    advance(prefixesReceived_, labels, *n);
+  }
+  if (auto n = number(peer, "withdrawalsReceived")) {
+    advance(withdrawalsReceived_, labels, *n);
+  }
+  if (auto n = number(peer, "treatAsWithdraw")) {
+    advance(updateErrors_, {{"peer", *address}, {"handling", "treat-as-withdraw"}}, *n);
+  }
+  if (auto n = number(peer, "attributeDiscard")) {
+    advance(updateErrors_, {{"peer", *address}, {"handling", "attribute-discard"}}, *n);
+  }
+  if (auto n = number(peer, "endOfRibReceived")) {
+    advance(endOfRibReceived_, labels, *n);
+  }
+  if (auto n = number(peer, "routeRefreshReceived")) {
+    advance(routeRefreshReceived_, labels, *n);
+  }
+  const std::pair<const char*, Family<Counter>*> byCode[] = {
+      {"notificationsSentByCode", &notificationsSent_},
+      {"notificationsReceivedByCode", &notificationsReceived_}};
+  for (const auto& [key, family] : byCode) {
+    const json* codes = member(peer, key);
+    if (codes == nullptr || !codes->is_object()) {
+      continue;
+    }
+    for (const auto& [code, count] : codes->items()) {
+      if (count.is_number()) {
+        advance(*family, {{"peer", *address}, {"code", code}}, count.get<double>());
+      }
+    }
+  }
+  if (auto n = number(peer, "prefixesAdvertised")) {
+    prefixesAdvertised_.Add(labels).Set(*n);
+  }
+}
+
+void Metrics::updateVip(const json& vip) {
+  auto address = string(vip, "address");
+  if (!address) {
+    return;
+  }
+  const Labels labels{{"vip", *address}};
+  if (auto bound = boolean(vip, "bound")) {
+    vipBound_.Add({{"vip", *address}, {"interface", string(vip, "interface").value_or("")}})
+        .Set(flag(*bound));
+  }
+  if (auto owned = boolean(vip, "ownedByVipd")) {
+    vipOwned_.Add(labels).Set(flag(*owned));
+  }
+  if (auto announced = boolean(vip, "announced")) {
+    vipAnnounced_.Add(labels).Set(flag(*announced));
+  }
+  if (auto peers = number(vip, "announcedToPeers")) {
+    vipAnnouncedPeers_.Add(labels).Set(*peers);
+  }
+  if (auto lost = number(vip, "lostCount")) {
+    advance(vipLost_, labels, *lost);
+  }
+}
+
+void Metrics::updateHealth(const json& health) {
+  if (auto healthy = boolean(health, "healthy")) {
+    healthHealthy_.Add({}).Set(flag(*healthy));
+  }
+  if (auto n = number(health, "consecutiveSuccesses")) {
+    healthConsecutiveSuccesses_.Add({}).Set(*n);
+  }
+  if (auto n = number(health, "consecutiveFailures")) {
+    healthConsecutiveFailures_.Add({}).Set(*n);
+  }
+  if (auto ms = number(health, "lastLatencyMs")) {
+    healthLatency_.Add({}).Set(*ms / 1000.0);
+  }
+  if (auto n = number(health, "checks")) {
+    advance(healthChecks_, {}, *n);
+  }
+  if (auto n = number(health, "failures")) {
+    advance(healthFailures_, {}, *n);
+  }
+}
+
+void Metrics::updateWithdrawn(const json& withdrawn) {
+  auto active = boolean(withdrawn, "active");
+  if (!active) {
+    return;
+  }
+  if (*active) {
+    set(withdrawn_, {{"reason", string(withdrawn, "reason").value_or("")}}, 1);
+  } else {
+    set(withdrawn_, {{"reason", ""}}, 0);
+  }
+}
+
+void Metrics::advance(Family<Counter>& family, const Labels& labels, double current) {
+  auto& series = family.Add(labels);
+  auto it = lastSeen_.try_emplace(&series, 0.0).first;
+  if (current > it->second) {
+    series.Increment(current - it->second);
+  }
+  it->second = current;
+}
+
+void Metrics::set(SingleSeries& series, const Labels& labels, double value) {
+  if (series.gauge != nullptr && series.labels != labels) {
+    series.family->Remove(series.gauge);
+    series.gauge = nullptr;
+  }
+  if (series.gauge == nullptr) {
+    series.gauge = &series.family->Add(labels);
+    series.labels = labels;
+  }
+  series.gauge->Set(value);
+}
+
+std::string Metrics::serialize() const {
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+}  // namespace vipd::daemon

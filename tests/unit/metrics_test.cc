@@ -1,0 +1,231 @@
+// Metrics: status JSON snapshots in, Prometheus text out.
+#include "daemon/metrics.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace vipd::daemon {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+json peer(std::string state, int transitions, int updatesSent) {
+  return {{"address", "192.0.2.1"},
+          {"asn", 64512},
+          {"type", "eBGP"},
+          {"state", state},
+          {"stateFor", "5s"},
+          {"lastError", ""},
+          {"prefixesAdvertised", state == "Established" ? 1 : 0},
+          {"updatesSent", updatesSent},
+          {"updatesReceived", 2},
+          {"prefixesReceived", 0},
+          {"withdrawalsReceived", 0},
+          {"treatAsWithdraw", 1},
+          {"attributeDiscard", 0},
+          {"notificationsSent", 1},
+          {"notificationsReceived", 0},
+          {"notificationsSentByCode", {{"6/2", 1}}},
+          {"notificationsReceivedByCode", json::object()},
+          {"establishedTransitions", transitions},
+          {"endOfRibReceived", 1},
+          {"routeRefreshReceived", 0},
+          {"notEstablishedTooLong", false},
+          {"stateSeconds", 5}};
+}
+
+json snapshot(json peerStatus) {
+  return {{"version", "0.1.0"},
+          {"routerId", "192.0.2.10"},
+          {"localAsn", 64500},
+          {"peers", json::array({std::move(peerStatus)})},
+          {"vips", json::array({{{"address", "203.0.113.10/32"},
+                                 {"interface", "lo"},
+                                 {"state", "bound"},
+                                 {"bound", true},
+                                 {"ownedByVipd", true},
+                                 {"lostCount", 2},
+                                 {"announced", true},
+                                 {"announcedToPeers", 1},
+                                 {"reason", ""}}})},
+          {"health",
+           {{"type", "https"},
+            {"healthy", true},
+            {"consecutiveSuccesses", 3},
+            {"consecutiveFailures", 0},
+            {"lastLatencyMs", 12.5},
+            {"checks", 10},
+            {"failures", 1}}},
+          {"withdrawn", {{"active", false}, {"reason", ""}, {"since", nullptr}}},
+          {"mode", "normal"},
+          {"ready", true},
+          {"readyReasons", json::array()}};
+}
+
+TEST(Metrics, ProjectsAFullSnapshot) {
+  Metrics metrics;
+  metrics.update(snapshot(peer("Established", 1, 4)));
+  const auto text = metrics.serialize();
+
+  EXPECT_THAT(text, HasSubstr("vipd_build_info{version=\"0.1.0\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_mode{mode=\"normal\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_ready 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_withdrawn{reason=\"\"} 0\n"));
+
+  EXPECT_THAT(text, HasSubstr("vipd_peer_state{peer=\"192.0.2.1\",state=\"Established\"} 1\n"));
+  for (const char* other : {"Idle", "Connect", "Active", "OpenSent", "OpenConfirm"}) {
+    EXPECT_THAT(text, HasSubstr("vipd_peer_state{peer=\"192.0.2.1\",state=\"" + std::string(other) +
+                                "\"} 0\n"));
+  }
+  EXPECT_THAT(text, HasSubstr("vipd_peer_established{peer=\"192.0.2.1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_peer_state_seconds{peer=\"192.0.2.1\"} 5\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_peer_not_established_too_long{peer=\"192.0.2.1\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_peer_flaps_total{peer=\"192.0.2.1\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_updates_sent_total{peer=\"192.0.2.1\"} 4\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_updates_received_total{peer=\"192.0.2.1\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_prefixes_received_total{peer=\"192.0.2.1\"} 0\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("vipd_update_errors_total{handling=\"treat-as-withdraw\",peer=\"192.0.2.1\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("vipd_update_errors_total{handling=\"attribute-discard\",peer=\"192.0.2.1\"} 0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("vipd_notifications_sent_total{code=\"6/2\",peer=\"192.0.2.1\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("vipd_notifications_received_total{")));
+  EXPECT_THAT(text, HasSubstr("vipd_end_of_rib_received_total{peer=\"192.0.2.1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_prefixes_advertised{peer=\"192.0.2.1\"} 1\n"));
+
+  EXPECT_THAT(text, HasSubstr("vipd_vip_bound{interface=\"lo\",vip=\"203.0.113.10/32\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_vip_announced{vip=\"203.0.113.10/32\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_vip_announced_peers{vip=\"203.0.113.10/32\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_vip_owned_by_vipd{vip=\"203.0.113.10/32\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_vip_lost_total{vip=\"203.0.113.10/32\"} 2\n"));
+
+  EXPECT_THAT(text, HasSubstr("vipd_health_healthy 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_health_consecutive_successes 3\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_health_check_latency_seconds 0.0125\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_health_checks_total 10\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_health_check_failures_total 1\n"));
+
+  // Every family is documented and typed; counters end in _total.
+  EXPECT_THAT(text, HasSubstr("# HELP vipd_peer_flaps_total "));
+  EXPECT_THAT(text, HasSubstr("# TYPE vipd_peer_flaps_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE vipd_peer_state gauge\n"));
+}
+
+TEST(Metrics, CountersAdvanceByTheDeltaAndNeverDecrease) {
+  Metrics metrics;
+  metrics.update(snapshot(peer("Established", 1, 4)));
+  metrics.update(snapshot(peer("Established", 1, 7)));
+  EXPECT_THAT(metrics.serialize(), HasSubstr("vipd_updates_sent_total{peer=\"192.0.2.1\"} 7\n"));
+
+  // A lower value (not expected within a process) adds nothing...
+  metrics.update(snapshot(peer("Established", 1, 3)));
+  EXPECT_THAT(metrics.serialize(), HasSubstr("vipd_updates_sent_total{peer=\"192.0.2.1\"} 7\n"));
+  // ...and becomes the baseline for later growth.
+  metrics.update(snapshot(peer("Established", 1, 5)));
+  EXPECT_THAT(metrics.serialize(), HasSubstr("vipd_updates_sent_total{peer=\"192.0.2.1\"} 9\n"));
+}
+
+TEST(Metrics, FlapsCountEstablishedToDownTransitions) {
+  Metrics metrics;
+  metrics.update(snapshot(peer("Active", 0, 0)));
+  EXPECT_THAT(metrics.serialize(), HasSubstr("vipd_peer_flaps_total{peer=\"192.0.2.1\"} 0\n"));
+  metrics.update(snapshot(peer("Established", 1, 1)));
+  EXPECT_THAT(metrics.serialize(), HasSubstr("vipd_peer_flaps_total{peer=\"192.0.2.1\"} 0\n"));
+  metrics.update(snapshot(peer("Idle", 1, 1)));
+  auto text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_peer_flaps_total{peer=\"192.0.2.1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_peer_established{peer=\"192.0.2.1\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_peer_state{peer=\"192.0.2.1\",state=\"Idle\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_peer_state{peer=\"192.0.2.1\",state=\"Established\"} 0\n"));
+  metrics.update(snapshot(peer("Established", 2, 2)));
+  EXPECT_THAT(metrics.serialize(), HasSubstr("vipd_peer_flaps_total{peer=\"192.0.2.1\"} 1\n"));
+  metrics.update(snapshot(peer("Connect", 2, 2)));
+  EXPECT_THAT(metrics.serialize(), HasSubstr("vipd_peer_flaps_total{peer=\"192.0.2.1\"} 2\n"));
+}
+
+TEST(Metrics, NotificationsByCode) {
+  Metrics metrics;
+  auto p = peer("Idle", 0, 0);
+  p["notificationsReceivedByCode"] = {{"6/2", 1}, {"4/0", 2}};
+  metrics.update(snapshot(p));
+  p["notificationsReceivedByCode"] = {{"6/2", 3}, {"4/0", 2}};
+  metrics.update(snapshot(p));
+  auto text = metrics.serialize();
+  EXPECT_THAT(text,
+              HasSubstr("vipd_notifications_received_total{code=\"6/2\",peer=\"192.0.2.1\"} 3\n"));
+  EXPECT_THAT(text,
+              HasSubstr("vipd_notifications_received_total{code=\"4/0\",peer=\"192.0.2.1\"} 2\n"));
+}
+
+TEST(Metrics, WithdrawnReasonReplacesTheSeries) {
+  Metrics metrics;
+  auto status = snapshot(peer("Established", 1, 1));
+  status["withdrawn"] = {{"active", true}, {"reason", "node drain"}, {"since", "2024-01-01"}};
+  metrics.update(status);
+  EXPECT_THAT(metrics.serialize(), HasSubstr("vipd_withdrawn{reason=\"node drain\"} 1\n"));
+
+  status["withdrawn"] = {{"active", true}, {"reason", "etcd \"upgrade\""}};
+  metrics.update(status);
+  auto text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_withdrawn{reason=\"etcd \\\"upgrade\\\"\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("node drain")));
+
+  status["withdrawn"] = {{"active", false}};
+  metrics.update(status);
+  text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_withdrawn{reason=\"\"} 0\n"));
+  EXPECT_THAT(text, Not(HasSubstr("upgrade")));
+}
+
+TEST(Metrics, TheCurrentStatusShapeWithoutNewerFields) {
+  // What Speaker::status() emits before health, withdrawn, mode and ready exist.
+  Metrics metrics;
+  json p = peer("OpenSent", 0, 0);
+  for (const char* key : {"notificationsSentByCode", "notificationsReceivedByCode",
+                          "notEstablishedTooLong", "stateSeconds"}) {
+    p.erase(key);
+  }
+  json status = {{"version", "0.1.0"}, {"peers", json::array({p})}, {"vips", json::array()}};
+  metrics.update(status);
+  auto text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_peer_state{peer=\"192.0.2.1\",state=\"OpenSent\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("vipd_health_healthy ")));
+  EXPECT_THAT(text, Not(HasSubstr("vipd_ready ")));
+  EXPECT_THAT(text, Not(HasSubstr("vipd_peer_not_established_too_long{")));
+}
+
+TEST(Metrics, MalformedInputIsIgnoredNotFatal) {
+  Metrics metrics;
+  metrics.update(json());
+  metrics.update(json::array({1, 2}));
+  metrics.update({{"peers", "nope"}, {"vips", 3}, {"health", json::array()}, {"withdrawn", 1}});
+  metrics.update({{"peers", json::array({1, json::object(), {{"address", 7}}})}});
+  metrics.update({{"peers", json::array({{{"address", "192.0.2.1"},
+                                          {"state", 3},
+                                          {"updatesSent", "many"},
+                                          {"notificationsSentByCode", {{"6/2", "x"}}}}})}});
+  metrics.update({{"version", nullptr}, {"ready", "yes"}});
+  const auto text = metrics.serialize();
+  EXPECT_THAT(text, Not(HasSubstr("192.0.2.1")));
+  EXPECT_THAT(text, Not(HasSubstr("vipd_ready ")));
+}
+
+TEST(Metrics, UnknownStateSetsAllStatesToZero) {
+  Metrics metrics;
+  metrics.update(snapshot(peer("Established", 1, 1)));
+  metrics.update(snapshot(peer("Bogus", 1, 1)));
+  auto text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_peer_state{peer=\"192.0.2.1\",state=\"Established\"} 0\n"));
+  EXPECT_THAT(text, Not(HasSubstr("state=\"Bogus\"")));
+}
+
+}  // namespace
+}  // namespace vipd::daemon
