@@ -1,0 +1,110 @@
+// The local health check that gates announcements (issue 4): probes the local apiserver (or a TCP
+// port) every `interval`, feeds the outcomes to a HealthGate and tells its owner when the gate
+// flips. Runs on the io_context thread and never blocks it; every probe is bounded by `timeout`.
+//
+// type apiserver: an HTTPS GET of `url`. The server certificate must chain to `caFile` (and only
+// to it: the system trust store is not used) and name the URL's host (an IP SAN for an address, a
+// DNS name otherwise; SNI is sent for DNS names). `certFile`/`keyFile` are presented when the
+// server asks for a client certificate. A probe succeeds only on HTTP 200 with the body `ok` (one
+// trailing newline allowed): a proxy's error page, any other body, a certificate from another CA,
+// a refused connection and a timeout all fail. Response bodies are capped at kMaxHealthBodyBytes.
+// type tcp: a probe succeeds when a connection to `address` (host:port) is established.
+// type none: healthy at once; never probes.
+#pragma once
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tl/expected.hpp>
+
+#include "config/config.h"
+#include "daemon/health_gate.h"
+#include "daemon/logger.h"
+
+namespace boost::asio::ssl {
+class context;
+}
+
+namespace vipd::daemon {
+
+namespace asio = boost::asio;
+
+inline constexpr size_t kMaxHealthBodyBytes = 64 * 1024;
+inline constexpr size_t kMaxHealthHeaderBytes = 16 * 1024;
+
+struct ProbeResult {
+  bool ok = false;
+  std::string detail;  // one phrase for the operator: "HTTP 200 ok", "timed out after 1s (...)"
+  std::chrono::microseconds latency{};
+};
+
+// Where a probe goes, parsed from `url` or `address` by start().
+struct HealthTarget {
+  std::string host;       // without brackets
+  std::string port;       // decimal
+  std::string authority;  // as written: the Host header and the name in messages
+  std::string path;       // request target, "/" at least (apiserver only)
+};
+
+class HealthProbe;
+
+class HealthChecker {
+ public:
+  // Called on the io_context thread each time healthy() flips (and once from start() for type
+  // none), with the probe that flipped it. The owner announces or withdraws in it.
+  using OnChange = std::function<void(bool healthy, const ProbeResult& last)>;
+
+  // `log` must outlive the checker. Nothing happens until start().
+  HealthChecker(asio::io_context& io, config::Health health, const Logger& log, OnChange onChange);
+  // Abandons a probe in flight: its handlers may still run on the io_context afterwards but no
+  // longer touch the checker.
+  ~HealthChecker();
+  HealthChecker(const HealthChecker&) = delete;
+  HealthChecker& operator=(const HealthChecker&) = delete;
+
+  // Checks the target and loads the CA, client certificate and key; an error is one sentence
+  // naming the file or setting to fix. Then probes at once and every `interval` after. For type
+  // none, calls onChange(true, ...) before returning and never probes. Call once.
+  [[nodiscard]] tl::expected<void, std::string> start();
+  // Stops probing and abandons a probe in flight; onChange is not called again. healthy() keeps
+  // its last value.
+  void stop();
+
+  bool healthy() const;
+  // The last probe's outcome (for type none, a fixed "health check disabled" success).
+  const ProbeResult& last() const;
+  // {"type","target","healthy","consecutiveSuccesses","consecutiveFailures","lastResult",
+  //  "lastDetail","lastLatencyMs","checks","failures"}; lastResult is "success", "failure", or
+  // "pending" before the first probe has finished.
+  nlohmann::json status() const;
+
+ private:
+  void probeNow();
+  void scheduleNext();
+  void onProbeDone(const ProbeResult& result);
+  std::string describe() const;  // "apiserver https://127.0.0.1:6443/readyz"
+
+  asio::io_context& io_;
+  config::Health health_;
+  const Logger& log_;
+  OnChange onChange_;
+  HealthGate gate_;
+  HealthTarget target_;
+  asio::steady_timer intervalTimer_;
+  std::shared_ptr<asio::ssl::context> tls_;  // shared with probes in flight
+  std::shared_ptr<HealthProbe> probe_;       // the probe in flight, if any
+  std::chrono::steady_clock::time_point probeStarted_{};
+  ProbeResult last_;
+  bool haveResult_ = false;
+  std::string lastFailureLogged_;
+  bool started_ = false;
+  bool stopped_ = false;
+  // Expires with the checker; handlers holding a weak_ptr to it know whether `this` is alive.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+};
+
+}  // namespace vipd::daemon

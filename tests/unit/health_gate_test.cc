@@ -1,0 +1,109 @@
+#include "daemon/health_gate.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+
+namespace vipd::daemon {
+namespace {
+
+// Feeds a sequence ('+' success, '-' failure) and returns where healthy() flipped, as a string of
+// the same length: 'U' flipped up, 'D' flipped down, '.' no change.
+std::string feed(HealthGate& gate, std::string_view outcomes) {
+  std::string flips;
+  for (char c : outcomes) {
+    bool flipped = gate.record(c == '+');
+    flips += flipped ? (gate.healthy() ? 'U' : 'D') : '.';
+  }
+  return flips;
+}
+
+TEST(HealthGate, StartsUnhealthyWithZeroCounters) {
+  HealthGate gate(2, 3);
+  EXPECT_FALSE(gate.healthy());
+  EXPECT_EQ(gate.consecutiveSuccesses(), 0u);
+  EXPECT_EQ(gate.consecutiveFailures(), 0u);
+  EXPECT_EQ(gate.checks(), 0u);
+  EXPECT_EQ(gate.failures(), 0u);
+}
+
+TEST(HealthGate, BecomesHealthyExactlyAtRise) {
+  HealthGate gate(3, 2);
+  EXPECT_EQ(feed(gate, "++"), "..");
+  EXPECT_FALSE(gate.healthy());
+  EXPECT_EQ(gate.consecutiveSuccesses(), 2u);
+  EXPECT_EQ(feed(gate, "+"), "U");
+  EXPECT_TRUE(gate.healthy());
+  // Further successes do not flip again.
+  EXPECT_EQ(feed(gate, "+++"), "...");
+  EXPECT_EQ(gate.consecutiveSuccesses(), 6u);
+}
+
+TEST(HealthGate, BecomesUnhealthyExactlyAtFall) {
+  HealthGate gate(1, 3);
+  EXPECT_EQ(feed(gate, "+"), "U");
+  EXPECT_EQ(feed(gate, "--"), "..");
+  EXPECT_TRUE(gate.healthy());
+  EXPECT_EQ(gate.consecutiveFailures(), 2u);
+  EXPECT_EQ(gate.consecutiveSuccesses(), 0u);
+  EXPECT_EQ(feed(gate, "-"), "D");
+  EXPECT_FALSE(gate.healthy());
+  EXPECT_EQ(feed(gate, "---"), "...");
+}
+
+TEST(HealthGate, FailuresWhileStartingUpNeverFlip) {
+  HealthGate gate(2, 1);
+  EXPECT_EQ(feed(gate, "-----"), ".....");
+  EXPECT_FALSE(gate.healthy());
+  EXPECT_EQ(gate.consecutiveFailures(), 5u);
+}
+
+TEST(HealthGate, OneFailureResetsTheRiseRun) {
+  HealthGate gate(3, 3);
+  EXPECT_EQ(feed(gate, "++-++-++"), "........");
+  EXPECT_FALSE(gate.healthy());
+  EXPECT_EQ(feed(gate, "+"), "U");
+}
+
+TEST(HealthGate, OneSuccessResetsTheFallRun) {
+  HealthGate gate(1, 3);
+  EXPECT_EQ(feed(gate, "+--+--+--"), "U........");
+  EXPECT_TRUE(gate.healthy());
+  EXPECT_EQ(feed(gate, "-"), "D");
+}
+
+TEST(HealthGate, FlappingNeverReachesEitherThreshold) {
+  HealthGate gate(2, 2);
+  EXPECT_EQ(feed(gate, "+-+-+-+-+-"), "..........");
+  EXPECT_FALSE(gate.healthy());
+  EXPECT_EQ(feed(gate, "++"), ".U");
+  EXPECT_EQ(feed(gate, "-+-+-+-+"), "........");
+  EXPECT_TRUE(gate.healthy());
+}
+
+TEST(HealthGate, RiseOneFallOneFollowsEveryProbe) {
+  HealthGate gate(1, 1);
+  EXPECT_EQ(feed(gate, "+-+--++-"), "UDUD.U.D");
+}
+
+TEST(HealthGate, ZeroThresholdsActAsOne) {
+  HealthGate gate(0, 0);
+  EXPECT_EQ(gate.rise(), 1u);
+  EXPECT_EQ(gate.fall(), 1u);
+  EXPECT_FALSE(gate.healthy());  // never healthy without a probe
+  EXPECT_EQ(feed(gate, "+-"), "UD");
+}
+
+TEST(HealthGate, CountsChecksAndFailures) {
+  HealthGate gate(2, 2);
+  feed(gate, "++--+-");
+  EXPECT_EQ(gate.checks(), 6u);
+  EXPECT_EQ(gate.failures(), 3u);
+  EXPECT_EQ(gate.consecutiveFailures(), 1u);
+  EXPECT_EQ(gate.consecutiveSuccesses(), 0u);
+  EXPECT_FALSE(gate.healthy());  // "++" up, "--" down, then "+-" does not reach rise
+}
+
+}  // namespace
+}  // namespace vipd::daemon
