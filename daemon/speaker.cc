@@ -302,8 +302,12 @@ void Speaker::warnAboutArp() const {
   };
   auto arpIgnore = readSysctl("arp_ignore");
   auto arpAnnounce = readSysctl("arp_announce");
-  for (const auto& vip : config_.vips) {
-    if (vip.interface == "lo" || !vip.prefix.address.isV4()) {
+  for (const auto& binding : binder_.status()) {
+    const auto& vip = binding.vip;
+    // Only VIPs actually on a non-loopback interface matter; a missing one is reported already.
+    bool onInterface =
+        binding.state == BindState::Bound || binding.state == BindState::InterfaceDown;
+    if (vip.interface == "lo" || !vip.prefix.address.isV4() || !onInterface) {
       continue;
     }
     if (arpIgnore.value_or(0) < 1 || arpAnnounce.value_or(0) < 2) {

@@ -69,18 +69,16 @@ VipBinder::VipBinder(netlink::AddressTable& table, std::vector<config::Vip> vips
 void VipBinder::ensureInterface(VipBindingStatus& v, std::vector<BindEvent>& events) {
   auto link = table_.findLink(v.vip.interface);
   if (!link) {
-    v.state = BindState::Error;
-    v.reason = link.error().toString();
-    events.push_back({v.vip.prefix, BindEvent::Kind::Problem, v.reason + "; not announcing"});
+    v.bindError = link.error().toString();
+    events.push_back({v.vip.prefix, BindEvent::Kind::Problem, v.bindError + "; not announcing"});
     return;
   }
   if (*link || !v.vip.createInterface) {
     return;
   }
   if (auto created = table_.createDummy(v.vip.interface); !created) {
-    v.state = BindState::Error;
-    v.reason = created.error().toString();
-    events.push_back({v.vip.prefix, BindEvent::Kind::Problem, v.reason + "; not announcing"});
+    v.bindError = created.error().toString();
+    events.push_back({v.vip.prefix, BindEvent::Kind::Problem, v.bindError + "; not announcing"});
     return;
   }
   events.push_back({v.vip.prefix, BindEvent::Kind::InterfaceCreated,
@@ -94,6 +92,7 @@ std::vector<BindEvent> VipBinder::bind() {
     if (!firstBind_ && !v.vip.rebind) {
       continue;
     }
+    v.bindError.clear();
     ensureInterface(v, events);
     auto link = table_.findLink(v.vip.interface);
     if (!link || !*link) {
@@ -104,8 +103,8 @@ std::vector<BindEvent> VipBinder::bind() {
       continue;  // present already: ours from an earlier run, or the operator's; leave it as is
     }
     if (auto added = table_.addAddress(v.vip.interface, address, netlink::AddOptions{}); !added) {
-      events.push_back({v.vip.prefix, BindEvent::Kind::Problem,
-                        added.error().toString() + "; not announcing"});
+      v.bindError = added.error().toString();
+      events.push_back({v.vip.prefix, BindEvent::Kind::Problem, v.bindError + "; not announcing"});
     }
   }
   firstBind_ = false;
@@ -144,11 +143,15 @@ void VipBinder::observe(const std::vector<netlink::Link>& links,
     const netlink::AddressEntry* entry =
         link ? findAddress(addresses, link->index, toInterfaceAddress(v.vip.prefix)) : nullptr;
     if (!link) {
-      v.state = BindState::InterfaceMissing;
-      v.reason = fmt::format("interface {} does not exist", v.vip.interface);
+      // A failed createInterface is the cause worth showing, not the absence it left behind.
+      v.state = v.bindError.empty() ? BindState::InterfaceMissing : BindState::Error;
+      v.reason = v.bindError.empty() ? fmt::format("interface {} does not exist", v.vip.interface)
+                                     : v.bindError;
     } else if (!entry) {
-      v.state = BindState::NotBound;
-      v.reason = fmt::format("address not bound on {}", v.vip.interface);
+      v.state = v.bindError.empty() ? BindState::NotBound : BindState::Error;
+      v.reason = v.bindError.empty()
+                     ? fmt::format("address not bound on {}", v.vip.interface)
+                     : v.bindError;
     } else if (!link->adminUp) {
       v.state = BindState::InterfaceDown;
       v.reason = fmt::format("interface {} is down", v.vip.interface);

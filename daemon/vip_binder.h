@@ -45,6 +45,7 @@ struct VipBindingStatus {
   std::string reason;        // empty when Bound
   uint64_t lostCount = 0;    // times the address or interface went away while bound
   bool observed = false;     // the kernel has been read at least once (so the start is logged)
+  std::string bindError;     // why the last attempt to create the interface or add failed
 };
 
 netlink::InterfaceAddress toInterfaceAddress(const bgp::Prefix& prefix);

@@ -161,6 +161,20 @@ TEST(VipBinder, CreateInterfaceMakesAnUpDummy) {
   EXPECT_EQ(binder.announceable(), std::set<bgp::Prefix>{kVip4});
 }
 
+TEST(VipBinder, FailedInterfaceCreationIsTheReasonShown) {
+  netlink::FakeAddressTable table;
+  table.failNext("create dummy",
+                 netlink::Error{"create dummy", "vip0", "Operation not supported", 95});
+  auto vip = vipOn("203.0.113.10/32", "vip0");
+  vip.createInterface = true;
+  VipBinder binder(table, {vip});
+  (void)binder.bind();
+  EXPECT_EQ(binder.status()[0].state, BindState::Error);
+  EXPECT_NE(binder.status()[0].reason.find("Operation not supported"), std::string::npos)
+      << binder.status()[0].reason;
+  EXPECT_TRUE(binder.announceable().empty());
+}
+
 TEST(VipBinder, InterfaceDownWithdrawsAndUpAnnouncesAgain) {
   netlink::FakeAddressTable table;
   auto vip = vipOn("203.0.113.10/32", "vip0");
