@@ -35,7 +35,7 @@ constexpr size_t kMaxInterfaceNameLength = 15;
 // sockaddr_un::sun_path is 108 bytes on Linux, including the terminating NUL.
 constexpr size_t kMaxSocketPathLength = 107;
 // Longer than a minute is a mistake, not a drain: kubelet would kill the pod first.
-constexpr milliseconds kMaxUnbindDelay{60000};
+constexpr milliseconds kMaxDrainStep{60000};
 
 // Where a value sits in the document and what it is called, for error messages.
 struct Field {
@@ -269,6 +269,11 @@ class ConfigReader {
   void readListen(const Field& f, Listen& listen);
   void readControl(const Field& f, Control& control);
   void readDrain(const Field& f, Drain& drain);
+  void readHealth(const Field& f, Health& health);
+  void readMetrics(const Field& f, Metrics& metrics);
+  std::optional<std::string> readAbsolutePath(const Field& f, std::string_view what);
+  std::optional<milliseconds> readBoundedDuration(const Field& f, milliseconds min,
+                                                  milliseconds max);
 
   std::string fileName_;
   std::vector<ConfigError> errors_;
@@ -420,7 +425,7 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
   auto m = readMapping(root, "",
                        {"apiVersion", "kind", "routerId", "localAsn", "vips", "communities",
                         "largeCommunities", "peers", "listen", "control", "drain",
-                        "allowNonLocalRouterId"});
+                        "allowNonLocalRouterId", "health", "metrics"});
   if (const Field* f = require(*m, "apiVersion")) {
     auto text = readString(*f);
     if (text && *text != kApiVersion) {
@@ -465,6 +470,12 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
   }
   if (const Field* f = m->find("drain")) {
     readDrain(*f, config.drain);
+  }
+  if (const Field* f = require(*m, "health")) {
+    readHealth(*f, config.health);
+  }
+  if (const Field* f = m->find("metrics")) {
+    readMetrics(*f, config.metrics);
   }
   if (const Field* f = m->find("allowNonLocalRouterId")) {
     if (auto allow = readBool(*f)) {
@@ -885,7 +896,7 @@ void ConfigReader::readListen(const Field& f, Listen& listen) {
 }
 
 void ConfigReader::readControl(const Field& f, Control& control) {
-  auto m = readMapping(f.value, f.path, {"socket"});
+  auto m = readMapping(f.value, f.path, {"socket", "stateDir", "group"});
   if (!m) {
     return;
   }
@@ -904,22 +915,187 @@ void ConfigReader::readControl(const Field& f, Control& control) {
       }
     }
   }
+  if (const Field* d = m->find("stateDir")) {
+    if (auto dir = readAbsolutePath(*d, "state directory")) {
+      control.stateDir = *dir;
+    }
+  }
+  if (const Field* g = m->find("group")) {
+    if (auto group = readString(*g)) {
+      if (group->empty()) {
+        error(*g, "the control group name is empty");
+      } else {
+        control.group = *group;
+      }
+    }
+  }
+}
+
+std::optional<milliseconds> ConfigReader::readBoundedDuration(const Field& f, milliseconds min,
+                                                              milliseconds max) {
+  auto d = readDuration(f);
+  if (d && (*d < min || *d > max)) {
+    error(f, fmt::format("{} is out of range; use {} to {}", formatDuration(*d),
+                         formatDuration(min), formatDuration(max)));
+    return std::nullopt;
+  }
+  return d;
+}
+
+std::optional<std::string> ConfigReader::readAbsolutePath(const Field& f, std::string_view what) {
+  auto path = readString(f);
+  if (path && (path->empty() || (*path)[0] != '/')) {
+    error(f, fmt::format("the {} must be an absolute path, got '{}'", what, *path));
+    return std::nullopt;
+  }
+  return path;
 }
 
 void ConfigReader::readDrain(const Field& f, Drain& drain) {
-  auto m = readMapping(f.value, f.path, {"unbindDelay"});
+  auto m = readMapping(f.value, f.path, {"gracefulShutdownTime", "timeout", "unbindDelay"});
   if (!m) {
     return;
   }
+  if (const Field* d = m->find("gracefulShutdownTime")) {
+    if (auto t = readBoundedDuration(*d, milliseconds{0}, kMaxDrainStep)) {
+      drain.gracefulShutdownTime = *t;
+    }
+  }
+  if (const Field* d = m->find("timeout")) {
+    if (auto t = readBoundedDuration(*d, milliseconds{100}, kMaxDrainStep)) {
+      drain.timeout = *t;
+    }
+  }
   if (const Field* d = m->find("unbindDelay")) {
-    if (auto delay = readDuration(*d)) {
-      if (*delay > kMaxUnbindDelay) {
-        error(*d, fmt::format("unbind delay {} is longer than the {} limit",
-                              formatDuration(*delay), formatDuration(kMaxUnbindDelay)));
+    if (auto t = readBoundedDuration(*d, milliseconds{0}, kMaxDrainStep)) {
+      drain.unbindDelay = *t;
+    }
+  }
+}
+
+void ConfigReader::readHealth(const Field& f, Health& health) {
+  auto m = readMapping(f.value, f.path,
+                       {"type", "url", "caFile", "certFile", "keyFile", "address", "interval",
+                        "timeout", "rise", "fall"});
+  if (!m) {
+    return;
+  }
+  if (const Field* t = require(*m, "type")) {
+    auto type = readString(*t);
+    if (type == "apiserver") {
+      health.type = Health::Type::Apiserver;
+    } else if (type == "tcp") {
+      health.type = Health::Type::Tcp;
+    } else if (type == "none") {
+      health.type = Health::Type::None;
+    } else if (type) {
+      error(*t, fmt::format("'{}' is not a health check type; use apiserver, tcp or none (none "
+                            "announces without any check)",
+                            *type));
+    }
+  }
+  if (const Field* u = m->find("url")) {
+    if (auto url = readString(*u)) {
+      if (!url->starts_with("https://") || url->size() <= 8) {
+        error(*u, fmt::format("'{}' is not an https:// URL; the apiserver check always verifies "
+                              "TLS",
+                              *url));
       } else {
-        drain.unbindDelay = *delay;
+        health.url = *url;
       }
     }
+  }
+  const Field* ca = m->find("caFile");
+  if (ca) {
+    if (auto path = readAbsolutePath(*ca, "CA file")) {
+      health.caFile = *path;
+    }
+  } else if (health.type == Health::Type::Apiserver) {
+    require(*m, "caFile");  // reports it missing: an unverified apiserver answer proves nothing
+  }
+  const Field* cert = m->find("certFile");
+  const Field* key = m->find("keyFile");
+  if (cert) {
+    health.certFile = readAbsolutePath(*cert, "client certificate");
+  }
+  if (key) {
+    health.keyFile = readAbsolutePath(*key, "client key");
+  }
+  if ((cert == nullptr) != (key == nullptr)) {
+    error(cert ? *cert : *key, "certFile and keyFile go together: set both or neither");
+  }
+  if (const Field* a = m->find("address")) {
+    if (auto address = readString(*a)) {
+      auto colon = address->rfind(':');
+      auto host = colon == std::string::npos ? std::string_view{} :
+                                                std::string_view(*address).substr(0, colon);
+      if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+      }
+      unsigned port = 0;
+      bool portOk = colon != std::string::npos &&
+                    std::sscanf(address->c_str() + colon + 1, "%5u", &port) == 1 && port > 0 &&
+                    port <= 65535;
+      if (!portOk || !bgp::IpAddress::parse(host)) {
+        error(*a, fmt::format("'{}' is not an address:port such as 127.0.0.1:6443 or "
+                              "[::1]:6443",
+                              *address));
+      } else {
+        health.address = *address;
+      }
+    }
+  }
+  if (const Field* i = m->find("interval")) {
+    if (auto d = readBoundedDuration(*i, milliseconds{100}, milliseconds{60000})) {
+      health.interval = *d;
+    }
+  }
+  if (const Field* t = m->find("timeout")) {
+    if (auto d = readBoundedDuration(*t, milliseconds{10}, milliseconds{60000})) {
+      health.timeout = *d;
+    }
+  }
+  if (health.timeout > health.interval) {
+    error(*m->find(m->find("timeout") ? "timeout" : "interval"),
+          fmt::format("timeout {} is longer than interval {}; checks would overlap",
+                      formatDuration(health.timeout), formatDuration(health.interval)));
+  }
+  if (const Field* r = m->find("rise")) {
+    if (auto n = readUnsigned(*r, 1, 100)) {
+      health.rise = static_cast<uint32_t>(*n);
+    }
+  }
+  if (const Field* fl = m->find("fall")) {
+    if (auto n = readUnsigned(*fl, 1, 100)) {
+      health.fall = static_cast<uint32_t>(*n);
+    }
+  }
+}
+
+void ConfigReader::readMetrics(const Field& f, Metrics& metrics) {
+  auto m = readMapping(f.value, f.path, {"listen"});
+  if (!m) {
+    return;
+  }
+  if (const Field* l = m->find("listen")) {
+    auto text = readString(*l);
+    if (!text) {
+      return;
+    }
+    auto colon = text->rfind(':');
+    std::string host = colon == std::string::npos ? "" : text->substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    unsigned port = 0;
+    auto address = bgp::IpAddress::parse(host);
+    if (colon == std::string::npos || !address ||
+        std::sscanf(text->c_str() + colon + 1, "%5u", &port) != 1 || port == 0 || port > 65535) {
+      error(*l, fmt::format("'{}' is not an address:port such as 127.0.0.1:9472", *text));
+      return;
+    }
+    metrics.address = *address;
+    metrics.port = static_cast<uint16_t>(port);
   }
 }
 

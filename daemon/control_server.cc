@@ -1,14 +1,52 @@
 #include "daemon/control_server.h"
 
+#include <grp.h>
+#include <pwd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
+#include <vector>
 
 namespace vipd::daemon {
 namespace {
 
 using local = asio::local::stream_protocol;
+
+// Whether the peer on `socket` may use the control socket: root, or a member (primary or
+// supplementary) of the configured group. Returns the refusal reason otherwise.
+std::optional<std::string> refuse(local::socket& socket, std::optional<unsigned> groupId,
+                                  const std::optional<std::string>& groupName) {
+  ucred cred{};
+  socklen_t length = sizeof cred;
+  if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) {
+    return "cannot read the caller's credentials (SO_PEERCRED)";
+  }
+  if (cred.uid == 0) {
+    return std::nullopt;
+  }
+  if (groupId) {
+    if (cred.gid == *groupId) {
+      return std::nullopt;
+    }
+    if (passwd* pw = ::getpwuid(cred.uid)) {
+      int count = 64;
+      std::vector<gid_t> groups(static_cast<size_t>(count));
+      if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &count) >= 0) {
+        for (int i = 0; i < count; ++i) {
+          if (groups[static_cast<size_t>(i)] == *groupId) {
+            return std::nullopt;
+          }
+        }
+      }
+    }
+    return fmt::format("uid {} (pid {}) is not root and not in group {}", cred.uid, cred.pid,
+                       *groupName);
+  }
+  return fmt::format("uid {} (pid {}) is not root", cred.uid, cred.pid);
+}
 
 // One client: read a line (bounded), answer, close.
 class ControlClient : public std::enable_shared_from_this<ControlClient> {
@@ -20,33 +58,38 @@ class ControlClient : public std::enable_shared_from_this<ControlClient> {
     asio::async_read_until(
         socket_, asio::dynamic_buffer(request_, kMaxControlRequestBytes), '\n',
         [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-          self->answer(ec, n);
+          self->dispatch(ec, n);
         });
   }
 
- private:
-  void answer(const boost::system::error_code& ec, size_t n) {
-    nlohmann::json response;
-    if (ec == asio::error::not_found) {
-      response = {{"error", fmt::format("request longer than {} bytes", kMaxControlRequestBytes)}};
-    } else if (ec && ec != asio::error::eof) {
-      return;
-    } else {
-      auto line = request_.substr(0, n == 0 ? request_.size() : n);
-      auto request = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (request.is_discarded() || !request.is_object() || !request.contains("command") ||
-          !request["command"].is_string()) {
-        response = {{"error", "malformed request: expected {\"command\": \"...\"}"}};
-      } else {
-        response = handler_(request);
-      }
-    }
+  void send(const nlohmann::json& response) {
     reply_ = response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     asio::async_write(socket_, asio::buffer(reply_),
                       [self = shared_from_this()](const boost::system::error_code&, size_t) {
                         boost::system::error_code ignored;
                         self->socket_.shutdown(local::socket::shutdown_both, ignored);
                       });
+  }
+
+ private:
+  void dispatch(const boost::system::error_code& ec, size_t n) {
+    if (ec == asio::error::not_found) {
+      send({{"error", fmt::format("request longer than {} bytes", kMaxControlRequestBytes)}});
+      return;
+    }
+    if (ec && ec != asio::error::eof) {
+      return;
+    }
+    auto line = request_.substr(0, n == 0 ? request_.size() : n);
+    auto request = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (request.is_discarded() || !request.is_object() || !request.contains("command") ||
+        !request["command"].is_string()) {
+      send({{"error", "malformed request: expected {\"command\": \"...\"}"}});
+      return;
+    }
+    handler_(request, [self = shared_from_this()](nlohmann::json response) {
+      self->send(response);
+    });
   }
 
   local::socket socket_;
@@ -57,9 +100,14 @@ class ControlClient : public std::enable_shared_from_this<ControlClient> {
 
 }  // namespace
 
-ControlServer::ControlServer(asio::io_context& io, std::string path, Handler handler,
-                             const Logger& log)
-    : io_(io), path_(std::move(path)), handler_(std::move(handler)), log_(log), acceptor_(io) {}
+ControlServer::ControlServer(asio::io_context& io, std::string path,
+                             std::optional<std::string> group, Handler handler, const Logger& log)
+    : io_(io),
+      path_(std::move(path)),
+      group_(std::move(group)),
+      handler_(std::move(handler)),
+      log_(log),
+      acceptor_(io) {}
 
 ControlServer::~ControlServer() {
   if (bound_) {
@@ -68,6 +116,14 @@ ControlServer::~ControlServer() {
 }
 
 tl::expected<void, std::string> ControlServer::open() {
+  if (group_) {
+    group* g = ::getgrnam(group_->c_str());
+    if (g == nullptr) {
+      return tl::unexpected(
+          fmt::format("control.group '{}' does not exist on this node", *group_));
+    }
+    groupId_ = g->gr_gid;
+  }
   std::error_code fsError;
   std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), fsError);
   if (fsError) {
@@ -89,11 +145,22 @@ tl::expected<void, std::string> ControlServer::open() {
   boost::system::error_code ec;
   acceptor_.open(local(), ec);
   if (!ec) {
+    // Created with no access for anyone but root until chmod below: no window for others.
+    mode_t previous = ::umask(0177);
     acceptor_.bind(local::endpoint(path_), ec);
+    ::umask(previous);
   }
   if (!ec) {
     bound_ = true;
-    ::chmod(path_.c_str(), 0600);
+    if (groupId_) {
+      if (::chown(path_.c_str(), static_cast<uid_t>(-1), *groupId_) != 0 ||
+          ::chmod(path_.c_str(), 0660) != 0) {
+        return tl::unexpected(fmt::format("cannot give group {} access to control socket {}: {}",
+                                          *group_, path_, std::strerror(errno)));
+      }
+    } else {
+      ::chmod(path_.c_str(), 0600);
+    }
     acceptor_.listen(16, ec);
   }
   if (ec) {
@@ -110,7 +177,14 @@ void ControlServer::acceptNext() {
       return;
     }
     if (!ec) {
-      std::make_shared<ControlClient>(std::move(socket), handler_)->run();
+      auto reason = refuse(socket, groupId_, group_);
+      auto client = std::make_shared<ControlClient>(std::move(socket), handler_);
+      if (reason) {
+        log_.warn("control", "refused a request on {}: {}", path_, *reason);
+        client->send({{"error", "permission denied: " + *reason}});
+      } else {
+        client->run();
+      }
     } else {
       log_.warn("control", "accept on {} failed: {}; still listening", path_, ec.message());
     }

@@ -1,12 +1,16 @@
-// The control socket (`control.socket`, a unix stream socket, mode 0600): one JSON request line
-// in, one JSON response line out, then close. vipctl is its client.
+// The control socket (`control.socket`, a unix stream socket): one JSON request line in, one JSON
+// response line out, then close. vipctl is its client.
 //
-// Requests: {"command":"status"}. Responses: the command's JSON object, or {"error":"..."}.
-// Oversized (> kMaxControlRequestBytes) or malformed requests get an error response.
+// Access: mode 0600 (root only), or 0660 owned by `control.group` when one is configured. Every
+// caller is also checked with SO_PEERCRED: uid 0, or a member of that group; anyone else gets
+// {"error":"permission denied ..."} and the refusal is logged.
+// Requests: {"command":"status"|"withdraw"|"announce", ...}. Responses: the command's JSON object,
+// or {"error":"..."}. Oversized (> kMaxControlRequestBytes) or malformed requests get an error.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio.hpp>
@@ -23,10 +27,14 @@ inline constexpr size_t kMaxControlRequestBytes = 4096;
 
 class ControlServer {
  public:
-  // Answers one request (already parsed) with a JSON object.
-  using Handler = std::function<nlohmann::json(const nlohmann::json& request)>;
+  // Answers one request (already parsed and authorised) by calling `reply` exactly once, now or
+  // later (`vipctl withdraw --wait` answers when the drain has been acknowledged).
+  using Reply = std::function<void(nlohmann::json response)>;
+  using Handler = std::function<void(const nlohmann::json& request, Reply reply)>;
 
-  ControlServer(asio::io_context& io, std::string path, Handler handler, const Logger& log);
+  // `group`: members may use the socket too (mode 0660); nullopt: root only (mode 0600).
+  ControlServer(asio::io_context& io, std::string path, std::optional<std::string> group,
+                Handler handler, const Logger& log);
   ~ControlServer();
 
   // Binds the socket. Fails if another live process owns it; a stale file is replaced.
@@ -37,6 +45,8 @@ class ControlServer {
 
   asio::io_context& io_;
   std::string path_;
+  std::optional<std::string> group_;
+  std::optional<unsigned> groupId_;  // resolved in open()
   Handler handler_;
   const Logger& log_;
   asio::local::stream_protocol::acceptor acceptor_;

@@ -144,8 +144,8 @@ int main(int argc, char** argv) {
       return;
     }
     log.info("vipd", "received {}; draining", signal == SIGTERM ? "SIGTERM" : "SIGINT");
-    speaker.shutdown("vipd: node shutting down", [&] {
-      log.info("vipd", "every peer notified; exiting");
+    speaker.shutdown([&] {
+      log.info("vipd", "drained and every peer notified; exiting");
       io.stop();
     });
   });

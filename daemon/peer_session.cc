@@ -1,7 +1,9 @@
 #include "daemon/peer_session.h"
 
 #include <netinet/in.h>
+#include <linux/sockios.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 
 namespace vipd::daemon {
 namespace {
@@ -69,6 +71,19 @@ void PeerSession::stop(std::string_view shutdownCommunication, std::function<voi
 
 void PeerSession::setAnnouncements(std::set<bgp::Prefix> prefixes) {
   execute(fsm_.setAnnouncements(std::move(prefixes)));
+}
+
+void PeerSession::setGracefulShutdown(bool on) { execute(fsm_.setGracefulShutdown(on)); }
+
+size_t PeerSession::unacknowledgedBytes() const {
+  if (!current_) {
+    return 0;
+  }
+  int inKernel = 0;
+  if (::ioctl(current_->socket().native_handle(), SIOCOUTQ, &inKernel) != 0) {
+    inKernel = 0;
+  }
+  return current_->queuedBytes() + static_cast<size_t>(std::max(inKernel, 0));
 }
 
 void PeerSession::execute(bgp::Actions actions) {

@@ -49,6 +49,11 @@ class PeerSession {
   // have been written (or the flush deadline passed).
   void stop(std::string_view shutdownCommunication, std::function<void()> done);
   void setAnnouncements(std::set<bgp::Prefix> prefixes);
+  // Drain step (1): re-announce with GRACEFUL_SHUTDOWN (RFC 8326).
+  void setGracefulShutdown(bool on);
+  // Bytes written to this session that the peer's TCP has not acknowledged yet (vipd's own queue
+  // plus the kernel's send queue, SIOCOUTQ). 0 when there is no connection.
+  size_t unacknowledgedBytes() const;
   // A connection the listener accepted from this peer's address.
   void acceptIncoming(tcp::socket socket);
 

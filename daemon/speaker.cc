@@ -17,21 +17,6 @@ constexpr auto kRebindDelay = 1s;
 // retries bindings that failed.
 constexpr auto kReconcileInterval = 10s;
 
-std::string formatDuration(std::chrono::steady_clock::duration d) {
-  auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
-  if (s < 120) {
-    return fmt::format("{}s", s);
-  }
-  if (s < 7200) {
-    return fmt::format("{}m{}s", s / 60, s % 60);
-  }
-  return fmt::format("{}h{}m", s / 3600, (s / 60) % 60);
-}
-
-std::string notificationText(const std::optional<bgp::NotificationMessage>& n) {
-  return n ? bgp::describeNotification(n->code, n->subcode) : "";
-}
-
 bgp::SessionConfig sessionConfigFor(const config::Config& config, const config::Peer& peer,
                                     uint64_t seed) {
   bgp::SessionConfig s;
@@ -82,12 +67,22 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       monitor_(monitor),
       log_(log),
       binder_(table, config_.vips),
-      control_(io, config_.control.socket,
-               [this](const nlohmann::json& request) { return handleControl(request); }, log),
+      control_(
+          io, config_.control.socket, config_.control.group,
+          [this](const nlohmann::json& request, ControlServer::Reply reply) {
+            handleControl(request, std::move(reply));
+          },
+          log),
+      health_(io, config_.health, log, [this](bool healthy, const ProbeResult&) {
+        onHealthChange(healthy);
+      }),
+      http_(io, log, [this](std::string_view target) { return handleHttp(target); }),
+      withdrawnState_(config_.control.stateDir),
       kernelEvents_(io),
       rebindTimer_(io),
       reconcileTimer_(io),
-      unbindTimer_(io) {
+      housekeepingTimer_(io),
+      drainTimer_(io) {
   std::random_device entropy;
   for (const auto& peer : config_.peers) {
     uint64_t seed = (uint64_t{entropy()} << 32) | entropy();
@@ -95,9 +90,10 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
         io_, peer, sessionConfigFor(config_, peer, seed), log_, [this] {
           // Checked again right before a session's first announcement.
           refreshAndAnnounce("a session is about to be established");
-          return binder_.announceable();
+          return intendedAnnouncements();
         }));
   }
+  lastStuckWarning_.resize(peers_.size());
 }
 
 tl::expected<void, std::string> Speaker::start() {
@@ -110,51 +106,80 @@ tl::expected<void, std::string> Speaker::start() {
       return tl::unexpected(*problem);
     }
   }
+  auto persisted = withdrawnState_.load();
+  if (!persisted) {
+    return tl::unexpected(persisted.error());
+  }
+  withdrawn_ = *persisted;
   if (auto opened = control_.open(); !opened) {
     return opened;
   }
-  if (config_.listen.enabled) {
-    namespace ip = asio::ip;
-    const auto& a = config_.listen.address;
-    ip::address address;
-    if (a.isV4()) {
-      address = ip::address_v4(a.v4Value());
-    } else {
-      ip::address_v6::bytes_type b;
-      std::copy(a.bytes.begin(), a.bytes.end(), b.begin());
-      address = ip::address_v6(b);
-    }
-    ip::tcp::endpoint endpoint(address, config_.listen.port);
-    boost::system::error_code ec;
-    listener_.emplace(io_);
-    listener_->open(endpoint.protocol(), ec);
-    if (!ec) {
-      listener_->set_option(ip::tcp::acceptor::reuse_address(true), ec);
-      listener_->bind(endpoint, ec);
-    }
-    if (!ec) {
-      listener_->listen(asio::socket_base::max_listen_connections, ec);
-    }
-    if (ec) {
-      return tl::unexpected(fmt::format(
-          "cannot listen for BGP on {} port {}: {} (another BGP daemon may own the port; set "
-          "listen.enabled: false to dial out only)",
-          a.toString(), config_.listen.port, ec.message()));
-    }
-    log_.info("listener", "accepting BGP connections from configured peers on {} port {}",
-              a.toString(), config_.listen.port);
-    acceptNext();
+  if (auto listening = http_.listen(config_.metrics.address.toString(), config_.metrics.port);
+      !listening) {
+    return listening;
   }
-  logBindEvents(binder_.bind());
+  if (config_.listen.enabled) {
+    if (auto listening = openBgpListener(); !listening) {
+      return listening;
+    }
+  }
+  if (withdrawn_) {
+    // Drained for replacement: do not bind or announce until `vipctl announce`.
+    log_.warn("speaker",
+              "node is withdrawn since {} ({}); not binding or announcing any VIP until "
+              "`vipctl announce`",
+              withdrawn_->since, withdrawn_->reason);
+    logBindEvents(binder_.refresh());
+  } else {
+    logBindEvents(binder_.bind());
+  }
   warnAboutArp();
   // A duplicate, so the descriptor object can close its copy without closing the monitor's.
   kernelEvents_.assign(::dup(monitor_.fd()));
   watchKernel();
   scheduleReconcile();
+  scheduleHousekeeping();
+  if (auto checking = health_.start(); !checking) {
+    return checking;
+  }
   for (auto& peer : peers_) {
     peer->start();
   }
   pushAnnouncements();
+  return {};
+}
+
+tl::expected<void, std::string> Speaker::openBgpListener() {
+  namespace ip = asio::ip;
+  const auto& a = config_.listen.address;
+  ip::address address;
+  if (a.isV4()) {
+    address = ip::address_v4(a.v4Value());
+  } else {
+    ip::address_v6::bytes_type b;
+    std::copy(a.bytes.begin(), a.bytes.end(), b.begin());
+    address = ip::address_v6(b);
+  }
+  ip::tcp::endpoint endpoint(address, config_.listen.port);
+  boost::system::error_code ec;
+  listener_.emplace(io_);
+  listener_->open(endpoint.protocol(), ec);
+  if (!ec) {
+    listener_->set_option(ip::tcp::acceptor::reuse_address(true), ec);
+    listener_->bind(endpoint, ec);
+  }
+  if (!ec) {
+    listener_->listen(asio::socket_base::max_listen_connections, ec);
+  }
+  if (ec) {
+    return tl::unexpected(fmt::format(
+        "cannot listen for BGP on {} port {}: {} (another BGP daemon may own the port; set "
+        "listen.enabled: false to dial out only)",
+        a.toString(), config_.listen.port, ec.message()));
+  }
+  log_.info("listener", "accepting BGP connections from configured peers on {} port {}",
+            a.toString(), config_.listen.port);
+  acceptNext();
   return {};
 }
 
@@ -242,14 +267,15 @@ void Speaker::refreshAndAnnounce(std::string_view why) {
 }
 
 void Speaker::scheduleRebind() {
-  if (rebindPending_ || shuttingDown_) {
+  // A withdrawn or draining node has unbound its VIPs on purpose: never fight that.
+  if (rebindPending_ || shuttingDown_ || withdrawn_ || drain_) {
     return;
   }
   rebindPending_ = true;
   rebindTimer_.expires_after(kRebindDelay);
   rebindTimer_.async_wait([this](const boost::system::error_code& ec) {
     rebindPending_ = false;
-    if (ec || shuttingDown_) {
+    if (ec || shuttingDown_ || withdrawn_ || drain_) {
       return;
     }
     logBindEvents(binder_.bind());
@@ -263,7 +289,7 @@ void Speaker::scheduleReconcile() {
     if (ec || shuttingDown_) {
       return;
     }
-    logBindEvents(binder_.bind());
+    logBindEvents(withdrawn_ || drain_ ? binder_.refresh() : binder_.bind());
     pushAnnouncements();
     scheduleReconcile();
   });
@@ -319,135 +345,35 @@ void Speaker::warnAboutArp() const {
   }
 }
 
-void Speaker::pushAnnouncements() {
-  std::set<bgp::Prefix> announce;
-  if (!shuttingDown_) {
-    announce = binder_.announceable();
+std::set<bgp::Prefix> Speaker::intendedAnnouncements() const {
+  if (shuttingDown_ || !health_.healthy()) {
+    return {};
   }
+  if (drain_) {
+    // Until its withdraw step, a drain keeps announcing (with GRACEFUL_SHUTDOWN) even though a
+    // `vipctl withdraw` has already persisted the withdrawn state.
+    return drain_->withdrawSent ? std::set<bgp::Prefix>{} : binder_.announceable();
+  }
+  if (withdrawn_) {
+    return {};
+  }
+  return binder_.announceable();
+}
+
+void Speaker::pushAnnouncements() {
+  auto announce = intendedAnnouncements();
   for (auto& peer : peers_) {
     peer->setAnnouncements(announce);
   }
 }
 
-void Speaker::shutdown(std::string shutdownCommunication, std::function<void()> done) {
-  if (shuttingDown_) {
-    return;
+void Speaker::onHealthChange(bool healthy) {
+  // The checker has logged the transition; make the announcements follow it at once.
+  if (healthy && !withdrawn_ && !drain_) {
+    refreshAndAnnounce("health gate opened");
+  } else {
+    pushAnnouncements();
   }
-  shuttingDown_ = true;
-  rebindTimer_.cancel();
-  reconcileTimer_.cancel();
-  kernelEvents_.cancel();
-  if (listener_) {
-    boost::system::error_code ignored;
-    listener_->close(ignored);
-  }
-  log_.info("speaker", "shutting down: withdrawing every VIP, then Cease 6/2 \"{}\" to {} peer(s)",
-            shutdownCommunication, peers_.size());
-  pushAnnouncements();  // withdraws: shuttingDown_ empties the set
-  // Remove the addresses only after every peer has the withdraw and unbindDelay has passed, so
-  // connections already on their way here can finish.
-  auto unbind = [this, done = std::move(done)]() mutable {
-    unbindTimer_.expires_after(config_.drain.unbindDelay);
-    unbindTimer_.async_wait([this, done = std::move(done)](const boost::system::error_code&) {
-      logBindEvents(binder_.unbindOwned());
-      if (done) {
-        done();
-      }
-    });
-  };
-  auto remaining = std::make_shared<size_t>(peers_.size());
-  auto finish = std::make_shared<std::function<void()>>(std::move(unbind));
-  if (peers_.empty()) {
-    (*finish)();
-    return;
-  }
-  for (auto& peer : peers_) {
-    peer->stop(shutdownCommunication, [remaining, finish] {
-      if (--*remaining == 0) {
-        (*finish)();
-      }
-    });
-  }
-}
-
-nlohmann::json Speaker::handleControl(const nlohmann::json& request) {
-  const auto command = request["command"].get<std::string>();
-  if (command == "status") {
-    return status();
-  }
-  return {{"error", fmt::format("unknown command '{}'; known: status", command)}};
-}
-
-nlohmann::json Speaker::status() const {
-  nlohmann::json peers = nlohmann::json::array();
-  for (const auto& peer : peers_) {
-    auto s = peer->status();
-    const auto& c = s.counters;
-    nlohmann::json families = nlohmann::json::array();
-    nlohmann::json p{
-        {"address", s.address},
-        {"asn", s.asn},
-        {"type", s.ebgp ? "eBGP" : "iBGP"},
-        {"state", bgp::sessionStateName(s.state)},
-        {"stateFor", formatDuration(s.inState)},
-        {"lastError", s.lastError},
-        {"prefixesAdvertised", s.advertised.size()},
-        {"updatesSent", c.messagesSent[static_cast<size_t>(bgp::MessageType::Update)]},
-        {"updatesReceived", c.messagesReceived[static_cast<size_t>(bgp::MessageType::Update)]},
-        {"prefixesReceived", c.prefixesReceived},
-        {"withdrawalsReceived", c.withdrawalsReceived},
-        {"treatAsWithdraw", c.treatAsWithdraw},
-        {"attributeDiscard", c.attributeDiscard},
-        {"endOfRibReceived", c.endOfRibReceived},
-        {"routeRefreshReceived", c.routeRefreshReceived},
-        {"establishedTransitions", c.establishedTransitions},
-        {"notificationsSent",
-         c.messagesSent[static_cast<size_t>(bgp::MessageType::Notification)]},
-        {"notificationsReceived",
-         c.messagesReceived[static_cast<size_t>(bgp::MessageType::Notification)]},
-        {"lastNotificationSent", notificationText(c.lastNotificationSent)},
-        {"lastNotificationReceived", notificationText(c.lastNotificationReceived)},
-    };
-    if (s.negotiated) {
-      for (const auto& f : s.negotiated->families) {
-        families.push_back(f == bgp::kIpv4Unicast ? "ipv4-unicast" : "ipv6-unicast");
-      }
-      p["holdTimeSeconds"] = s.negotiated->holdTime.count();
-      p["keepaliveSeconds"] = s.negotiated->keepaliveTime.count();
-      p["peerRouterId"] = bgp::IpAddress::v4(s.negotiated->peerRouterId).toString();
-    }
-    p["families"] = families;
-    peers.push_back(std::move(p));
-  }
-  nlohmann::json vips = nlohmann::json::array();
-  for (const auto& binding : binder_.status()) {
-    size_t announcedTo = 0;
-    for (const auto& peer : peers_) {
-      if (peer->status().advertised.count(binding.vip.prefix) != 0) {
-        ++announcedTo;
-      }
-    }
-    std::string reason = binding.reason;
-    if (reason.empty() && shuttingDown_) {
-      reason = "shutting down";
-    } else if (reason.empty() && announcedTo == 0) {
-      reason = "no Established session";
-    }
-    vips.push_back({{"address", binding.vip.prefix.toString()},
-                    {"interface", binding.vip.interface},
-                    {"state", bindStateName(binding.state)},
-                    {"bound", binding.state == BindState::Bound},
-                    {"ownedByVipd", binding.ownedByVipd},
-                    {"lostCount", binding.lostCount},
-                    {"announced", announcedTo > 0},
-                    {"announcedToPeers", announcedTo},
-                    {"reason", reason}});
-  }
-  return {{"version", VIPD_VERSION},
-          {"routerId", config_.routerId.toString()},
-          {"localAsn", config_.localAsn},
-          {"peers", peers},
-          {"vips", vips}};
 }
 
 }  // namespace vipd::daemon

@@ -1,10 +1,10 @@
 // vipctl: talks to a running vipd over its control socket.
 //
 //   vipctl [--socket PATH] status [--json]
-//
-// Exit codes: 0 success; 1 vipd answered with an error; 2 usage error; 3 vipd is not running
-// (or the socket cannot be reached).
+//   vipctl [--socket PATH] withdraw [--wait] [--timeout DUR] [--reason TEXT]
+//   vipctl [--socket PATH] announce
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "config/config_parser.h"
+
 namespace {
 
 namespace asio = boost::asio;
@@ -20,10 +22,24 @@ using json = nlohmann::json;
 
 constexpr std::string_view kUsage =
     "usage: vipctl [--socket PATH] status [--json]\n"
+    "       vipctl [--socket PATH] withdraw [--wait] [--timeout DUR] [--reason TEXT]\n"
+    "       vipctl [--socket PATH] announce\n"
     "\n"
-    "  status   sessions, VIPs and why each VIP is or is not announced\n"
+    "  status    sessions, VIPs, health gate and why each VIP is or is not announced\n"
+    "  withdraw  drain this node: GRACEFUL_SHUTDOWN, withdraw, wait for the peers, unbind.\n"
+    "            The node stays withdrawn across restarts until `vipctl announce`.\n"
+    "            --wait: return only once every Established peer has acknowledged the\n"
+    "            withdraw (bounded by --timeout, default the config's drain.timeout)\n"
+    "  announce  clear the withdrawn state and announce again (once healthy)\n"
     "\n"
-    "exit codes: 0 ok, 1 vipd reported an error, 2 usage error, 3 vipd not reachable\n";
+    "  --socket PATH  vipd's control socket (default /run/vipd/vipd.sock)\n"
+    "\n"
+    "exit codes:\n"
+    "  0  success (withdraw --wait: the peers acknowledged the withdraw)\n"
+    "  1  vipd answered with an error (withdraw --wait: the peers did not acknowledge in time;\n"
+    "     the node is withdrawn all the same)\n"
+    "  2  usage error\n"
+    "  3  vipd is not running, or its socket cannot be reached or refused this user\n";
 
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
@@ -38,25 +54,46 @@ std::string str(const json& j, const char* key) {
 }
 
 void printStatus(const json& s) {
-  fmt::print("vipd {}  router-id {}  AS{}\n\n", str(s, "version"), str(s, "routerId"),
-             str(s, "localAsn"));
-  fmt::print("{:<28} {:<8} {:<5} {:<12} {:>8} {:>6} {:>8}  {}\n", "PEER", "ASN", "TYPE", "STATE",
-             "FOR", "SENT", "UPD-RX", "LAST ERROR");
+  fmt::print("vipd {}  router-id {}  AS{}  mode {}  ready {}\n", str(s, "version"),
+             str(s, "routerId"), str(s, "localAsn"), str(s, "mode"), str(s, "ready"));
+  if (s.contains("health")) {
+    const auto& h = s["health"];
+    fmt::print("health: {} {}  last: {}\n", str(h, "type"),
+               h.value("healthy", false) ? "healthy" : "UNHEALTHY", str(h, "lastDetail"));
+  }
+  if (s.contains("withdrawn") && s["withdrawn"].value("active", false)) {
+    fmt::print("WITHDRAWN since {}: {}  (vipctl announce to undo)\n", str(s["withdrawn"], "since"),
+               str(s["withdrawn"], "reason"));
+  }
+  fmt::print("\n{:<28} {:<8} {:<5} {:<12} {:>8} {:>6} {:>8}  {}\n", "PEER", "ASN", "TYPE",
+             "STATE", "FOR", "SENT", "UPD-RX", "LAST ERROR");
   for (const auto& p : s["peers"]) {
     fmt::print("{:<28} {:<8} {:<5} {:<12} {:>8} {:>6} {:>8}  {}\n", str(p, "address"),
                str(p, "asn"), str(p, "type"), str(p, "state"), str(p, "stateFor"),
                str(p, "prefixesAdvertised"), str(p, "updatesReceived"),
                p.value("lastError", std::string()).empty() ? "-" : str(p, "lastError"));
   }
-  fmt::print("\n{:<28} {:<10} {:<6} {:<10}  {}\n", "VIP", "INTERFACE", "BOUND", "ANNOUNCED",
+  fmt::print("\n{:<28} {:<10} {:<18} {:<10}  {}\n", "VIP", "INTERFACE", "BINDING", "ANNOUNCED",
              "REASON");
   for (const auto& v : s["vips"]) {
-    fmt::print("{:<28} {:<10} {:<6} {:<10}  {}\n", str(v, "address"), str(v, "interface"),
-               v.value("bound", false) ? "yes" : "no",
+    fmt::print("{:<28} {:<10} {:<18} {:<10}  {}\n", str(v, "address"), str(v, "interface"),
+               str(v, "state"),
                v.value("announced", false) ? fmt::format("{} peer(s)", str(v, "announcedToPeers"))
                                            : "no",
                v.value("reason", std::string()).empty() ? "-" : str(v, "reason"));
   }
+  if (!s.value("ready", true) && s.contains("readyReasons")) {
+    fmt::print("\nnot ready:\n");
+    for (const auto& r : s["readyReasons"]) {
+      fmt::print("  - {}\n", r.get<std::string>());
+    }
+  }
+}
+
+int usage(std::string_view problem) {
+  std::fprintf(stderr, "vipctl: %.*s\n%.*s", static_cast<int>(problem.size()), problem.data(),
+               static_cast<int>(kUsage.size()), kUsage.data());
+  return kExitUsage;
 }
 
 }  // namespace
@@ -65,29 +102,47 @@ int main(int argc, char** argv) {
   std::string socketPath = "/run/vipd/vipd.sock";
   std::string command;
   bool asJson = false;
+  bool wait = false;
+  std::optional<std::chrono::milliseconds> timeout;
+  std::optional<std::string> reason;
   std::vector<std::string_view> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--socket" && i + 1 < args.size()) {
-      socketPath = args[++i];
-    } else if (args[i] == "--json") {
-      asJson = true;
-    } else if (args[i] == "--help" || args[i] == "-h") {
+    auto arg = args[i];
+    bool hasValue = i + 1 < args.size();
+    if (arg == "--help" || arg == "-h") {
       std::fwrite(kUsage.data(), 1, kUsage.size(), stdout);
       return 0;
-    } else if (command.empty() && !args[i].starts_with("-")) {
-      command = args[i];
+    } else if (arg == "--socket" && hasValue) {
+      socketPath = args[++i];
+    } else if (arg == "--json") {
+      asJson = true;
+    } else if (arg == "--wait") {
+      wait = true;
+    } else if (arg == "--timeout" && hasValue) {
+      timeout = vipd::config::parseDuration(args[++i]);
+      if (!timeout || timeout->count() == 0) {
+        return usage(fmt::format("--timeout takes a duration such as 30s, not '{}'", args[i]));
+      }
+    } else if (arg == "--reason" && hasValue) {
+      reason = std::string(args[++i]);
+    } else if (command.empty() && !arg.starts_with("-")) {
+      command = arg;
     } else {
-      std::fprintf(stderr, "vipctl: unexpected argument '%.*s'\n%.*s",
-                   static_cast<int>(args[i].size()), args[i].data(),
-                   static_cast<int>(kUsage.size()), kUsage.data());
-      return kExitUsage;
+      return usage(fmt::format("unexpected argument '{}'", arg));
     }
   }
-  if (command != "status") {
-    std::fprintf(stderr, "vipctl: %s\n%.*s",
-                 command.empty() ? "a command is required" : "unknown command",
-                 static_cast<int>(kUsage.size()), kUsage.data());
-    return kExitUsage;
+  if (command != "status" && command != "withdraw" && command != "announce") {
+    return usage(command.empty() ? "a command is required" : "unknown command '" + command + "'");
+  }
+  json request{{"command", command}};
+  if (command == "withdraw") {
+    request["wait"] = wait;
+    if (timeout) {
+      request["timeoutMs"] = static_cast<uint64_t>(timeout->count());
+    }
+    if (reason) {
+      request["reason"] = *reason;
+    }
   }
 
   asio::io_context io;
@@ -99,9 +154,10 @@ int main(int argc, char** argv) {
                  socketPath.c_str(), ec.message().c_str());
     return kExitUnreachable;
   }
-  std::string request = json{{"command", command}}.dump() + "\n";
-  asio::write(socket, asio::buffer(request), ec);
+  std::string line = request.dump() + "\n";
+  asio::write(socket, asio::buffer(line), ec);
   std::string reply;
+  // withdraw --wait answers only once the drain's acknowledgement step is over.
   asio::read(socket, asio::dynamic_buffer(reply, 1 << 20), ec);
   if (ec && ec != asio::error::eof) {
     std::fprintf(stderr, "vipctl: reading vipd's reply failed: %s\n", ec.message().c_str());
@@ -109,14 +165,15 @@ int main(int argc, char** argv) {
   }
   auto response = json::parse(reply, nullptr, false);
   if (response.is_discarded()) {
-    std::fprintf(stderr, "vipctl: vipd sent a reply that is not JSON\n");
+    std::fprintf(stderr, "vipctl: vipd sent no reply or one that is not JSON (is it draining?)\n");
     return kExitError;
   }
   if (response.contains("error")) {
-    std::fprintf(stderr, "vipctl: vipd: %s\n", str(response, "error").c_str());
-    return kExitError;
+    std::string error = str(response, "error");
+    std::fprintf(stderr, "vipctl: vipd: %s\n", error.c_str());
+    return error.starts_with("permission denied") ? kExitUnreachable : kExitError;
   }
-  if (asJson) {
+  if (asJson || command != "status") {
     std::printf("%s\n", response.dump(2).c_str());
   } else {
     printStatus(response);

@@ -1264,8 +1264,11 @@ def vipd_config(lab: Lab, node: Node, local_asn: int, peer_addr: str, peer_asn: 
         "largeCommunities": list(LARGE_COMMUNITIES),
         "peers": [{"address": peer_addr, "asn": peer_asn, "sourceAddress": node.v4, "holdTime": "9s",
                    "connectRetryTime": "1s", "nextHopIpv6": node.v6}],
-        "control": {"socket": lab.path(f"{name}.sock")},
-        "drain": {"unbindDelay": UNBIND_DELAY},
+        "control": {"socket": lab.path(f"{name}.sock"), "stateDir": lab.path(f"{name}-state")},
+        # Short drain steps keep SIGTERM fast in tests; the order is what the tests check.
+        "drain": {"gracefulShutdownTime": "300ms", "unbindDelay": UNBIND_DELAY},
+        # No apiserver in most tests: the gate is off, explicitly (vipd has no implicit default).
+        "health": {"type": "none"},
     }
 
 

@@ -7,7 +7,7 @@ Asserts:
   refused) while the BIRD session is Established with both VIPs, and vipd stays up;
 - SIGTERM: vipd exits 0 within a bound, both VIPs leave BIRD and the fabric kernel, BIRD's
   `show protocols all` shows the received Cease / administrative shutdown with the RFC 8203
-  text "vipd: node shutting down", and the session does not come back.
+  text "vipd: node draining", and the session does not come back.
 """
 import re
 import signal
@@ -15,7 +15,7 @@ import time
 
 import lab
 
-SHUTDOWN_TEXT = "vipd: node shutting down"
+SHUTDOWN_TEXT = "vipd: node draining"
 EXIT_BOUND_S = 5
 STAYS_DOWN_S = 5  # longer than BIRD's error wait (1-2 s) and vipd's connect retry (1 s)
 DEAD_PEER_WATCH_S = 4

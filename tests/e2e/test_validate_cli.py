@@ -30,6 +30,8 @@ peers:
     holdTime: 2s
 control:
   socket: {socket}
+health:
+  type: none
 """
 FIXES = [("colour: blue", "localAsn: 65001"), ("203.0.113.0/24", "203.0.113.10/32"),
          ("holdTime: 2s", "holdTime: 9s")]

@@ -1,0 +1,66 @@
+// The order of a drain (SIGTERM or `vipctl withdraw`), as a pure state machine:
+//   (1) re-announce with GRACEFUL_SHUTDOWN (RFC 8326) for gracefulShutdownTime (skipped if 0),
+//   (2) withdraw,
+//   (3) wait until every Established peer has acknowledged the withdraw (its socket's send queue
+//       is empty), bounded by `timeout`,
+//   (4) wait unbindDelay, then remove the addresses vipd added.
+// The daemon carries out the actions and reports timer expiries and acknowledgement checks; the
+// order lives here so it is tested without sockets or sleeps.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace vipd::daemon {
+
+using std::chrono::milliseconds;
+
+struct DrainAction {
+  enum class Kind {
+    MarkGracefulShutdown,  // re-announce every VIP with 65535:0 (and LOCAL_PREF 0 on iBGP)
+    Withdraw,              // withdraw every VIP from every peer
+    CheckAcks,             // report onAcks(): are the peers' send queues empty?
+    Wait,                  // report onTimer() after `after`
+    Unbind,                // remove the addresses vipd added
+    AcksSettled,           // step (3) is over: `acknowledged` says how (vipctl --wait answers)
+    Finished,              // the drain is complete
+  };
+  Kind kind;
+  milliseconds after{0};
+  bool acknowledged = false;
+};
+
+enum class DrainStep { NotStarted, GracefulShutdown, WaitingForAcks, UnbindDelay, Done };
+
+class DrainSequence {
+ public:
+  DrainSequence(milliseconds gracefulShutdownTime, milliseconds ackTimeout,
+                milliseconds unbindDelay);
+
+  std::vector<DrainAction> start();
+  // The last Wait elapsed.
+  std::vector<DrainAction> onTimer();
+  // Result of a CheckAcks: `allAcknowledged` when every Established peer's send queue is empty;
+  // `sinceWithdraw` is how long ago the withdraw was sent.
+  std::vector<DrainAction> onAcks(bool allAcknowledged, milliseconds sinceWithdraw);
+
+  DrainStep step() const { return step_; }
+  // How step (3) ended; meaningful once step() is UnbindDelay or Done.
+  bool acknowledged() const { return acknowledged_; }
+
+  // How often the send queues are polled while waiting for acknowledgements.
+  static constexpr milliseconds kAckPollInterval{5};
+
+ private:
+  std::vector<DrainAction> withdraw();
+  std::vector<DrainAction> settle(bool acknowledged);
+
+  milliseconds gracefulShutdownTime_;
+  milliseconds ackTimeout_;
+  milliseconds unbindDelay_;
+  DrainStep step_ = DrainStep::NotStarted;
+  bool acknowledged_ = false;
+};
+
+}  // namespace vipd::daemon

@@ -1,0 +1,257 @@
+// Speaker: the control commands, the status document (vipctl status --json, and the source of
+// every metric), readiness, the HTTP probes and the stuck-session warning.
+#include <fmt/format.h>
+
+#include "daemon/speaker.h"
+
+namespace vipd::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A session not Established for longer than this many hold times is stuck (Active forever after a
+// misconfiguration, a firewall, a wrong ASN): it fails readiness and is logged every minute.
+constexpr int kStuckHoldTimes = 3;
+// Hold time 0 has no natural bound; use the default hold time's.
+constexpr auto kStuckFloor = 27s;
+constexpr auto kStuckWarningInterval = 60s;
+constexpr auto kHousekeepingInterval = 1s;
+
+std::string formatDuration(std::chrono::steady_clock::duration d) {
+  auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
+  if (s < 120) {
+    return fmt::format("{}s", s);
+  }
+  if (s < 7200) {
+    return fmt::format("{}m{}s", s / 60, s % 60);
+  }
+  return fmt::format("{}h{}m", s / 3600, (s / 60) % 60);
+}
+
+std::string notificationText(const std::optional<bgp::NotificationMessage>& n) {
+  return n ? bgp::describeNotification(n->code, n->subcode) : "";
+}
+
+nlohmann::json byCode(const std::map<std::pair<uint8_t, uint8_t>, uint64_t>& counts) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [code, n] : counts) {
+    out[fmt::format("{}/{}", code.first, code.second)] = n;
+  }
+  return out;
+}
+
+std::chrono::steady_clock::duration stuckAfter(const config::Peer& peer) {
+  auto bound = peer.holdTime * kStuckHoldTimes;
+  return bound.count() == 0 ? std::chrono::steady_clock::duration(kStuckFloor)
+                            : std::chrono::steady_clock::duration(bound);
+}
+
+}  // namespace
+
+void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply reply) {
+  const auto command = request["command"].get<std::string>();
+  if (command == "status") {
+    reply(status());
+  } else if (command == "withdraw") {
+    handleWithdraw(request, std::move(reply));
+  } else if (command == "announce") {
+    handleAnnounce(std::move(reply));
+  } else {
+    reply({{"error",
+            fmt::format("unknown command '{}'; known: status, withdraw, announce", command)}});
+  }
+}
+
+void Speaker::scheduleHousekeeping() {
+  housekeepingTimer_.expires_after(kHousekeepingInterval);
+  housekeepingTimer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || shuttingDown_) {
+      return;
+    }
+    warnAboutStuckPeers();
+    scheduleHousekeeping();
+  });
+}
+
+void Speaker::warnAboutStuckPeers() {
+  auto now = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    auto s = peers_[i]->status();
+    if (s.state == bgp::SessionState::Established || s.inState <= stuckAfter(config_.peers[i])) {
+      lastStuckWarning_[i] = {};
+      continue;
+    }
+    if (lastStuckWarning_[i] != std::chrono::steady_clock::time_point{} &&
+        now - lastStuckWarning_[i] < kStuckWarningInterval) {
+      continue;
+    }
+    lastStuckWarning_[i] = now;
+    log_.warn("peer " + s.address,
+              "not Established for {} (more than {}x the hold time), now {}; last error: {}; "
+              "readiness fails until it is; warning again in 1m",
+              formatDuration(s.inState), kStuckHoldTimes, bgp::sessionStateName(s.state),
+              s.lastError.empty() ? "none" : s.lastError);
+  }
+}
+
+std::vector<std::string> Speaker::notReadyReasons() const {
+  std::vector<std::string> reasons;
+  bool anyEstablished = false;
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    auto s = peers_[i]->status();
+    if (s.state == bgp::SessionState::Established) {
+      anyEstablished = true;
+    } else if (s.inState > stuckAfter(config_.peers[i])) {
+      reasons.push_back(fmt::format("peer {} not Established for {}", s.address,
+                                    formatDuration(s.inState)));
+    }
+  }
+  if (!anyEstablished) {
+    reasons.push_back("no BGP session is Established");
+  }
+  auto intended = intendedAnnouncements();
+  bool wantAnnounced = !shuttingDown_ && !withdrawn_ && !drain_ && health_.healthy();
+  for (const auto& binding : binder_.status()) {
+    const auto& prefix = binding.vip.prefix;
+    bool announcedSomewhere = false;
+    bool missingSomewhere = false;
+    for (const auto& peer : peers_) {
+      if (peer->state() != bgp::SessionState::Established) {
+        continue;
+      }
+      bool has = peer->status().advertised.count(prefix) != 0;
+      announcedSomewhere = announcedSomewhere || has;
+      missingSomewhere = missingSomewhere || (intended.count(prefix) != 0 && !has);
+    }
+    if (wantAnnounced && binding.state != BindState::Bound) {
+      reasons.push_back(fmt::format("vip {} should be announced but is {}: {}", prefix.toString(),
+                                    bindStateName(binding.state), binding.reason));
+    } else if (missingSomewhere) {
+      reasons.push_back(fmt::format("vip {} is not yet announced to every Established peer",
+                                    prefix.toString()));
+    } else if (intended.count(prefix) == 0 && announcedSomewhere) {
+      reasons.push_back(fmt::format("vip {} is still announced but should not be",
+                                    prefix.toString()));
+    }
+  }
+  return reasons;
+}
+
+HttpResponse Speaker::handleHttp(std::string_view target) {
+  if (target == "/metrics") {
+    metrics_.update(status());
+    return {200, "text/plain; version=0.0.4", metrics_.serialize()};
+  }
+  if (target == "/healthz") {
+    return {200, "text/plain", "ok\n"};
+  }
+  if (target == "/readyz") {
+    auto reasons = notReadyReasons();
+    if (reasons.empty()) {
+      return {200, "text/plain", "ok\n"};
+    }
+    return {503, "text/plain", fmt::format("not ready: {}\n", fmt::join(reasons, "; "))};
+  }
+  return {404, "text/plain", "not found; try /metrics, /healthz or /readyz\n"};
+}
+
+nlohmann::json Speaker::status() const {
+  nlohmann::json peers = nlohmann::json::array();
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    auto s = peers_[i]->status();
+    const auto& c = s.counters;
+    nlohmann::json families = nlohmann::json::array();
+    nlohmann::json p{
+        {"address", s.address},
+        {"asn", s.asn},
+        {"type", s.ebgp ? "eBGP" : "iBGP"},
+        {"state", bgp::sessionStateName(s.state)},
+        {"stateFor", formatDuration(s.inState)},
+        {"stateSeconds",
+         std::chrono::duration_cast<std::chrono::duration<double>>(s.inState).count()},
+        {"notEstablishedTooLong", s.state != bgp::SessionState::Established &&
+                                      s.inState > stuckAfter(config_.peers[i])},
+        {"lastError", s.lastError},
+        {"prefixesAdvertised", s.advertised.size()},
+        {"updatesSent", c.messagesSent[static_cast<size_t>(bgp::MessageType::Update)]},
+        {"updatesReceived", c.messagesReceived[static_cast<size_t>(bgp::MessageType::Update)]},
+        {"prefixesReceived", c.prefixesReceived},
+        {"withdrawalsReceived", c.withdrawalsReceived},
+        {"treatAsWithdraw", c.treatAsWithdraw},
+        {"attributeDiscard", c.attributeDiscard},
+        {"endOfRibReceived", c.endOfRibReceived},
+        {"routeRefreshReceived", c.routeRefreshReceived},
+        {"establishedTransitions", c.establishedTransitions},
+        {"notificationsSent",
+         c.messagesSent[static_cast<size_t>(bgp::MessageType::Notification)]},
+        {"notificationsReceived",
+         c.messagesReceived[static_cast<size_t>(bgp::MessageType::Notification)]},
+        {"notificationsSentByCode", byCode(c.notificationsSentByCode)},
+        {"notificationsReceivedByCode", byCode(c.notificationsReceivedByCode)},
+        {"lastNotificationSent", notificationText(c.lastNotificationSent)},
+        {"lastNotificationReceived", notificationText(c.lastNotificationReceived)},
+    };
+    if (s.negotiated) {
+      for (const auto& f : s.negotiated->families) {
+        families.push_back(f == bgp::kIpv4Unicast ? "ipv4-unicast" : "ipv6-unicast");
+      }
+      p["holdTimeSeconds"] = s.negotiated->holdTime.count();
+      p["keepaliveSeconds"] = s.negotiated->keepaliveTime.count();
+      p["peerRouterId"] = bgp::IpAddress::v4(s.negotiated->peerRouterId).toString();
+    }
+    p["families"] = families;
+    peers.push_back(std::move(p));
+  }
+  nlohmann::json vips = nlohmann::json::array();
+  for (const auto& binding : binder_.status()) {
+    size_t announcedTo = 0;
+    for (const auto& peer : peers_) {
+      if (peer->status().advertised.count(binding.vip.prefix) != 0) {
+        ++announcedTo;
+      }
+    }
+    std::string reason = binding.reason;
+    if (reason.empty()) {
+      if (shuttingDown_) {
+        reason = "shutting down";
+      } else if (drain_) {
+        reason = "draining";
+      } else if (withdrawn_) {
+        reason = fmt::format("withdrawn: {}", withdrawn_->reason);
+      } else if (!health_.healthy()) {
+        reason = "health gate closed";
+      } else if (announcedTo == 0) {
+        reason = "no Established session";
+      }
+    }
+    vips.push_back({{"address", binding.vip.prefix.toString()},
+                    {"interface", binding.vip.interface},
+                    {"state", bindStateName(binding.state)},
+                    {"bound", binding.state == BindState::Bound},
+                    {"ownedByVipd", binding.ownedByVipd},
+                    {"lostCount", binding.lostCount},
+                    {"announced", announcedTo > 0},
+                    {"announcedToPeers", announcedTo},
+                    {"reason", reason}});
+  }
+  nlohmann::json withdrawn{{"active", withdrawn_.has_value()}};
+  if (withdrawn_) {
+    withdrawn["reason"] = withdrawn_->reason;
+    withdrawn["since"] = withdrawn_->since;
+  }
+  auto reasons = notReadyReasons();
+  return {{"version", VIPD_VERSION},
+          {"mode", "standalone"},
+          {"routerId", config_.routerId.toString()},
+          {"localAsn", config_.localAsn},
+          {"peers", peers},
+          {"vips", vips},
+          {"health", health_.status()},
+          {"withdrawn", withdrawn},
+          {"draining", drain_.has_value()},
+          {"lastDrainResult", lastDrainResult_},
+          {"ready", reasons.empty()},
+          {"readyReasons", reasons}};
+}
+
+}  // namespace vipd::daemon

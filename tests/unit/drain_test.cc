@@ -1,0 +1,117 @@
+// The drain order of issue 4, driven as events (no sockets, no sleeps), and the persisted
+// withdrawn state.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "daemon/drain_sequence.h"
+#include "daemon/withdrawn_state.h"
+
+namespace vipd::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+using Kind = DrainAction::Kind;
+
+std::vector<Kind> kinds(const std::vector<DrainAction>& actions) {
+  std::vector<Kind> out;
+  for (const auto& a : actions) {
+    out.push_back(a.kind);
+  }
+  return out;
+}
+
+TEST(DrainSequence, GracefulShutdownThenWithdrawThenAcksThenUnbind) {
+  DrainSequence drain(2000ms, 10000ms, 1000ms);
+  auto a = drain.start();
+  ASSERT_EQ(kinds(a), (std::vector<Kind>{Kind::MarkGracefulShutdown, Kind::Wait}));
+  EXPECT_EQ(a[1].after, 2000ms);
+  EXPECT_EQ(drain.step(), DrainStep::GracefulShutdown);
+
+  a = drain.onTimer();
+  EXPECT_EQ(kinds(a), (std::vector<Kind>{Kind::Withdraw, Kind::CheckAcks}));
+  EXPECT_EQ(drain.step(), DrainStep::WaitingForAcks);
+
+  a = drain.onAcks(false, 3ms);  // the peer has not acknowledged yet: poll again
+  ASSERT_EQ(kinds(a), (std::vector<Kind>{Kind::Wait}));
+  EXPECT_EQ(a[0].after, DrainSequence::kAckPollInterval);
+  EXPECT_EQ(kinds(drain.onTimer()), (std::vector<Kind>{Kind::CheckAcks}));
+
+  a = drain.onAcks(true, 8ms);
+  ASSERT_EQ(kinds(a), (std::vector<Kind>{Kind::AcksSettled, Kind::Wait}));
+  EXPECT_TRUE(a[0].acknowledged);
+  EXPECT_EQ(a[1].after, 1000ms);
+  EXPECT_EQ(drain.step(), DrainStep::UnbindDelay);
+
+  EXPECT_EQ(kinds(drain.onTimer()), (std::vector<Kind>{Kind::Unbind, Kind::Finished}));
+  EXPECT_EQ(drain.step(), DrainStep::Done);
+  EXPECT_TRUE(drain.acknowledged());
+  EXPECT_TRUE(drain.onTimer().empty());
+}
+
+TEST(DrainSequence, ZeroGracefulShutdownTimeWithdrawsAtOnce) {
+  DrainSequence drain(0ms, 10000ms, 1000ms);
+  EXPECT_EQ(kinds(drain.start()), (std::vector<Kind>{Kind::Withdraw, Kind::CheckAcks}));
+}
+
+TEST(DrainSequence, AckTimeoutStillUnbindsButSaysSo) {
+  DrainSequence drain(0ms, 100ms, 0ms);
+  (void)drain.start();
+  auto a = drain.onAcks(false, 100ms);
+  ASSERT_EQ(kinds(a), (std::vector<Kind>{Kind::AcksSettled, Kind::Wait}));
+  EXPECT_FALSE(a[0].acknowledged);
+  EXPECT_EQ(kinds(drain.onTimer()), (std::vector<Kind>{Kind::Unbind, Kind::Finished}));
+  EXPECT_FALSE(drain.acknowledged());
+}
+
+TEST(DrainSequence, StartTwiceAndStrayEventsDoNothing) {
+  DrainSequence drain(1000ms, 100ms, 0ms);
+  EXPECT_TRUE(drain.onAcks(true, 0ms).empty());  // before start
+  (void)drain.start();
+  EXPECT_TRUE(drain.start().empty());
+  EXPECT_TRUE(drain.onAcks(true, 0ms).empty());  // acks before the withdraw mean nothing
+  EXPECT_EQ(drain.step(), DrainStep::GracefulShutdown);
+}
+
+class WithdrawnStateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("vipd-withdrawn-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(WithdrawnStateTest, SaveLoadClear) {
+  WithdrawnState state((dir_ / "nested").string());
+  auto none = state.load();
+  ASSERT_TRUE(none.has_value());
+  EXPECT_FALSE(none->has_value());
+  ASSERT_TRUE(state.save({"node replacement", "2026-12-02T15:00:00Z"}).has_value());
+  auto loaded = state.load();
+  ASSERT_TRUE(loaded.has_value() && loaded->has_value());
+  EXPECT_EQ((*loaded)->reason, "node replacement");
+  EXPECT_EQ((*loaded)->since, "2026-12-02T15:00:00Z");
+  EXPECT_FALSE(std::filesystem::exists(state.path() + ".tmp"));
+  ASSERT_TRUE(state.clear().has_value());
+  ASSERT_TRUE(state.clear().has_value());  // idempotent
+  EXPECT_FALSE(state.load()->has_value());
+}
+
+TEST_F(WithdrawnStateTest, CorruptFileIsAnErrorNotAnAnnouncement) {
+  std::filesystem::create_directories(dir_);
+  WithdrawnState state(dir_.string());
+  std::ofstream(state.path()) << "{not json";
+  auto loaded = state.load();
+  ASSERT_FALSE(loaded.has_value());
+  EXPECT_NE(loaded.error().find("not a valid withdrawn-state file"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vipd::daemon
