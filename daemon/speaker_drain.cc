@@ -185,12 +185,24 @@ void Speaker::handleAnnounce(ControlServer::Reply reply) {
 }
 
 void Speaker::shutdown(std::function<void()> done) {
-  if (shuttingDown_ || drain_) {
+  if (shuttingDown_) {
     return;
   }
   auto stop = [this, done = std::move(done)]() mutable {
     stopPeers(std::string(kDrainCommunication), std::move(done));
   };
+  if (drain_) {
+    // SIGTERM in the middle of `vipctl withdraw`: let that drain finish, then close and exit.
+    log_.info("speaker", "SIGTERM during a drain: exiting once the drain has finished");
+    drain_->onFinished = [previous = std::move(drain_->onFinished),
+                          stop = std::move(stop)]() mutable {
+      if (previous) {
+        previous();
+      }
+      stop();
+    };
+    return;
+  }
   if (withdrawn_) {
     // Already drained by vipctl withdraw: nothing is announced or bound by us; just close.
     log_.info("speaker", "SIGTERM while withdrawn: closing sessions");
