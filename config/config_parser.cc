@@ -141,6 +141,28 @@ std::optional<std::vector<uint32_t>> parseColonFields(std::string_view text, siz
   return values;
 }
 
+// "127.0.0.1:6443", "[::1]:6443": an IP address (no host names: resolving would make the config's
+// meaning depend on DNS at start-up) and a port 1..65535.
+std::optional<std::pair<bgp::IpAddress, uint16_t>> parseAddressPort(std::string_view text) {
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    return std::nullopt;
+  }
+  auto host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  auto portText = text.substr(colon + 1);
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), port);
+  auto address = bgp::IpAddress::parse(host);
+  if (!address || portText.empty() || ec != std::errc{} ||
+      end != portText.data() + portText.size() || port == 0 || port > 65535) {
+    return std::nullopt;
+  }
+  return std::pair{*address, static_cast<uint16_t>(port)};
+}
+
 size_t editDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) {
@@ -259,6 +281,9 @@ class ConfigReader {
 
   void readVips(const Field& f, std::vector<Vip>& vips);
   void readRouterId(const Field& f, const std::vector<Vip>& vips, Config& config);
+  template <typename Value, typename Make>
+  void readColonList(const Field& f, size_t fields, uint64_t maxField, std::string_view expected,
+                     std::string_view name, Make make, std::vector<Value>& out);
   void readCommunities(const Field& f, std::vector<Community>& out);
   void readLargeCommunities(const Field& f, std::vector<bgp::LargeCommunity>& out);
   void readPeers(const Field& f, std::optional<uint32_t> localAsn, const std::vector<Vip>& vips,
@@ -597,7 +622,11 @@ void ConfigReader::readRouterId(const Field& f, const std::vector<Vip>& vips, Co
   config.routerId = *id;
 }
 
-void ConfigReader::readCommunities(const Field& f, std::vector<Community>& out) {
+// Both community lists: colon-separated numbers, each list without duplicates.
+template <typename Value, typename Make>
+void ConfigReader::readColonList(const Field& f, size_t fields, uint64_t maxField,
+                                 std::string_view expected, std::string_view name, Make make,
+                                 std::vector<Value>& out) {
   auto list = readList(f);
   if (!list) {
     return;
@@ -608,45 +637,37 @@ void ConfigReader::readCommunities(const Field& f, std::vector<Community>& out) 
     if (!text) {
       continue;
     }
-    auto parts = parseColonFields(*text, 2, 65535);
+    auto parts = parseColonFields(*text, fields, maxField);
     if (!parts) {
-      error(item, fmt::format("'{}' is not a community: write ASN:VALUE, each 0 to 65535", *text));
+      error(item, fmt::format("'{}' is not a {}: write {}", *text, name, expected));
       continue;
     }
-    Community c{static_cast<uint16_t>((*parts)[0]), static_cast<uint16_t>((*parts)[1])};
-    if (std::find(out.begin(), out.end(), c) != out.end()) {
-      error(item, fmt::format("duplicate community {}", *text));
+    Value value = make(*parts);
+    if (std::find(out.begin(), out.end(), value) != out.end()) {
+      error(item, fmt::format("duplicate {} {}", name, *text));
       continue;
     }
-    out.push_back(c);
+    out.push_back(value);
   }
 }
 
+void ConfigReader::readCommunities(const Field& f, std::vector<Community>& out) {
+  readColonList(f, 2, 65535, "ASN:VALUE, each 0 to 65535", "community",
+                [](const auto& p) {
+                  return Community{static_cast<uint16_t>(p[0]), static_cast<uint16_t>(p[1])};
+                },
+                out);
+}
+
 void ConfigReader::readLargeCommunities(const Field& f, std::vector<bgp::LargeCommunity>& out) {
-  auto list = readList(f);
-  if (!list) {
-    return;
-  }
-  for (size_t i = 0; i < list->size(); ++i) {
-    Field item{YAML::Node(), (*list)[i], indexPath(f.path, i)};
-    auto text = readString(item);
-    if (!text) {
-      continue;
-    }
-    auto parts = parseColonFields(*text, 3, kMaxAsn);
-    if (!parts) {
-      error(item, fmt::format("'{}' is not a large community: write ASN:DATA1:DATA2, each 0 to "
-                              "4294967295 (RFC 8092)",
-                              *text));
-      continue;
-    }
-    bgp::LargeCommunity c{(*parts)[0], (*parts)[1], (*parts)[2]};
-    if (std::find(out.begin(), out.end(), c) != out.end()) {
-      error(item, fmt::format("duplicate large community {}", *text));
-      continue;
-    }
-    out.push_back(c);
-  }
+  readColonList(f, 3, kMaxAsn, "ASN:DATA1:DATA2, each 0 to 4294967295 (RFC 8092)",
+                "large community",
+                [](const auto& p) {
+                  return bgp::LargeCommunity{static_cast<uint32_t>(p[0]),
+                                             static_cast<uint32_t>(p[1]),
+                                             static_cast<uint32_t>(p[2])};
+                },
+                out);
 }
 
 void ConfigReader::readPeers(const Field& f, std::optional<uint32_t> localAsn,
@@ -1026,17 +1047,7 @@ void ConfigReader::readHealth(const Field& f, Health& health) {
   }
   if (const Field* a = m->find("address")) {
     if (auto address = readString(*a)) {
-      auto colon = address->rfind(':');
-      auto host = colon == std::string::npos ? std::string_view{} :
-                                                std::string_view(*address).substr(0, colon);
-      if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-        host = host.substr(1, host.size() - 2);
-      }
-      unsigned port = 0;
-      bool portOk = colon != std::string::npos &&
-                    std::sscanf(address->c_str() + colon + 1, "%5u", &port) == 1 && port > 0 &&
-                    port <= 65535;
-      if (!portOk || !bgp::IpAddress::parse(host)) {
+      if (!parseAddressPort(*address)) {
         error(*a, fmt::format("'{}' is not an address:port such as 127.0.0.1:6443 or "
                               "[::1]:6443",
                               *address));
@@ -1082,20 +1093,13 @@ void ConfigReader::readMetrics(const Field& f, Metrics& metrics) {
     if (!text) {
       return;
     }
-    auto colon = text->rfind(':');
-    std::string host = colon == std::string::npos ? "" : text->substr(0, colon);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-      host = host.substr(1, host.size() - 2);
-    }
-    unsigned port = 0;
-    auto address = bgp::IpAddress::parse(host);
-    if (colon == std::string::npos || !address ||
-        std::sscanf(text->c_str() + colon + 1, "%5u", &port) != 1 || port == 0 || port > 65535) {
+    auto addressPort = parseAddressPort(*text);
+    if (!addressPort) {
       error(*l, fmt::format("'{}' is not an address:port such as 127.0.0.1:9472", *text));
       return;
     }
-    metrics.address = *address;
-    metrics.port = static_cast<uint16_t>(port);
+    metrics.address = addressPort->first;
+    metrics.port = addressPort->second;
   }
 }
 
