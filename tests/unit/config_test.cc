@@ -63,8 +63,18 @@ constexpr std::string_view kOnePeer =
     "  - address: 192.0.2.1\n"  // line 8
     "    asn: 65000\n";         // line 9
 
+// `health` is required; it goes last so that it never moves the lines the tests assert on.
+constexpr std::string_view kHealthNone = "health: {type: none}\n";
+
 std::string withPeer(std::string_view peerExtra) {
-  return std::string(kHeader) + std::string(kOnePeer) + std::string(peerExtra);  // extra: line 10
+  // extra: line 10; health follows it
+  return std::string(kHeader) + std::string(kOnePeer) + std::string(peerExtra) +
+         std::string(kHealthNone);
+}
+
+// A valid document whose health block is `healthBody`: "health:" is line 10, the body line 11 on.
+std::string withHealth(std::string_view healthBody) {
+  return std::string(kHeader) + std::string(kOnePeer) + "health:\n" + std::string(healthBody);
 }
 
 // ---- Valid configs ----
@@ -78,7 +88,8 @@ TEST(ConfigParse, FullConfigParsesToExpectedValues) {
   EXPECT_EQ(c.routerId, ip("192.0.2.11"));
   EXPECT_EQ(c.localAsn, 4200000001u);
   ASSERT_EQ(c.vips.size(), 3u);
-  EXPECT_EQ(c.vips[0], (Vip{prefix("203.0.113.10/32"), "vip0"}));
+  EXPECT_EQ(c.vips[0], (Vip{prefix("203.0.113.10/32"), "vip0", /*createInterface=*/true,
+                            /*rebind=*/false}));
   EXPECT_EQ(c.vips[1], (Vip{prefix("203.0.113.11/32"), "lo"}));
   EXPECT_EQ(c.vips[2], (Vip{prefix("2001:db8:100::10/128"), "lo"}));
   EXPECT_EQ(c.communities, (std::vector<Community>{{65000, 100}, {65535, 0}}));
@@ -113,6 +124,26 @@ TEST(ConfigParse, FullConfigParsesToExpectedValues) {
   EXPECT_EQ(c.listen.address, ip("::"));
   EXPECT_EQ(c.listen.port, 1179);
   EXPECT_EQ(c.control.socket, "/var/run/vipd.sock");
+  EXPECT_EQ(c.control.stateDir, "/var/lib/vipd-test");
+  EXPECT_EQ(c.control.group, "vipctl");
+  EXPECT_TRUE(c.allowNonLocalRouterId);
+
+  EXPECT_EQ(c.drain.gracefulShutdownTime, milliseconds{0});
+  EXPECT_EQ(c.drain.timeout, milliseconds{30000});
+  EXPECT_EQ(c.drain.unbindDelay, milliseconds{500});
+
+  EXPECT_EQ(c.health.type, Health::Type::Apiserver);
+  EXPECT_EQ(c.health.url, "https://[::1]:16443/livez?verbose");
+  EXPECT_EQ(c.health.caFile, "/etc/kubernetes/pki/ca.crt");
+  EXPECT_EQ(c.health.certFile, "/etc/kubernetes/pki/apiserver-kubelet-client.crt");
+  EXPECT_EQ(c.health.keyFile, "/etc/kubernetes/pki/apiserver-kubelet-client.key");
+  EXPECT_EQ(c.health.interval, milliseconds{2000});
+  EXPECT_EQ(c.health.timeout, milliseconds{500});
+  EXPECT_EQ(c.health.rise, 1u);
+  EXPECT_EQ(c.health.fall, 5u);
+
+  EXPECT_EQ(c.metrics.address, ip("::1"));
+  EXPECT_EQ(c.metrics.port, 19472);
 }
 
 TEST(ConfigParse, DefaultsAreApplied) {
@@ -123,6 +154,9 @@ TEST(ConfigParse, DefaultsAreApplied) {
   EXPECT_TRUE(c.largeCommunities.empty());
   ASSERT_EQ(c.vips.size(), 1u);
   EXPECT_EQ(c.vips[0].interface, "lo");
+  EXPECT_FALSE(c.vips[0].createInterface);
+  EXPECT_TRUE(c.vips[0].rebind);
+  EXPECT_FALSE(c.allowNonLocalRouterId);
   ASSERT_EQ(c.peers.size(), 2u);
   const Peer& p = c.peers[0];
   EXPECT_EQ(p.port, 179);
@@ -139,6 +173,36 @@ TEST(ConfigParse, DefaultsAreApplied) {
   EXPECT_EQ(c.listen.address, bgp::IpAddress::v4(0u));
   EXPECT_EQ(c.listen.port, 179);
   EXPECT_EQ(c.control.socket, "/run/vipd/vipd.sock");
+  EXPECT_EQ(c.control.stateDir, "/var/lib/vipd");
+  EXPECT_EQ(c.control.group, std::nullopt);
+  EXPECT_EQ(c.drain.gracefulShutdownTime, milliseconds{2000});
+  EXPECT_EQ(c.drain.timeout, milliseconds{10000});
+  EXPECT_EQ(c.drain.unbindDelay, milliseconds{1000});
+  // minimal.yaml says only `type: none`; every other health key has its default.
+  EXPECT_EQ(c.health.type, Health::Type::None);
+  EXPECT_EQ(c.health.url, "https://127.0.0.1:6443/readyz");
+  EXPECT_EQ(c.health.caFile, "");
+  EXPECT_EQ(c.health.certFile, std::nullopt);
+  EXPECT_EQ(c.health.keyFile, std::nullopt);
+  EXPECT_EQ(c.health.address, "127.0.0.1:6443");
+  EXPECT_EQ(c.health.interval, milliseconds{1000});
+  EXPECT_EQ(c.health.timeout, milliseconds{1000});
+  EXPECT_EQ(c.health.rise, 2u);
+  EXPECT_EQ(c.health.fall, 3u);
+  EXPECT_EQ(c.metrics.address, ip("127.0.0.1"));
+  EXPECT_EQ(c.metrics.port, 9472);
+}
+
+TEST(ConfigParse, HealthDefaultsForApiserverAndTcp) {
+  auto result =
+      parseConfig(withHealth("  type: apiserver\n  caFile: /etc/vipd/ca.crt\n"), "vipd.yaml");
+  ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
+  EXPECT_EQ(result->health,
+            (Health{.type = Health::Type::Apiserver, .caFile = "/etc/vipd/ca.crt"}));
+  result = parseConfig(withHealth("  type: tcp\n"), "vipd.yaml");
+  ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
+  EXPECT_EQ(result->health, (Health{.type = Health::Type::Tcp}));
+  EXPECT_EQ(result->health.address, "127.0.0.1:6443");
 }
 
 TEST(ConfigParse, DefaultKeepaliveRoundsDownToWholeSeconds) {
@@ -155,13 +219,24 @@ TEST(ConfigParse, ExampleConfigIsValid) {
   ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
   EXPECT_EQ(result->vips.size(), 2u);
   EXPECT_EQ(result->peers.size(), 2u);
+  // The values written out are the defaults, except where the example shows a non-default use.
+  EXPECT_EQ(result->health,
+            (Health{.type = Health::Type::Apiserver, .caFile = "/etc/kubernetes/pki/ca.crt"}));
+  EXPECT_EQ(result->drain, Drain{});
+  EXPECT_EQ(result->control, Control{});
+  EXPECT_EQ(result->metrics, Metrics{});
+  EXPECT_EQ(result->listen, Listen{});
+  EXPECT_FALSE(result->allowNonLocalRouterId);
+  ASSERT_EQ(result->vips.size(), 2u);
+  EXPECT_EQ(result->vips[0], (Vip{prefix("203.0.113.10/32")}));
+  EXPECT_TRUE(result->vips[1].createInterface);
 }
 
 TEST(ConfigParse, QuotedAndFlowStylesAreAccepted) {
   auto result = parseConfig(
       "{apiVersion: 'vipd.io/v1alpha1', kind: \"SpeakerConfiguration\", routerId: '192.0.2.11',"
       " localAsn: 65001, vips: [{address: '203.0.113.10/32'}],"
-      " peers: [{address: '192.0.2.1', asn: 65000, holdTime: '9s'}]}",
+      " peers: [{address: '192.0.2.1', asn: 65000, holdTime: '9s'}], health: {type: none}}",
       "vipd.yaml");
   ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
   EXPECT_EQ(result->peers[0].holdTime, milliseconds{9000});
@@ -196,16 +271,17 @@ TEST(ConfigErrors, YamlSyntaxErrorNamesLineAndColumn) {
 }
 
 TEST(ConfigErrors, MoreThanOneDocument) {
-  std::string yaml = withPeer("---\nfoo: 1\n");
+  // The first document is complete (health on line 10); the second starts on line 11.
+  std::string yaml = withPeer("") + "---\nfoo: 1\n";
   auto errors = errorsOf(yaml);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].toString(),
-            "vipd.yaml:11:1: the file holds 2 YAML documents; expected exactly one");
+            "vipd.yaml:12:1: the file holds 2 YAML documents; expected exactly one");
 }
 
 TEST(ConfigErrors, MissingRequiredKeys) {
   auto errors = errorsOf("listen:\n  enabled: true\n");
-  ASSERT_EQ(errors.size(), 6u) << describeErrors(errors);
+  ASSERT_EQ(errors.size(), 7u) << describeErrors(errors);
   EXPECT_EQ(errors[0].toString(),
             "vipd.yaml:1:1: apiVersion: required key 'apiVersion' is missing");
   std::vector<std::string> paths;
@@ -213,11 +289,12 @@ TEST(ConfigErrors, MissingRequiredKeys) {
     paths.push_back(e.path);
   }
   EXPECT_THAT(paths, ::testing::UnorderedElementsAre("apiVersion", "kind", "routerId", "localAsn",
-                                                     "vips", "peers"));
+                                                     "vips", "peers", "health"));
 }
 
 TEST(ConfigErrors, MissingPeerKeyPointsAtThePeer) {
-  std::string yaml = std::string(kHeader) + "peers:\n  - address: 192.0.2.1\n";
+  std::string yaml =
+      std::string(kHeader) + "peers:\n  - address: 192.0.2.1\n" + std::string(kHealthNone);
   EXPECT_EQ(onlyError(yaml), "vipd.yaml:8:5: peers[0].asn: required key 'asn' is missing");
 }
 
@@ -254,8 +331,7 @@ TEST(ConfigErrors, UnknownKeyWithoutCloseMatchListsKnownKeys) {
 TEST(ConfigErrors, DuplicateKey) {
   EXPECT_EQ(onlyError(withPeer("    asn: 65002\n")),
             "vipd.yaml:10:5: peers[0].asn: duplicate key 'asn' (first set on line 9)");
-  std::string yaml = withPeer("");
-  yaml += "localAsn: 65002\n";
+  std::string yaml = withPeer("localAsn: 65002\n");
   EXPECT_EQ(onlyError(yaml),
             "vipd.yaml:10:1: localAsn: duplicate key 'localAsn' (first set on "
             "line 4)");
@@ -375,7 +451,7 @@ TEST(ConfigErrors, VipListRules) {
   std::string base =
       "apiVersion: vipd.io/v1alpha1\nkind: SpeakerConfiguration\n"
       "routerId: 192.0.2.11\nlocalAsn: 65001\n";
-  std::string peers(kOnePeer);
+  std::string peers = std::string(kOnePeer) + std::string(kHealthNone);
   EXPECT_EQ(onlyError(base + "vips: []\n" + peers),
             "vipd.yaml:5:7: vips: at least one VIP is required");
   EXPECT_EQ(onlyError(base + "vips: 203.0.113.10/32\n" + peers),
@@ -507,7 +583,7 @@ TEST(ConfigErrors, PeerAddresses) {
             "peer address 192.0.2.1 is IPv4; they must be the same family");
   EXPECT_EQ(onlyError(withPeer("  - address: 192.0.2.1\n    asn: 65002\n")),
             "vipd.yaml:10:14: peers[1].address: duplicate peer 192.0.2.1 (also peers[0])");
-  EXPECT_EQ(onlyError(std::string(kHeader) + "peers: []\n"),
+  EXPECT_EQ(onlyError(std::string(kHeader) + "peers: []\n" + std::string(kHealthNone)),
             "vipd.yaml:7:8: peers: at least one peer is required");
 }
 
@@ -529,7 +605,8 @@ TEST(ConfigErrors, Ipv6VipNeedsIpv6NextHopOnIpv4Session) {
                      "    asn: 65000\n"
                      "  - address: 192.0.2.2\n"  // line 11: peers[1], has nextHopIpv6
                      "    asn: 65000\n"
-                     "    nextHopIpv6: 2001:db8::11\n";
+                     "    nextHopIpv6: 2001:db8::11\n" +
+                     std::string(kHealthNone);
   EXPECT_EQ(onlyError(yaml),
             "vipd.yaml:9:5: peers[0]: VIP 2001:db8::10/128 needs an IPv6 next hop; this IPv4 "
             "session has none: set nextHopIpv6");
@@ -539,17 +616,270 @@ TEST(ConfigParse, Ipv6VipOverIpv6SessionUsesTheSessionAddress) {
   std::string yaml =
       "apiVersion: vipd.io/v1alpha1\nkind: SpeakerConfiguration\nrouterId: 192.0.2.11\n"
       "localAsn: 65001\nvips:\n  - address: 2001:db8::10/128\n"
-      "peers:\n  - address: 2001:db8::1\n    asn: 65000\n";
+      "peers:\n  - address: 2001:db8::1\n    asn: 65000\nhealth: {type: none}\n";
   auto result = parseConfig(yaml, "vipd.yaml");
   ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
   EXPECT_EQ(result->peers[0].nextHopIpv6, std::nullopt);
 }
 
 TEST(ConfigErrors, Ipv4VipOverIpv6Session) {
-  std::string yaml = std::string(kHeader) + "peers:\n  - address: 2001:db8::1\n    asn: 65000\n";
+  std::string yaml = std::string(kHeader) + "peers:\n  - address: 2001:db8::1\n    asn: 65000\n" +
+                     std::string(kHealthNone);
   EXPECT_EQ(onlyError(yaml),
             "vipd.yaml:8:5: peers[0]: IPv4 VIP 203.0.113.10/32 over an IPv6 session needs an IPv4 "
             "next hop, which vipd cannot supply; use an IPv4 peer address");
+}
+
+// ---- Health ----
+
+TEST(ConfigErrors, HealthIsRequired) {
+  // There is no implicit "announce without a check": `health: {type: none}` must be written.
+  std::string yaml = std::string(kHeader) + std::string(kOnePeer);
+  EXPECT_EQ(onlyError(yaml), "vipd.yaml:1:1: health: required key 'health' is missing");
+  EXPECT_EQ(onlyError(withHealth("  rise: 2\n")),
+            "vipd.yaml:11:3: health.type: required key 'type' is missing");
+  EXPECT_EQ(onlyError(std::string(kHeader) + std::string(kOnePeer) + "health: {}\n"),
+            "vipd.yaml:10:9: health.type: required key 'type' is missing");
+  EXPECT_EQ(onlyError(std::string(kHeader) + std::string(kOnePeer) + "health: none\n"),
+            "vipd.yaml:10:9: health: expected a mapping, got 'none'");
+}
+
+TEST(ConfigErrors, HealthTypeIsOneOfTheKnownTypes) {
+  EXPECT_EQ(onlyError(withHealth("  type: http\n")),
+            "vipd.yaml:11:9: health.type: 'http' is not a health check type; use apiserver, tcp or "
+            "none (none announces without any check)");
+  EXPECT_THAT(onlyError(withHealth("  type: None\n")), HasSubstr("'None' is not a health check"));
+  EXPECT_THAT(onlyError(withHealth("  type: [tcp]\n")),
+              HasSubstr("health.type: expected a string, got a list"));
+  EXPECT_THAT(onlyError(withHealth("  type: none\n  kind: tcp\n")),
+              HasSubstr("health.kind: unknown key 'kind'"));
+}
+
+TEST(ConfigErrors, ApiserverNeedsAnAbsoluteCaFile) {
+  EXPECT_EQ(onlyError(withHealth("  type: apiserver\n")),
+            "vipd.yaml:11:3: health.caFile: required key 'caFile' is missing");
+  EXPECT_EQ(onlyError(withHealth("  type: apiserver\n  caFile: pki/ca.crt\n")),
+            "vipd.yaml:12:11: health.caFile: the CA file must be an absolute path, got "
+            "'pki/ca.crt'");
+  // Other types do not need one.
+  EXPECT_TRUE(parseConfig(withHealth("  type: tcp\n"), "vipd.yaml").has_value());
+}
+
+TEST(ConfigErrors, HealthUrlMustBeHttps) {
+  const std::string apiserver = "  type: apiserver\n  caFile: /ca.crt\n";
+  EXPECT_EQ(onlyError(withHealth(apiserver + "  url: http://127.0.0.1:6443/readyz\n")),
+            "vipd.yaml:13:8: health.url: 'http://127.0.0.1:6443/readyz' is not an https:// URL; "
+            "the apiserver check always verifies TLS");
+  EXPECT_THAT(onlyError(withHealth(apiserver + "  url: https://\n")),
+              HasSubstr("'https://' is not an https:// URL"));
+  EXPECT_THAT(onlyError(withHealth(apiserver + "  url: HTTPS://127.0.0.1:6443/readyz\n")),
+              HasSubstr("is not an https:// URL"));
+  auto ok =
+      parseConfig(withHealth(apiserver + "  url: https://10.0.0.1:6443/livez\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->health.url, "https://10.0.0.1:6443/livez");
+}
+
+TEST(ConfigErrors, ClientCertificateAndKeyGoTogether) {
+  const std::string apiserver = "  type: apiserver\n  caFile: /ca.crt\n";
+  EXPECT_EQ(onlyError(withHealth(apiserver + "  certFile: /client.crt\n")),
+            "vipd.yaml:13:13: health.certFile: certFile and keyFile go together: set both or "
+            "neither");
+  EXPECT_EQ(onlyError(withHealth(apiserver + "  keyFile: /client.key\n")),
+            "vipd.yaml:13:12: health.keyFile: certFile and keyFile go together: set both or "
+            "neither");
+  EXPECT_EQ(onlyError(withHealth(apiserver + "  certFile: /client.crt\n  keyFile: client.key\n")),
+            "vipd.yaml:14:12: health.keyFile: the client key must be an absolute path, got "
+            "'client.key'");
+  EXPECT_THAT(onlyError(withHealth(apiserver + "  certFile: client.crt\n  keyFile: /c.key\n")),
+              HasSubstr("health.certFile: the client certificate must be an absolute path"));
+  auto ok = parseConfig(withHealth(apiserver + "  certFile: /client.crt\n  keyFile: /client.key\n"),
+                        "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->health.certFile, "/client.crt");
+  EXPECT_EQ(ok->health.keyFile, "/client.key");
+}
+
+TEST(ConfigErrors, HealthIntervalAndTimeout) {
+  const std::string none = "  type: none\n";
+  EXPECT_EQ(onlyError(withHealth(none + "  interval: 2s\n  timeout: 3s\n")),
+            "vipd.yaml:13:12: health.timeout: timeout 3s is longer than interval 2s; checks would "
+            "overlap");
+  // Against the default timeout of 1s, a shorter interval is what has to change.
+  EXPECT_EQ(onlyError(withHealth(none + "  interval: 500ms\n")),
+            "vipd.yaml:12:13: health.interval: timeout 1s is longer than interval 500ms; checks "
+            "would overlap");
+  EXPECT_EQ(onlyError(withHealth(none + "  interval: 50ms\n  timeout: 10ms\n")),
+            "vipd.yaml:12:13: health.interval: 50ms is out of range; use 100ms to 1m");
+  EXPECT_THAT(onlyError(withHealth(none + "  interval: 61s\n")),
+              HasSubstr("health.interval: 1m1s is out of range; use 100ms to 1m"));
+  EXPECT_EQ(onlyError(withHealth(none + "  timeout: 5ms\n")),
+            "vipd.yaml:12:12: health.timeout: 5ms is out of range; use 10ms to 1m");
+  EXPECT_THAT(onlyError(withHealth(none + "  timeout: 1\n")),
+              HasSubstr("health.timeout: duration '1' needs a unit"));
+  auto ok = parseConfig(withHealth(none + "  interval: 100ms\n  timeout: 10ms\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->health.interval, milliseconds{100});
+  EXPECT_EQ(ok->health.timeout, milliseconds{10});
+  ok = parseConfig(withHealth(none + "  interval: 1m\n  timeout: 1m\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());  // equal is fine
+  EXPECT_EQ(ok->health.timeout, milliseconds{60000});
+}
+
+TEST(ConfigErrors, HealthRiseAndFall) {
+  EXPECT_EQ(onlyError(withHealth("  type: none\n  rise: 0\n")),
+            "vipd.yaml:12:9: health.rise: must be between 1 and 100, got 0");
+  EXPECT_EQ(onlyError(withHealth("  type: none\n  fall: 101\n")),
+            "vipd.yaml:12:9: health.fall: must be between 1 and 100, got 101");
+  EXPECT_THAT(onlyError(withHealth("  type: none\n  fall: '3'\n")),
+              HasSubstr("health.fall: expected an integer, got the string '3'"));
+  auto ok = parseConfig(withHealth("  type: none\n  rise: 1\n  fall: 100\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->health.rise, 1u);
+  EXPECT_EQ(ok->health.fall, 100u);
+}
+
+TEST(ConfigErrors, TcpHealthAddress) {
+  auto addressError = [](std::string_view address) {
+    return onlyError(withHealth("  type: tcp\n  address: " + std::string(address) + "\n"));
+  };
+  EXPECT_EQ(addressError("localhost:6443"),
+            "vipd.yaml:12:12: health.address: 'localhost:6443' is not an address:port such as "
+            "127.0.0.1:6443 or [::1]:6443");
+  EXPECT_THAT(addressError("127.0.0.1"), HasSubstr("'127.0.0.1' is not an address:port"));
+  EXPECT_THAT(addressError("127.0.0.1:0"), HasSubstr("is not an address:port"));
+  EXPECT_THAT(addressError("127.0.0.1:65536"), HasSubstr("is not an address:port"));
+  EXPECT_THAT(addressError("'[::1]'"), HasSubstr("is not an address:port"));
+  for (std::string_view good : {"10.0.0.1:443", "'[::1]:6443'", "'[2001:db8::1]:6443'"}) {
+    auto ok =
+        parseConfig(withHealth("  type: tcp\n  address: " + std::string(good) + "\n"), "vipd.yaml");
+    ASSERT_TRUE(ok.has_value()) << good << "\n" << describeErrors(ok.error());
+  }
+  auto ok = parseConfig(withHealth("  type: tcp\n  address: '[::1]:6443'\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(ok->health.type, Health::Type::Tcp);
+  EXPECT_EQ(ok->health.address, "[::1]:6443");
+}
+
+// ---- Drain, control, metrics ----
+
+TEST(ConfigErrors, DrainRanges) {
+  EXPECT_EQ(onlyError(withPeer("drain:\n  gracefulShutdownTime: 61s\n")),
+            "vipd.yaml:11:25: drain.gracefulShutdownTime: 1m1s is out of range; use 0s to 1m");
+  EXPECT_EQ(onlyError(withPeer("drain:\n  timeout: 50ms\n")),
+            "vipd.yaml:11:12: drain.timeout: 50ms is out of range; use 100ms to 1m");
+  EXPECT_THAT(onlyError(withPeer("drain:\n  timeout: 2m\n")),
+              HasSubstr("drain.timeout: 2m is out of range"));
+  EXPECT_EQ(onlyError(withPeer("drain:\n  unbindDelay: 1h\n")),
+            "vipd.yaml:11:16: drain.unbindDelay: 1h is out of range; use 0s to 1m");
+  EXPECT_THAT(onlyError(withPeer("drain:\n  unbindDelay: -1s\n")),
+              HasSubstr("'-1s' is not a duration"));
+  EXPECT_THAT(onlyError(withPeer("drain:\n  gracefulShutdown: 2s\n")),
+              HasSubstr("(did you mean 'gracefulShutdownTime'?)"));
+  auto ok = parseConfig(
+      withPeer("drain:\n  gracefulShutdownTime: 1m\n  timeout: 100ms\n  unbindDelay: 0\n"),
+      "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->drain, (Drain{milliseconds{60000}, milliseconds{100}, milliseconds{0}}));
+  ok = parseConfig(withPeer("drain:\n  gracefulShutdownTime: 0s\n  timeout: 60s\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->drain, (Drain{milliseconds{0}, milliseconds{60000}, milliseconds{1000}}));
+}
+
+TEST(ConfigErrors, ControlStateDirAndGroup) {
+  EXPECT_EQ(onlyError(withPeer("control:\n  stateDir: var/lib/vipd\n")),
+            "vipd.yaml:11:13: control.stateDir: the state directory must be an absolute path, got "
+            "'var/lib/vipd'");
+  EXPECT_THAT(onlyError(withPeer("control:\n  stateDir: ''\n")),
+              HasSubstr("the state directory must be an absolute path, got ''"));
+  EXPECT_EQ(onlyError(withPeer("control:\n  group: ''\n")),
+            "vipd.yaml:11:10: control.group: the control group name is empty");
+  EXPECT_THAT(onlyError(withPeer("control:\n  group:\n")),
+              HasSubstr("control.group: expected a string, got no value"));
+  auto ok = parseConfig(withPeer("control:\n  stateDir: /srv/vipd\n  group: vipd\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->control.stateDir, "/srv/vipd");
+  EXPECT_EQ(ok->control.group, "vipd");
+  EXPECT_EQ(ok->control.socket, "/run/vipd/vipd.sock");
+}
+
+TEST(ConfigErrors, MetricsListen) {
+  auto listenError = [](std::string_view value) {
+    return onlyError(withPeer("metrics:\n  listen: " + std::string(value) + "\n"));
+  };
+  EXPECT_EQ(listenError("127.0.0.1"),
+            "vipd.yaml:11:11: metrics.listen: '127.0.0.1' is not an address:port such as "
+            "127.0.0.1:9472");
+  EXPECT_THAT(listenError("127.0.0.1:0"), HasSubstr("'127.0.0.1:0' is not an address:port"));
+  EXPECT_THAT(listenError("localhost:9472"), HasSubstr("'localhost:9472' is not an address:port"));
+  EXPECT_THAT(listenError("':9472'"), HasSubstr("is not an address:port"));
+  EXPECT_THAT(listenError("9472"), HasSubstr("'9472' is not an address:port"));
+  EXPECT_THAT(listenError("{port: 9472}"),
+              HasSubstr("metrics.listen: expected a string, got a mapping"));
+
+  auto ok = parseConfig(withPeer("metrics:\n  listen: 127.0.0.1:9472\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->metrics.address, ip("127.0.0.1"));
+  EXPECT_EQ(ok->metrics.port, 9472);
+  ok = parseConfig(withPeer("metrics:\n  listen: '[::1]:9472'\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->metrics.address, ip("::1"));
+  EXPECT_EQ(ok->metrics.port, 9472);
+  ok = parseConfig(withPeer("metrics:\n  listen: 0.0.0.0:65535\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->metrics.address, ip("0.0.0.0"));
+  EXPECT_EQ(ok->metrics.port, 65535);
+}
+
+// ---- VIP binding and the router ID ----
+
+TEST(ConfigErrors, CreateInterfaceOnLoIsRejected) {
+  std::string yaml = withPeer("");
+  yaml.insert(yaml.find("peers:"), "    createInterface: true\n");
+  EXPECT_EQ(onlyError(yaml),
+            "vipd.yaml:7:22: vips[0].createInterface: createInterface makes a dummy interface, but "
+            "this VIP is on lo; set interface to a dummy name such as vip0, or drop "
+            "createInterface");
+  yaml = withPeer("");
+  yaml.insert(yaml.find("peers:"), "    interface: lo\n    createInterface: true\n");
+  EXPECT_THAT(onlyError(yaml), HasSubstr("vips[0].createInterface: createInterface makes"));
+  yaml = withPeer("");
+  yaml.insert(yaml.find("peers:"), "    createInterface: 'yes'\n");
+  EXPECT_THAT(onlyError(yaml), HasSubstr("expected true or false, got the string 'yes'"));
+
+  yaml = withPeer("");
+  yaml.insert(yaml.find("peers:"), "    interface: vip0\n    createInterface: true\n");
+  auto ok = parseConfig(yaml, "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->vips[0].interface, "vip0");
+  EXPECT_TRUE(ok->vips[0].createInterface);
+  yaml = withPeer("");
+  yaml.insert(yaml.find("peers:"), "    createInterface: false\n");
+  EXPECT_TRUE(parseConfig(yaml, "vipd.yaml").has_value());
+}
+
+TEST(ConfigParse, RebindCanBeTurnedOff) {
+  std::string yaml = withPeer("");
+  yaml.insert(yaml.find("peers:"), "    rebind: false\n  - address: 203.0.113.11/32\n");
+  auto ok = parseConfig(yaml, "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  ASSERT_EQ(ok->vips.size(), 2u);
+  EXPECT_FALSE(ok->vips[0].rebind);
+  EXPECT_TRUE(ok->vips[1].rebind);  // the default
+  yaml = withPeer("");
+  yaml.insert(yaml.find("peers:"), "    rebind: no\n");
+  EXPECT_EQ(onlyError(yaml), "vipd.yaml:7:13: vips[0].rebind: expected true or false, got 'no'");
+}
+
+TEST(ConfigParse, AllowNonLocalRouterId) {
+  auto ok = parseConfig(withPeer("allowNonLocalRouterId: true\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_TRUE(ok->allowNonLocalRouterId);
+  ok = parseConfig(withPeer("allowNonLocalRouterId: false\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_FALSE(ok->allowNonLocalRouterId);
+  EXPECT_EQ(onlyError(withPeer("allowNonLocalRouterId: 1\n")),
+            "vipd.yaml:10:24: allowNonLocalRouterId: expected true or false, got '1'");
 }
 
 // ---- Many errors at once ----
@@ -574,7 +904,8 @@ TEST(ConfigErrors, AllErrorsAreReportedInOnePass) {
                   f + ":13:11: peers[1].port: must be between 1 and 65535, got 70000",
                   f + ":14:15: peers[1].holdTime: hold time 2s is not allowed; use 0 (no "
                       "keepalives) or at least 3s (RFC 4271 section 4.2 forbids 1 and 2 seconds)",
-                  f + ":16:3: listen.enable: unknown key 'enable' (did you mean 'enabled'?)"));
+                  f + ":16:3: listen.enable: unknown key 'enable' (did you mean 'enabled'?)",
+                  f + ":19:9: health.rise: must be between 1 and 100, got 0"));
 }
 
 // ---- Files ----
