@@ -149,14 +149,17 @@ std::optional<std::pair<bgp::IpAddress, uint16_t>> parseAddressPort(std::string_
     return std::nullopt;
   }
   auto host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+  bool bracketed = host.size() > 2 && host.front() == '[' && host.back() == ']';
+  if (bracketed) {
     host = host.substr(1, host.size() - 2);
   }
   auto portText = text.substr(colon + 1);
   unsigned port = 0;
   auto [end, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), port);
   auto address = bgp::IpAddress::parse(host);
-  if (!address || portText.empty() || ec != std::errc{} ||
+  // IPv6 only in brackets: "2001:db8::1:6443" could be an address without a port, and the health
+  // checker (like every URL parser) rejects it; IPv4 never in brackets.
+  if (!address || address->isV6() != bracketed || portText.empty() || ec != std::errc{} ||
       end != portText.data() + portText.size() || port == 0 || port > 65535) {
     return std::nullopt;
   }
@@ -552,7 +555,9 @@ void ConfigReader::readVips(const Field& f, std::vector<Vip>& vips) {
                               a->value.Scalar()));
       }
     }
+    bool interfaceValid = true;  // a wrong name is reported once, not again as "on lo"
     if (const Field* n = m->find("interface")) {
+      interfaceValid = false;
       if (auto name = readString(*n)) {
         bool bad = name->empty() || name->size() > kMaxInterfaceNameLength || *name == "." ||
                    *name == ".." || std::any_of(name->begin(), name->end(), [](char c) {
@@ -565,13 +570,14 @@ void ConfigReader::readVips(const Field& f, std::vector<Vip>& vips) {
                                 *name, kMaxInterfaceNameLength));
         } else {
           vip.interface = *name;
+          interfaceValid = true;
         }
       }
     }
     if (const Field* c = m->find("createInterface")) {
       if (auto create = readBool(*c)) {
         vip.createInterface = *create;
-        if (*create && vip.interface == "lo") {
+        if (*create && interfaceValid && vip.interface == "lo") {
           error(*c, "createInterface makes a dummy interface, but this VIP is on lo; set "
                     "interface to a dummy name such as vip0, or drop createInterface");
         }
@@ -1056,17 +1062,24 @@ void ConfigReader::readHealth(const Field& f, Health& health) {
       }
     }
   }
+  // Comparing with a value already reported as wrong (and left at its default) would only add a
+  // misleading second error.
+  bool timingValid = true;
   if (const Field* i = m->find("interval")) {
     if (auto d = readBoundedDuration(*i, milliseconds{100}, milliseconds{60000})) {
       health.interval = *d;
+    } else {
+      timingValid = false;
     }
   }
   if (const Field* t = m->find("timeout")) {
     if (auto d = readBoundedDuration(*t, milliseconds{10}, milliseconds{60000})) {
       health.timeout = *d;
+    } else {
+      timingValid = false;
     }
   }
-  if (health.timeout > health.interval) {
+  if (timingValid && health.timeout > health.interval) {
     error(*m->find(m->find("timeout") ? "timeout" : "interval"),
           fmt::format("timeout {} is longer than interval {}; checks would overlap",
                       formatDuration(health.timeout), formatDuration(health.interval)));

@@ -717,6 +717,11 @@ TEST(ConfigErrors, HealthIntervalAndTimeout) {
             "vipd.yaml:12:12: health.timeout: 5ms is out of range; use 10ms to 1m");
   EXPECT_THAT(onlyError(withHealth(none + "  timeout: 1\n")),
               HasSubstr("health.timeout: duration '1' needs a unit"));
+  // A bad value is reported once, not compared again with the other's (default) value.
+  EXPECT_THAT(onlyError(withHealth(none + "  interval: 500ms\n  timeout: 2m\n")),
+              HasSubstr("health.timeout: 2m is out of range"));
+  EXPECT_THAT(onlyError(withHealth(none + "  interval: 2m\n  timeout: 5s\n")),
+              HasSubstr("health.interval: 2m is out of range"));
   auto ok = parseConfig(withHealth(none + "  interval: 100ms\n  timeout: 10ms\n"), "vipd.yaml");
   ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
   EXPECT_EQ(ok->health.interval, milliseconds{100});
@@ -750,6 +755,13 @@ TEST(ConfigErrors, TcpHealthAddress) {
   EXPECT_THAT(addressError("127.0.0.1:0"), HasSubstr("is not an address:port"));
   EXPECT_THAT(addressError("127.0.0.1:65536"), HasSubstr("is not an address:port"));
   EXPECT_THAT(addressError("'[::1]'"), HasSubstr("is not an address:port"));
+  EXPECT_THAT(addressError("127.0.0.1:6443x"), HasSubstr("is not an address:port"));
+  EXPECT_THAT(addressError("127.0.0.1:0644300"), HasSubstr("is not an address:port"));
+  EXPECT_THAT(addressError("'127.0.0.1: 6443'"), HasSubstr("is not an address:port"));
+  // IPv6 only in brackets ("2001:db8::1:6443" may be an address without a port); IPv4 never.
+  EXPECT_THAT(addressError("'::1:6443'"), HasSubstr("is not an address:port"));
+  EXPECT_THAT(addressError("2001:db8::1:6443"), HasSubstr("is not an address:port"));
+  EXPECT_THAT(addressError("'[127.0.0.1]:6443'"), HasSubstr("is not an address:port"));
   for (std::string_view good : {"10.0.0.1:443", "'[::1]:6443'", "'[2001:db8::1]:6443'"}) {
     auto ok =
         parseConfig(withHealth("  type: tcp\n  address: " + std::string(good) + "\n"), "vipd.yaml");
@@ -814,6 +826,9 @@ TEST(ConfigErrors, MetricsListen) {
   EXPECT_THAT(listenError("localhost:9472"), HasSubstr("'localhost:9472' is not an address:port"));
   EXPECT_THAT(listenError("':9472'"), HasSubstr("is not an address:port"));
   EXPECT_THAT(listenError("9472"), HasSubstr("'9472' is not an address:port"));
+  EXPECT_THAT(listenError("127.0.0.1:94720"), HasSubstr("is not an address:port"));
+  EXPECT_THAT(listenError("127.0.0.1:9472/metrics"), HasSubstr("is not an address:port"));
+  EXPECT_THAT(listenError("'::1:9472'"), HasSubstr("is not an address:port"));
   EXPECT_THAT(listenError("{port: 9472}"),
               HasSubstr("metrics.listen: expected a string, got a mapping"));
 
@@ -843,6 +858,10 @@ TEST(ConfigErrors, CreateInterfaceOnLoIsRejected) {
   yaml = withPeer("");
   yaml.insert(yaml.find("peers:"), "    interface: lo\n    createInterface: true\n");
   EXPECT_THAT(onlyError(yaml), HasSubstr("vips[0].createInterface: createInterface makes"));
+  // A wrong interface name is reported once, not again as "this VIP is on lo".
+  yaml = withPeer("");
+  yaml.insert(yaml.find("peers:"), "    interface: a/b\n    createInterface: true\n");
+  EXPECT_THAT(onlyError(yaml), HasSubstr("vips[0].interface: 'a/b' is not a valid"));
   yaml = withPeer("");
   yaml.insert(yaml.find("peers:"), "    createInterface: 'yes'\n");
   EXPECT_THAT(onlyError(yaml), HasSubstr("expected true or false, got the string 'yes'"));
