@@ -41,6 +41,7 @@ FABRIC_V4 = "192.0.2.1"
 FABRIC_V6 = "2001:db8::1"
 
 SKIP = 77
+METRICS_LISTEN = "127.0.0.1:9472"  # vipd's default metrics.listen (in its netns)
 UNBIND_DELAY = "200ms"  # vipd's drain.unbindDelay in the lab (default 1s)
 
 
@@ -655,6 +656,39 @@ class Bird:
             "text": text,
         }
 
+    def paths(self, prefix: str) -> list[dict]:
+        """Every path BIRD has for prefix (`show route for PREFIX all`), each as
+        {"protocol", "from", "best", "nexthops", "communities", "localPref", "asPath"}.
+        Communities are "a:b" strings (GRACEFUL_SHUTDOWN is "65535:0")."""
+        text = self.route_all(prefix)
+        blocks = re.split(r"(?m)^(?=\S*\s+unicast \[)", text)
+        out = []
+        for b in blocks:
+            m = re.match(r"\S*\s+unicast \[(\S+) [^\]]*?(?:from (\S+))?\]( \*)?", b)
+            if not m:
+                continue
+            nexthops = re.findall(r"BGP\.next_hop: (.+)", b)
+            comms = re.findall(r"BGP\.community: (.+)", b)
+            lp = re.findall(r"BGP\.local_pref: (\d+)", b)
+            aspath = re.findall(r"BGP\.as_path: ?(.*)", b)
+            out.append({
+                "protocol": m.group(1),
+                "from": m.group(2),
+                "best": bool(m.group(3)),
+                "nexthops": nexthops[0].split() if nexthops else [],
+                "communities": [c.strip("()").replace(",", ":")
+                                for c in re.findall(r"\(\d+,\d+\)", comms[0])] if comms else [],
+                "localPref": int(lp[0]) if lp else None,
+                "asPath": aspath[0].strip() if aspath else "",
+                "text": b,
+            })
+        return out
+
+    def path_from(self, prefix: str, addr: str) -> Optional[dict]:
+        """The path for prefix learnt from the neighbour at addr (None: BIRD has none)."""
+        name = self.neighbor(addr).name
+        return next((p for p in self.paths(prefix) if p["protocol"] == name), None)
+
     def has_route(self, prefix: str) -> bool:
         """Whether BIRD has any route for prefix (`show route for PREFIX`, no attributes: cheap
         enough to poll every 10 ms)."""
@@ -1073,14 +1107,16 @@ class Exabgp:
 
 class TcpCapture:
     """tcpdump on ifname in ns from now on (start it before the session comes up). Stopped by
-    PID with the lab; streams()/bgp_messages() read the pcap (stdlib only; IPv4 over Ethernet)."""
+    PID with the lab; streams()/bgp_messages() read the pcap (stdlib only; IPv4 over Ethernet).
+    --immediate-mode: without it libpcap hands packets over in blocks (up to ~1 s late), so a
+    pcap read while tcpdump runs misses the newest ones."""
     binaries = ["tcpdump"]
 
     def __init__(self, lab: Lab, ns: Namespace, ifname: str, bpf: str = "tcp port 179",
                  name: str = "tcpdump"):
         self.path = lab.path(f"{name}.pcap")
-        self.proc = lab.start(ns, name, ["tcpdump", "-i", ifname, "-n", "-U", "-s", "0",
-                                         "-Z", "root", "-w", self.path, bpf])
+        self.proc = lab.start(ns, name, ["tcpdump", "-i", ifname, "-n", "-U", "--immediate-mode",
+                                         "-s", "0", "-Z", "root", "-w", self.path, bpf])
         self.procs = [self.proc]
         wait_until(lambda: "listening on" in self.proc.log_text(), 10, 0.05,
                    lambda: f"{name} to listen: {self.proc.log_text()!r}")
@@ -1163,6 +1199,7 @@ class TcpCapture:
 
 
 BGP_UPDATE = 2
+GRACEFUL_SHUTDOWN = "65535:0"  # RFC 8326 well-known community
 
 
 def _nlri_prefixes(raw: bytes, width: int) -> list[str]:
@@ -1203,6 +1240,26 @@ def update_prefixes(body: bytes) -> tuple[list[str], list[str]]:
                 nh_len = value[3]
                 announced += _nlri_prefixes(value[5 + nh_len:], width)  # 1 reserved octet
     return withdrawn, announced
+
+
+def update_communities(body: bytes) -> list[str]:
+    """The COMMUNITIES (type 8) of an UPDATE body as "a:b" strings (65535:0 = GRACEFUL_SHUTDOWN)."""
+    wlen = struct.unpack("!H", body[0:2])[0]
+    alen = struct.unpack("!H", body[2 + wlen:4 + wlen])[0]
+    attrs = body[4 + wlen:4 + wlen + alen]
+    off, out = 0, []
+    while off < len(attrs):
+        flags, atype = attrs[off], attrs[off + 1]
+        if flags & 0x10:
+            length, hdr = struct.unpack("!H", attrs[off + 2:off + 4])[0], 4
+        else:
+            length, hdr = attrs[off + 2], 3
+        value = attrs[off + hdr:off + hdr + length]
+        off += hdr + length
+        if atype == 8:
+            out += [_community_str(struct.unpack("!I", value[i:i + 4])[0])
+                    for i in range(0, len(value) - 3, 4)]
+    return out
 
 
 def first_withdrawal(cap: TcpCapture, src: str, dst: str, prefix: str,
@@ -1272,6 +1329,113 @@ def vipd_config(lab: Lab, node: Node, local_asn: int, peer_addr: str, peer_asn: 
     }
 
 
+def as_user(user: str, dac_override: bool = False) -> list[str]:
+    """A command prefix running the rest as user (its primary group, no supplementary groups).
+    dac_override keeps CAP_DAC_OVERRIDE (ambient): file modes no longer stop it, so only the
+    program's own checks (SO_PEERCRED) can refuse it."""
+    if not dac_override:
+        return ["runuser", "-u", user, "--"]
+    import pwd
+    pw = pwd.getpwnam(user)
+    return ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups",
+            "--inh-caps=+dac_override", "--ambient-caps=+dac_override", "--"]
+
+
+_HTTP_GET = """
+import sys, urllib.request, urllib.error
+try:
+    r = urllib.request.urlopen(sys.argv[1], timeout=float(sys.argv[2]))
+    code, body = r.status, r.read()
+except urllib.error.HTTPError as e:
+    code, body = e.code, e.read()
+sys.stdout.write(str(code) + "\\n" + body.decode("utf-8", "replace"))
+"""
+
+
+def http_get(ns: Namespace, url: str, timeout: float = 3) -> tuple[int, str]:
+    """GET url from inside ns (python stdlib; no curl needed): (status, body). Raises when no
+    HTTP answer came (connection refused, timeout)."""
+    p = ns.run([sys.executable, "-c", _HTTP_GET, url, str(timeout)], timeout=timeout + 10)
+    code, _, body = p.stdout.partition("\n")
+    return int(code), body
+
+
+def parse_prometheus(text: str) -> list[tuple[str, dict, float]]:
+    """Prometheus text exposition -> (name, labels, value) per sample (comments skipped)."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)', line)
+        if not m:
+            raise AssertionError(f"not a Prometheus sample line: {line!r}")
+        labels = dict(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        out.append((m.group(1), labels, float(m.group(3))))
+    return out
+
+
+# --- A stand-in kube-apiserver for vipd's health gate: certificates and an HTTPS /readyz.
+
+
+def make_ca(lab: Lab, name: str) -> tuple[str, str]:
+    """A self-signed CA in the lab's temp dir (openssl CLI): (cert path, key path)."""
+    crt, key = lab.path(f"{name}.crt"), lab.path(f"{name}.key")
+    run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-keyout", key, "-out", crt, "-days", "2", "-subj", f"/CN={name}",
+         "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+    return crt, key
+
+
+def make_server_cert(lab: Lab, ca: tuple[str, str], name: str,
+                     ip: str = "127.0.0.1") -> tuple[str, str]:
+    """A server certificate for IP SAN ip, signed by ca: (cert path, key path)."""
+    crt, key, csr = lab.path(f"{name}.crt"), lab.path(f"{name}.key"), lab.path(f"{name}.csr")
+    ext = lab.path(f"{name}.ext")
+    with open(ext, "w") as f:
+        f.write(f"subjectAltName=IP:{ip}\nextendedKeyUsage=serverAuth\n"
+                "basicConstraints=CA:FALSE\n")
+    run(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", key, "-out", csr, "-subj", f"/CN={ip}"])
+    run(["openssl", "x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1], "-CAcreateserial",
+         "-out", crt, "-days", "2", "-extfile", ext])
+    return crt, key
+
+
+class FakeApiserver:
+    """fake_apiserver.py in ns: HTTPS on addr:port with cert/key; what /readyz answers is read
+    from a file per request, so set_mode() switches it at run time:
+      ok       200 "ok" (a healthy apiserver)
+      proxy502 502 with an HTML error page (a proxy in front of a dead apiserver)
+      other    200 with a body that is not "ok"
+      slow     answers "ok" after 2 s (longer than any probe timeout)"""
+    binaries = ["openssl"]
+
+    def __init__(self, lab: Lab, ns: Namespace, cert: tuple[str, str], mode: str = "ok",
+                 addr: str = "127.0.0.1", port: int = 6443, name: str = "apiserver"):
+        self.mode_file = lab.path(f"{name}.mode")
+        self.set_mode(mode)
+        self.addr, self.port = addr, port
+        self.proc = lab.start(ns, name, [sys.executable, os.path.join(E2E_DIR, "fake_apiserver.py"),
+                                         "--cert", cert[0], "--key", cert[1], "--listen",
+                                         f"{addr}:{port}", "--mode-file", self.mode_file])
+        self.procs = [self.proc]
+        wait_until(lambda: "listening" in self.proc.log_text(), 10, 0.05,
+                   lambda: f"{name} to listen: {self.proc.log_text()!r}")
+
+    def set_mode(self, mode: str) -> None:
+        tmp = self.mode_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(mode)
+        os.replace(tmp, self.mode_file)  # atomic: a request never reads half a mode
+
+    def url(self, path: str = "/readyz") -> str:
+        return f"https://{self.addr}:{self.port}{path}"
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
 def bind_vips(ns: Namespace, vips: Iterable[str] = (VIP4, VIP6), ifname: str = "lo") -> None:
     """An operator's `ip addr add` of each VIP (preferred forever: vipd never removes these).
     vipd binds its VIPs itself; stand-in speakers (ExaBGP, GoBGP) need the lab to do it."""
@@ -1291,6 +1455,8 @@ class Vipd:
         text = config if isinstance(config, str) else to_yaml(config) + "\n"
         with open(self.conf, "w") as f:
             f.write(text)
+        self.metrics_listen = (config.get("metrics", {}).get("listen") if isinstance(config, dict)
+                               else None) or METRICS_LISTEN
         self.socket = config["control"]["socket"] if isinstance(config, dict) \
             else (re.findall(r"socket:\s*\"?([^\"\n]+)", text) or [lab.path(f"{name}.sock")])[0]
         bind_vips(ns, bind)
@@ -1352,6 +1518,30 @@ class Vipd:
         return wait_until(lambda: (lambda v: v if predicate(v) else None)(self.vip_status(prefix)),
                           timeout, 0.1, lambda: f"{what} (status {self.vip_status(prefix)})")
 
+    def vipctl_run(self, *args: str, wrapper: Iterable[str] = (),
+                   timeout: float = 30) -> subprocess.CompletedProcess:
+        """vipctl --socket S ARGS in vipd's namespace, as root or through wrapper (as_user());
+        the completed process (returncode, stdout, stderr), never raises on a non-zero exit."""
+        argv = list(wrapper) + [vipd_binary("vipctl", self.build_dir), "--socket", self.socket]
+        return self.ns.run(argv + list(args), check=False, timeout=timeout)
+
+    def http(self, path: str, timeout: float = 3) -> tuple[int, str]:
+        """GET http://<metrics.listen><path> from inside vipd's namespace: (status, body)."""
+        return http_get(self.ns, f"http://{self.metrics_listen}{path}", timeout)
+
+    def metrics(self) -> list[tuple[str, dict, float]]:
+        """GET /metrics, parsed: (name, labels, value) per sample."""
+        code, body = self.http("/metrics")
+        check(code == 200, f"GET /metrics answered {code}: {body[:200]!r}")
+        return parse_prometheus(body)
+
+    def metric(self, name: str, **labels: str) -> Optional[float]:
+        """The value of the first sample of name whose labels include labels (None: absent)."""
+        for n, lab_, v in self.metrics():
+            if n == name and all(lab_.get(k) == val for k, val in labels.items()):
+                return v
+        return None
+
     def log_lines(self, pattern: str) -> list[str]:
         """Lines of vipd's log matching the regex pattern (case-insensitive)."""
         return [line for line in self.proc.log_text().splitlines()
@@ -1390,11 +1580,15 @@ class GobgpSpeaker(Gobgp):
 
 
 def start_speaker(kind: str, lab: Lab, node: Node, local_asn: int, peer_addr: str,
-                  peer_asn: int, name: str):
-    """The thing under test on a node: vipd, or a stand-in for harness self-tests."""
+                  peer_asn: int, name: str,
+                  vipd_edit: Optional[Callable[[dict, Node], None]] = None):
+    """The thing under test on a node: vipd (its config changed by vipd_edit(config, node)
+    first), or a stand-in for harness self-tests."""
     if kind == "vipd":
-        return Vipd(lab, node.ns, vipd_config(lab, node, local_asn, peer_addr, peer_asn, name),
-                    name=name)
+        config = vipd_config(lab, node, local_asn, peer_addr, peer_asn, name)
+        if vipd_edit:
+            vipd_edit(config, node)
+        return Vipd(lab, node.ns, config, name=name)
     if kind == "exabgp":
         return ExabgpSpeaker(lab, node, local_asn, peer_addr, peer_asn, name)
     if kind == "gobgp":
@@ -1453,8 +1647,10 @@ class EcmpLab:
     times: dict
 
 
-def build_ecmp(lab: Lab, speaker_kinds: list[str], timeout: float = 60) -> EcmpLab:
-    """BIRD fabric (AS 65000) + one speaker per node, each node in its own AS (65001, ...).
+def build_ecmp(lab: Lab, speaker_kinds: list[str], timeout: float = 60,
+               vipd_edit: Optional[Callable[[dict, Node], None]] = None) -> EcmpLab:
+    """BIRD fabric (AS 65000) + one speaker per node, each node in its own AS (65001, ...);
+    vipd_edit(config, node) changes each vipd's config before it starts.
 
     Per-node ASNs: BIRD merges eBGP paths from different neighbour ASNs into one multipath kernel
     route when local-pref, AS-path length, origin and MED match (they do: every node sends a
@@ -1466,7 +1662,8 @@ def build_ecmp(lab: Lab, speaker_kinds: list[str], timeout: float = 60) -> EcmpL
     neighbors = [Neighbor(n.v4, n.asn, passive=speaker_dials(k), name=f"node{n.index}")
                  for n, k in zip(topo.nodes, speaker_kinds)]
     bird = Bird(lab, topo.fabric, topo.fabric_v4, FABRIC_ASN, neighbors, interfaces=[topo.fabric_if])
-    speakers = [start_speaker(k, lab, n, n.asn, topo.fabric_v4, FABRIC_ASN, f"{k}-n{n.index}")
+    speakers = [start_speaker(k, lab, n, n.asn, topo.fabric_v4, FABRIC_ASN, f"{k}-n{n.index}",
+                              vipd_edit)
                 for n, k in zip(topo.nodes, speaker_kinds)]
     t_start = time.monotonic()
     want4 = sorted(n.v4 for n in topo.nodes)

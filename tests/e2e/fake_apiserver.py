@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""A stand-in kube-apiserver /readyz for vipd's health gate (run by lab.FakeApiserver).
+
+HTTPS (python ssl) on --listen with --cert/--key. Each request reads --mode-file and answers:
+  ok        200 text/plain "ok"
+  proxy502  502 with a proxy's HTML error page
+  other     200 with a body that is not "ok"
+  slow      "ok" after 2 s
+Every request and failed TLS handshake is logged to stdout with a wall-clock timestamp.
+"""
+import argparse
+import http.server
+import ssl
+import sys
+import time
+
+PROXY_502 = ("<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+             "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n"
+             "</body>\r\n</html>\r\n")
+ANSWERS = {
+    "ok": (200, "text/plain; charset=utf-8", "ok"),
+    "proxy502": (502, "text/html", PROXY_502),
+    "other": (200, "application/json", '{"status": "ok"}'),
+}
+
+
+def log(msg: str) -> None:
+    print(f"{time.time():.3f} {msg}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cert", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--listen", default="127.0.0.1:6443")
+    ap.add_argument("--mode-file", required=True)
+    args = ap.parse_args()
+    host, port = args.listen.rsplit(":", 1)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(args.cert, args.key)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        timeout = 5
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            try:
+                with open(args.mode_file) as f:
+                    mode = f.read().strip()
+            except OSError:
+                mode = "ok"
+            if mode == "slow":
+                time.sleep(2)
+                mode = "ok"
+            code, ctype, body = ANSWERS.get(mode, ANSWERS["ok"])
+            data = body.encode()
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, fmt: str, *a) -> None:  # noqa: A003
+            log(f"{self.client_address[0]} {fmt % a}")
+
+    class Server(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+
+        def finish_request(self, request, client_address) -> None:
+            try:
+                request.settimeout(5)
+                tls = ctx.wrap_socket(request, server_side=True)
+            except (ssl.SSLError, OSError) as e:
+                log(f"{client_address[0]} TLS handshake failed: {e}")
+                return
+            self.RequestHandlerClass(tls, client_address, self)
+
+    srv = Server((host, int(port)), Handler)
+    log(f"listening on https://{host}:{port}")
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

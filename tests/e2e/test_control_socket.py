@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""e2e: vipd's control socket is root-only and robust. BIRD fabric (AS 65000), vipd on node 1
+(AS 65001) with its socket in a 0755 directory (so a refusal comes from vipd, not from the
+filesystem).
+
+Asserts:
+- the socket file is a socket with mode 0600, owned by root;
+- `runuser -u nobody -- vipctl --socket S status`: exit 3, "Permission denied" (the kernel's: the
+  socket is 0600); the same as nobody with CAP_DAC_OVERRIDE (setpriv: past the file mode, as
+  after an operator's chmod 666), status and withdraw: exit 3, "vipd: permission denied: uid
+  65534 ...", vipd logs each refusal naming the uid, and nothing is withdrawn;
+- raw requests (python socket): longer than 4096 bytes without a newline, malformed JSON, JSON
+  without "command", an unknown command, a connection closed without a request: each gets an
+  error reply (where one can be sent) and vipd stays up, the session Established and the VIPs
+  announced; vipctl status works afterwards.
+"""
+import json
+import os
+import pwd
+import socket
+import stat
+
+import lab
+
+MAX_REQUEST = 4096
+REFUSALS = 10  # the refusal reply must arrive every time, not by luck of timing
+
+
+def raw_request(path: str, data: bytes, timeout: float = 5) -> bytes:
+    """Sends data on the control socket, half-closes it, reads the reply until EOF."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)  # EOF: vipd must not wait for more
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass  # vipd may answer and close before reading everything
+        reply = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            reply += chunk
+        return reply
+
+
+def error_reply(path: str, data: bytes, what: str) -> str:
+    reply = raw_request(path, data)
+    lab.log(f"{what}: {len(data)} bytes sent, reply {reply[:200]!r}")
+    lab.check(reply.endswith(b"\n"), f"{what}: the reply should be one JSON line: {reply!r}")
+    doc = json.loads(reply)
+    lab.check(isinstance(doc, dict) and doc.get("error"), f"{what}: expected an error: {doc}")
+    return doc["error"]
+
+
+def test() -> None:
+    with lab.Lab("control-socket") as L:
+        sock_dir = L.path("run")
+        os.makedirs(sock_dir)
+        os.chmod(sock_dir, 0o755)
+
+        def edit(c: dict, topo: lab.Topology) -> None:
+            c["control"]["socket"] = os.path.join(sock_dir, "vipd.sock")
+
+        s = lab.build_single_vipd(L, edit)
+        bird, vipd, node = s.bird, s.vipd, s.node
+        lab.wait_established(bird, [node.v4], 30)
+        lab.wait_until(lambda: bird.has_route(lab.VIP4) and bird.has_route(lab.VIP6), 15, 0.1,
+                       "both VIPs in BIRD")
+
+        st = os.stat(vipd.socket)
+        lab.log(f"{vipd.socket}: mode {stat.filemode(st.st_mode)} ({oct(st.st_mode & 0o7777)}), "
+                f"uid {st.st_uid}")
+        lab.check(stat.S_ISSOCK(st.st_mode), "the control socket should be a socket")
+        lab.check(st.st_mode & 0o7777 == 0o600, f"mode {oct(st.st_mode & 0o7777)}, expected 0600")
+        lab.check(st.st_uid == 0, f"owner uid {st.st_uid}, expected root")
+
+        # A non-root caller. Mode 0600: the kernel refuses connect() before vipd sees it.
+        nobody = pwd.getpwnam("nobody").pw_uid
+        r = vipd.vipctl_run("status", wrapper=lab.as_user("nobody"))
+        lab.log(f"as nobody: vipctl status: exit {r.returncode}, stderr {r.stderr.strip()!r}")
+        lab.check(r.returncode == 3, f"vipctl as nobody should exit 3, got {r.returncode}")
+        lab.check("permission denied" in r.stderr.lower(),
+                  f"vipctl as nobody should say permission denied: {r.stderr!r}")
+        # nobody with CAP_DAC_OVERRIDE gets past the file mode (as anyone would after an
+        # operator's chmod 666): vipd's own SO_PEERCRED check must refuse it, and log it.
+        lost = []
+        for i in range(REFUSALS):
+            args = ("status",) if i % 2 == 0 else ("withdraw", "--reason", "not allowed")
+            r = vipd.vipctl_run(*args, wrapper=lab.as_user("nobody", dac_override=True))
+            if i < 2:
+                lab.log(f"as nobody with CAP_DAC_OVERRIDE: vipctl {' '.join(args)}: exit "
+                        f"{r.returncode}, stderr {r.stderr.strip()!r}")
+            lab.check(r.returncode == 3, f"vipctl as nobody should exit 3, got {r.returncode}")
+            if "vipd: permission denied" not in r.stderr.lower():
+                lost.append(f"vipctl {args[0]}: {r.stderr.strip()!r}")
+        refused = lab.wait_until(lambda: (lambda ls: ls if len(ls) >= REFUSALS else None)(
+            vipd.log_lines(r"refused a request")), 5, 0.1,
+            lambda: f"vipd to log {REFUSALS} refusals: {vipd.log_lines('refused a request')}")
+        for line in refused[:2]:
+            print(f"  vipd log: {line}")
+        lab.check(all(f"uid {nobody}" in line for line in refused),
+                  f"each refusal should be logged naming uid {nobody}")
+        lab.log(f"{REFUSALS - len(lost)} of {REFUSALS} refused callers got vipd's reply")
+        lab.check(vipd.status()["withdrawn"]["active"] is False,
+                  "a refused withdraw must not withdraw")
+
+        # Raw abuse of the protocol.
+        for i in range(5):  # replying without reading everything must not lose the reply
+            err = error_reply(vipd.socket, b"x" * (MAX_REQUEST + 904), f"oversized request #{i + 1}")
+            lab.check(str(MAX_REQUEST) in err, f"oversized: the error should name the limit: {err!r}")
+        big = json.dumps({"command": "status", "pad": "y" * 5000}).encode() + b"\n"
+        error_reply(vipd.socket, big, "oversized valid JSON")
+        err = error_reply(vipd.socket, b'{"command": "status"\n', "malformed JSON")
+        lab.check("malformed" in err, f"malformed JSON: {err!r}")
+        error_reply(vipd.socket, b"\x00\xff\xfe garbage\n", "binary garbage")
+        error_reply(vipd.socket, b'["status"]\n', "JSON without a command")
+        error_reply(vipd.socket, b'{"command": 7}\n', "non-string command")
+        err = error_reply(vipd.socket, b'{"command": "reboot"}\n', "unknown command")
+        lab.check("unknown command" in err, f"unknown command: {err!r}")
+        error_reply(vipd.socket, b"", "no request (EOF at once)")
+        error_reply(vipd.socket, b'{"command": "status"', "no newline before EOF, truncated")
+        ok = json.loads(raw_request(vipd.socket, b'{"command": "status"}\n'))
+        lab.check("peers" in ok, f"a well-formed raw status request should work: {str(ok)[:200]}")
+
+        lab.check(vipd.proc.alive(), "vipd should survive bad requests")
+        lab.check(bird.neighbor_state(node.v4) == "Established", "the session should stay up")
+        lab.check(bird.has_route(lab.VIP4) and bird.has_route(lab.VIP6), "VIPs stay announced")
+        r = vipd.vipctl_run("status")
+        lab.check(r.returncode == 0, f"vipctl status as root after the abuse: {r.returncode} "
+                  f"{r.stderr}")
+        print(r.stdout, flush=True)
+
+        # Checked last so that the checks above run whatever happens here. vipd must deliver its
+        # refusal: the caller should learn why, not see "Connection reset by peer".
+        lab.check(not lost, f"{len(lost)} of {REFUSALS} refused callers did not get vipd's "
+                  f"'permission denied' reply, e.g. {lost[:2]}")
+
+
+if __name__ == "__main__":
+    lab.main(test, binaries=lab.Bird.binaries + ["runuser", "setpriv"], vipd=True)
