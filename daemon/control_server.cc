@@ -51,8 +51,11 @@ std::optional<std::string> refuse(local::socket& socket, std::optional<unsigned>
 // One client: read a line (bounded), answer, close.
 class ControlClient : public std::enable_shared_from_this<ControlClient> {
  public:
-  ControlClient(local::socket socket, const ControlServer::Handler& handler)
-      : socket_(std::move(socket)), handler_(handler) {}
+  // `refusal`: the caller is not allowed; its request is still read (closing a unix socket with
+  // unread data resets it, and the caller would lose the refusal) and answered with it.
+  ControlClient(local::socket socket, const ControlServer::Handler& handler,
+                std::optional<std::string> refusal)
+      : socket_(std::move(socket)), handler_(handler), refusal_(std::move(refusal)) {}
 
   void run() {
     asio::async_read_until(
@@ -73,6 +76,10 @@ class ControlClient : public std::enable_shared_from_this<ControlClient> {
 
  private:
   void dispatch(const boost::system::error_code& ec, size_t n) {
+    if (refusal_) {
+      send({{"error", "permission denied: " + *refusal_}});
+      return;
+    }
     if (ec == asio::error::not_found) {
       send({{"error", fmt::format("request longer than {} bytes", kMaxControlRequestBytes)}});
       return;
@@ -94,6 +101,7 @@ class ControlClient : public std::enable_shared_from_this<ControlClient> {
 
   local::socket socket_;
   const ControlServer::Handler& handler_;
+  std::optional<std::string> refusal_;
   std::string request_;
   std::string reply_;
 };
@@ -178,13 +186,10 @@ void ControlServer::acceptNext() {
     }
     if (!ec) {
       auto reason = refuse(socket, groupId_, group_);
-      auto client = std::make_shared<ControlClient>(std::move(socket), handler_);
       if (reason) {
         log_.warn("control", "refused a request on {}: {}", path_, *reason);
-        client->send({{"error", "permission denied: " + *reason}});
-      } else {
-        client->run();
       }
+      std::make_shared<ControlClient>(std::move(socket), handler_, std::move(reason))->run();
     } else {
       log_.warn("control", "accept on {} failed: {}; still listening", path_, ec.message());
     }

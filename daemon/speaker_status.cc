@@ -210,15 +210,17 @@ nlohmann::json Speaker::status() const {
         ++announcedTo;
       }
     }
+    // The operator's decisions explain more than the binding they caused (a withdrawn node has
+    // unbound its VIPs on purpose), so they come first.
     std::string reason = binding.reason;
-    if (reason.empty()) {
-      if (shuttingDown_) {
-        reason = "shutting down";
-      } else if (drain_) {
-        reason = "draining";
-      } else if (withdrawn_) {
-        reason = fmt::format("withdrawn: {}", withdrawn_->reason);
-      } else if (!health_.healthy()) {
+    if (shuttingDown_) {
+      reason = "shutting down";
+    } else if (drain_) {
+      reason = "draining";
+    } else if (withdrawn_) {
+      reason = fmt::format("withdrawn: {}", withdrawn_->reason);
+    } else if (reason.empty()) {
+      if (!health_.healthy()) {
         reason = "health gate closed";
       } else if (announcedTo == 0) {
         reason = "no Established session";

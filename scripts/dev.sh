@@ -14,7 +14,7 @@ packages=(
   meson ninja-build pkg-config g++ python3
   libboost1.81-dev libnl-3-dev libnl-route-3-dev libfmt-dev libyaml-cpp-dev
   prometheus-cpp-dev nlohmann-json3-dev libexpected-dev libgtest-dev libgmock-dev
-  libssl-dev iproute2 procps tcpdump bird2 frr gobgpd exabgp
+  libssl-dev openssl util-linux iproute2 procps tcpdump bird2 frr gobgpd exabgp
 )
 
 install_packages() {
