@@ -124,6 +124,9 @@ void PeerSession::execute(bgp::Actions actions) {
                                 "collision when its OPEN arrives");
           } else if constexpr (std::is_same_v<T, bgp::StateChanged>) {
             stateSince_ = std::chrono::steady_clock::now();
+            if (a.from == bgp::SessionState::Established) {
+              downSince_ = stateSince_;
+            }
             auto level = a.to == bgp::SessionState::Idle && !a.reason.starts_with("stopped")
                              ? LogLevel::Warn
                              : LogLevel::Info;
@@ -284,6 +287,9 @@ PeerStatus PeerSession::status() const {
   s.ebgp = ebgp_;
   s.state = fsm_.state();
   s.inState = std::chrono::steady_clock::now() - stateSince_;
+  s.notEstablishedFor = s.state == bgp::SessionState::Established
+                            ? std::chrono::steady_clock::duration{}
+                            : std::chrono::steady_clock::now() - downSince_;
   s.lastError = fsm_.lastError();
   s.negotiated = fsm_.negotiated();
   s.counters = fsm_.counters();

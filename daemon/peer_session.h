@@ -26,6 +26,9 @@ struct PeerStatus {
   bool ebgp = true;
   bgp::SessionState state = bgp::SessionState::Idle;
   std::chrono::steady_clock::duration inState{};
+  // Since the session was last Established (or since start): the stuck-session rule's clock,
+  // which Connect/Active flapping must not reset.
+  std::chrono::steady_clock::duration notEstablishedFor{};
   std::string lastError;
   std::optional<bgp::Negotiated> negotiated;
   bgp::SessionCounters counters;
@@ -83,6 +86,7 @@ class PeerSession {
   std::array<asio::steady_timer, 3> timers_;
   std::array<uint64_t, 3> timerGeneration_{};
   std::chrono::steady_clock::time_point stateSince_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point downSince_ = std::chrono::steady_clock::now();
   AnnounceableNow announceableNow_;
 };
 

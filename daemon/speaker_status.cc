@@ -77,7 +77,8 @@ void Speaker::warnAboutStuckPeers() {
   auto now = std::chrono::steady_clock::now();
   for (size_t i = 0; i < peers_.size(); ++i) {
     auto s = peers_[i]->status();
-    if (s.state == bgp::SessionState::Established || s.inState <= stuckAfter(config_.peers[i])) {
+    if (s.state == bgp::SessionState::Established ||
+        s.notEstablishedFor <= stuckAfter(config_.peers[i])) {
       lastStuckWarning_[i] = {};
       continue;
     }
@@ -89,7 +90,7 @@ void Speaker::warnAboutStuckPeers() {
     log_.warn("peer " + s.address,
               "not Established for {} (more than {}x the hold time), now {}; last error: {}; "
               "readiness fails until it is; warning again in 1m",
-              formatDuration(s.inState), kStuckHoldTimes, bgp::sessionStateName(s.state),
+              formatDuration(s.notEstablishedFor), kStuckHoldTimes, bgp::sessionStateName(s.state),
               s.lastError.empty() ? "none" : s.lastError);
   }
 }
@@ -101,9 +102,9 @@ std::vector<std::string> Speaker::notReadyReasons() const {
     auto s = peers_[i]->status();
     if (s.state == bgp::SessionState::Established) {
       anyEstablished = true;
-    } else if (s.inState > stuckAfter(config_.peers[i])) {
+    } else if (s.notEstablishedFor > stuckAfter(config_.peers[i])) {
       reasons.push_back(fmt::format("peer {} not Established for {}", s.address,
-                                    formatDuration(s.inState)));
+                                    formatDuration(s.notEstablishedFor)));
     }
   }
   if (!anyEstablished) {
@@ -169,8 +170,10 @@ nlohmann::json Speaker::status() const {
         {"stateFor", formatDuration(s.inState)},
         {"stateSeconds",
          std::chrono::duration_cast<std::chrono::duration<double>>(s.inState).count()},
+        {"notEstablishedSeconds",
+         std::chrono::duration_cast<std::chrono::duration<double>>(s.notEstablishedFor).count()},
         {"notEstablishedTooLong", s.state != bgp::SessionState::Established &&
-                                      s.inState > stuckAfter(config_.peers[i])},
+                                      s.notEstablishedFor > stuckAfter(config_.peers[i])},
         {"lastError", s.lastError},
         {"prefixesAdvertised", s.advertised.size()},
         {"updatesSent", c.messagesSent[static_cast<size_t>(bgp::MessageType::Update)]},
