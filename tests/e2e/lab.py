@@ -1214,23 +1214,31 @@ def _nlri_prefixes(raw: bytes, width: int) -> list[str]:
     return out
 
 
+def update_attributes(body: bytes) -> tuple[list[tuple[int, bytes]], list[str]]:
+    """([(attribute type, value)] in wire order, [IPv4 NLRI prefixes]) of an UPDATE body (no
+    ADD-PATH). The one attribute walker every wire-level check here uses."""
+    wlen = struct.unpack("!H", body[0:2])[0]
+    alen = struct.unpack("!H", body[2 + wlen:4 + wlen])[0]
+    raw = body[4 + wlen:4 + wlen + alen]
+    attrs, off = [], 0
+    while off < len(raw):
+        flags, atype = raw[off], raw[off + 1]
+        if flags & 0x10:  # extended length
+            length, hdr = struct.unpack("!H", raw[off + 2:off + 4])[0], 4
+        else:
+            length, hdr = raw[off + 2], 3
+        attrs.append((atype, raw[off + hdr:off + hdr + length]))
+        off += hdr + length
+    return attrs, _nlri_prefixes(body[4 + wlen + alen:], 4)
+
+
 def update_prefixes(body: bytes) -> tuple[list[str], list[str]]:
     """(withdrawn, announced) prefixes of an UPDATE body: IPv4 fields and MP_REACH/MP_UNREACH
     (IPv4/IPv6 unicast, no ADD-PATH)."""
     wlen = struct.unpack("!H", body[0:2])[0]
     withdrawn = _nlri_prefixes(body[2:2 + wlen], 4)
-    alen = struct.unpack("!H", body[2 + wlen:4 + wlen])[0]
-    attrs = body[4 + wlen:4 + wlen + alen]
-    announced = _nlri_prefixes(body[4 + wlen + alen:], 4)
-    off = 0
-    while off < len(attrs):
-        flags, atype = attrs[off], attrs[off + 1]
-        if flags & 0x10:
-            length, hdr = struct.unpack("!H", attrs[off + 2:off + 4])[0], 4
-        else:
-            length, hdr = attrs[off + 2], 3
-        value = attrs[off + hdr:off + hdr + length]
-        off += hdr + length
+    attrs, announced = update_attributes(body)
+    for atype, value in attrs:
         if atype in (14, 15):
             afi = struct.unpack("!H", value[0:2])[0]
             width = 16 if afi == 2 else 4
@@ -1244,18 +1252,8 @@ def update_prefixes(body: bytes) -> tuple[list[str], list[str]]:
 
 def update_communities(body: bytes) -> list[str]:
     """The COMMUNITIES (type 8) of an UPDATE body as "a:b" strings (65535:0 = GRACEFUL_SHUTDOWN)."""
-    wlen = struct.unpack("!H", body[0:2])[0]
-    alen = struct.unpack("!H", body[2 + wlen:4 + wlen])[0]
-    attrs = body[4 + wlen:4 + wlen + alen]
-    off, out = 0, []
-    while off < len(attrs):
-        flags, atype = attrs[off], attrs[off + 1]
-        if flags & 0x10:
-            length, hdr = struct.unpack("!H", attrs[off + 2:off + 4])[0], 4
-        else:
-            length, hdr = attrs[off + 2], 3
-        value = attrs[off + hdr:off + hdr + length]
-        off += hdr + length
+    out = []
+    for atype, value in update_attributes(body)[0]:
         if atype == 8:
             out += [_community_str(struct.unpack("!I", value[i:i + 4])[0])
                     for i in range(0, len(value) - 3, 4)]

@@ -50,26 +50,8 @@ def open_fields(body: bytes) -> tuple[int, list[tuple[int, bytes]]]:
 
 def update_fields(body: bytes) -> tuple[dict[int, bytes], list[str]]:
     """({attribute type: value}, [IPv4 NLRI prefixes]) of an UPDATE body."""
-    wlen = struct.unpack("!H", body[0:2])[0]
-    alen = struct.unpack("!H", body[2 + wlen:4 + wlen])[0]
-    attrs_raw, nlri_raw = body[4 + wlen:4 + wlen + alen], body[4 + wlen + alen:]
-    attrs, off = {}, 0
-    while off < len(attrs_raw):
-        flags, atype = attrs_raw[off], attrs_raw[off + 1]
-        if flags & 0x10:
-            length, hdr = struct.unpack("!H", attrs_raw[off + 2:off + 4])[0], 4
-        else:
-            length, hdr = attrs_raw[off + 2], 3
-        attrs[atype] = attrs_raw[off + hdr:off + hdr + length]
-        off += hdr + length
-    nlri, off = [], 0
-    while off < len(nlri_raw):
-        plen = nlri_raw[off]
-        nbytes = (plen + 7) // 8
-        addr = nlri_raw[off + 1:off + 1 + nbytes] + b"\0" * (4 - nbytes)
-        nlri.append(f"{ipaddress.IPv4Address(addr)}/{plen}")
-        off += 1 + nbytes
-    return attrs, nlri
+    attrs, nlri = lab.update_attributes(body)
+    return dict(attrs), nlri
 
 
 def as_path(value: bytes, width: int) -> list[list[int]]:
