@@ -1,5 +1,7 @@
 #include "daemon/peer_session.h"
 
+#include "daemon/asio_address.h"
+
 #include <netinet/in.h>
 #include <linux/sockios.h>
 #include <netinet/tcp.h>
@@ -12,29 +14,6 @@ using namespace std::chrono_literals;
 
 // How long a closing connection may take to write its last messages (the final NOTIFICATION).
 constexpr std::chrono::milliseconds kFlushTimeout = 2s;
-
-asio::ip::address toAsio(const bgp::IpAddress& a) {
-  if (a.isV4()) {
-    return asio::ip::address_v4(a.v4Value());
-  }
-  asio::ip::address_v6::bytes_type b;
-  std::copy(a.bytes.begin(), a.bytes.end(), b.begin());
-  return asio::ip::address_v6(b);
-}
-
-bgp::IpAddress fromAsio(const asio::ip::address& a) {
-  if (a.is_v4()) {
-    return bgp::IpAddress::v4(a.to_v4().to_uint());
-  }
-  auto v6 = a.to_v6();
-  if (v6.is_v4_mapped()) {
-    return bgp::IpAddress::v4(asio::ip::make_address_v4(asio::ip::v4_mapped, v6).to_uint());
-  }
-  auto b = v6.to_bytes();
-  std::array<uint8_t, 16> raw;
-  std::copy(b.begin(), b.end(), raw.begin());
-  return bgp::IpAddress::v6(raw);
-}
 
 size_t timerIndex(bgp::TimerKind t) { return static_cast<size_t>(t); }
 

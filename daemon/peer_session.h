@@ -63,6 +63,8 @@ class PeerSession {
   PeerStatus status() const;
   const bgp::IpAddress& address() const { return peer_.address; }
   bgp::SessionState state() const { return fsm_.state(); }
+  // What the peer has from us now; cheaper than status() when that is all a caller needs.
+  const std::set<bgp::Prefix>& advertised() const { return fsm_.advertised(); }
 
  private:
   void execute(bgp::Actions actions);

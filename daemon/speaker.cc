@@ -5,6 +5,8 @@
 #include <fstream>
 #include <random>
 
+#include "daemon/asio_address.h"
+
 namespace vipd::daemon {
 namespace {
 
@@ -152,15 +154,7 @@ tl::expected<void, std::string> Speaker::start() {
 tl::expected<void, std::string> Speaker::openBgpListener() {
   namespace ip = asio::ip;
   const auto& a = config_.listen.address;
-  ip::address address;
-  if (a.isV4()) {
-    address = ip::address_v4(a.v4Value());
-  } else {
-    ip::address_v6::bytes_type b;
-    std::copy(a.bytes.begin(), a.bytes.end(), b.begin());
-    address = ip::address_v6(b);
-  }
-  ip::tcp::endpoint endpoint(address, config_.listen.port);
+  ip::tcp::endpoint endpoint(toAsio(a), config_.listen.port);
   boost::system::error_code ec;
   listener_.emplace(io_);
   listener_->open(endpoint.protocol(), ec);
@@ -194,12 +188,9 @@ void Speaker::acceptNext() {
       auto remote = socket.remote_endpoint(remoteError);
       PeerSession* match = nullptr;
       if (!remoteError) {
-        auto text = remote.address().is_v6() && remote.address().to_v6().is_v4_mapped()
-                        ? asio::ip::make_address_v4(asio::ip::v4_mapped, remote.address().to_v6())
-                              .to_string()
-                        : remote.address().to_string();
+        auto from = fromAsio(remote.address());
         for (auto& peer : peers_) {
-          if (peer->address().toString() == text) {
+          if (peer->address() == from) {
             match = peer.get();
           }
         }
@@ -207,7 +198,7 @@ void Speaker::acceptNext() {
           match->acceptIncoming(std::move(socket));
         } else {
           log_.warn("listener", "refused a BGP connection from {}, which is not a configured peer",
-                    text);
+                    from.toString());
         }
       }
     }

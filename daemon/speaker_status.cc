@@ -120,7 +120,7 @@ std::vector<std::string> Speaker::notReadyReasons() const {
       if (peer->state() != bgp::SessionState::Established) {
         continue;
       }
-      bool has = peer->status().advertised.count(prefix) != 0;
+      bool has = peer->advertised().count(prefix) != 0;
       announcedSomewhere = announcedSomewhere || has;
       missingSomewhere = missingSomewhere || (intended.count(prefix) != 0 && !has);
     }
@@ -209,7 +209,7 @@ nlohmann::json Speaker::status() const {
   for (const auto& binding : binder_.status()) {
     size_t announcedTo = 0;
     for (const auto& peer : peers_) {
-      if (peer->status().advertised.count(binding.vip.prefix) != 0) {
+      if (peer->advertised().count(binding.vip.prefix) != 0) {
         ++announcedTo;
       }
     }
