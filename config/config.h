@@ -44,6 +44,8 @@ struct Peer {
   milliseconds connectRetryTime{1000};          // first retry; backs off to kMaxConnectRetry
   uint8_t ebgpMultihop = 0;                     // 0 = directly connected (TTL 1 on eBGP)
   std::optional<bgp::IpAddress> nextHopIpv6;    // IPv6 next hop for /128 VIPs
+  // TCP-MD5 (RFC 2385) key, read from this file at start; never inline in the config.
+  std::optional<std::string> passwordFile;
   auto operator<=>(const Peer&) const = default;
 };
 
@@ -103,6 +105,23 @@ struct Drain {
   auto operator<=>(const Drain&) const = default;
 };
 
+// Which of vipd's two lives this instance is (issue 5). standalone: the only vipd on the node.
+// static-pod / daemonset: two instances may run on the node during the day-0 to day-2
+// transition; a host lock under handoff.dir decides which one speaks BGP, and a daemonset
+// instance takes over from a static-pod one with graceful restart (RFC 4724).
+enum class Mode { Standalone, StaticPod, DaemonSet };
+std::string_view modeName(Mode mode);
+
+struct Handoff {
+  // A host directory both instances mount (hostPath): the speaker lock lives here.
+  std::string dir = "/run/vipd";
+  // The graceful-restart time (RFC 4724) advertised to peers: how long a peer keeps this node's
+  // path after the session drops without a NOTIFICATION. Short, because after a crash the peer
+  // keeps the path this long.
+  milliseconds restartTime{3000};
+  auto operator<=>(const Handoff&) const = default;
+};
+
 struct Config {
   std::string apiVersion;  // "vipd.io/v1alpha1"
   std::string kind;        // "SpeakerConfiguration"
@@ -120,6 +139,8 @@ struct Config {
   Drain drain;
   Health health;
   Metrics metrics;
+  Mode mode = Mode::Standalone;
+  Handoff handoff;  // used only when mode is not standalone
   auto operator<=>(const Config&) const = default;
 };
 

@@ -237,7 +237,8 @@ const char* familyName(const bgp::IpAddress& a) { return a.isV4() ? "IPv4" : "IP
 // are left at their defaults; the Config is only returned when there were no errors at all.
 class ConfigReader {
  public:
-  explicit ConfigReader(std::string_view fileName) : fileName_(fileName) {}
+  ConfigReader(std::string_view fileName, const ConfigOverrides& overrides)
+      : fileName_(fileName), overrides_(overrides) {}
 
   void error(const YAML::Mark& mark, std::string path, std::string message) {
     ConfigError e;
@@ -303,7 +304,11 @@ class ConfigReader {
   std::optional<milliseconds> readBoundedDuration(const Field& f, milliseconds min,
                                                   milliseconds max);
 
+  void readMode(const Field& f, Config& config);
+  void readHandoff(const Field& f, Handoff& handoff);
+
   std::string fileName_;
+  ConfigOverrides overrides_;
   std::vector<ConfigError> errors_;
 };
 
@@ -453,7 +458,7 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
   auto m = readMapping(root, "",
                        {"apiVersion", "kind", "routerId", "localAsn", "vips", "communities",
                         "largeCommunities", "peers", "listen", "control", "drain",
-                        "allowNonLocalRouterId", "health", "metrics"});
+                        "allowNonLocalRouterId", "health", "metrics", "mode", "handoff"});
   if (const Field* f = require(*m, "apiVersion")) {
     auto text = readString(*f);
     if (text && *text != kApiVersion) {
@@ -478,7 +483,17 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
   if (const Field* f = require(*m, "vips")) {
     readVips(*f, config.vips);
   }
-  if (const Field* f = require(*m, "routerId")) {
+  if (overrides_.routerId) {
+    // Given by the downward API (status.hostIP): the file must not also carry one.
+    if (const Field* f = m->find("routerId")) {
+      error(*f, fmt::format("routerId is set both here and by --router-id {}; each field has "
+                            "exactly one source, so remove it from the file",
+                            *overrides_.routerId));
+    } else {
+      Field flag{YAML::Node("routerId"), YAML::Node(*overrides_.routerId), "--router-id"};
+      readRouterId(flag, config.vips, config);
+    }
+  } else if (const Field* f = require(*m, "routerId")) {
     readRouterId(*f, config.vips, config);
   }
   if (const Field* f = m->find("communities")) {
@@ -508,6 +523,60 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
   if (const Field* f = m->find("allowNonLocalRouterId")) {
     if (auto allow = readBool(*f)) {
       config.allowNonLocalRouterId = *allow;
+    }
+  }
+  if (const Field* f = m->find("mode")) {
+    readMode(*f, config);
+  }
+  if (const Field* f = m->find("handoff")) {
+    if (config.mode == Mode::Standalone && !m->find("mode")) {
+      error(*f, "handoff applies only with mode static-pod or daemonset; set mode or remove "
+                "handoff");
+    } else if (config.mode == Mode::Standalone) {
+      error(*f, "handoff applies only with mode static-pod or daemonset, but mode is "
+                "standalone");
+    } else {
+      readHandoff(*f, config.handoff);
+    }
+  }
+}
+
+void ConfigReader::readMode(const Field& f, Config& config) {
+  auto text = readString(f);
+  if (!text) {
+    return;
+  }
+  if (*text == "standalone") {
+    config.mode = Mode::Standalone;
+  } else if (*text == "static-pod") {
+    config.mode = Mode::StaticPod;
+  } else if (*text == "daemonset") {
+    config.mode = Mode::DaemonSet;
+  } else {
+    error(f, fmt::format("unknown mode '{}'; expected standalone, static-pod or daemonset",
+                         *text));
+  }
+}
+
+void ConfigReader::readHandoff(const Field& f, Handoff& handoff) {
+  auto m = readMapping(f.value, f.path, {"dir", "restartTime"});
+  if (!m) {
+    return;
+  }
+  if (const Field* d = m->find("dir")) {
+    if (auto dir = readAbsolutePath(*d, "handoff directory")) {
+      handoff.dir = *dir;
+    }
+  }
+  if (const Field* r = m->find("restartTime")) {
+    // RFC 4724 carries whole seconds in 12 bits; more than a minute is not "short".
+    if (auto t = readBoundedDuration(*r, milliseconds{1000}, milliseconds{60000})) {
+      if (t->count() % 1000 != 0) {
+        error(*r, fmt::format("the restart time is sent in whole seconds; {} is not",
+                              formatDuration(*t)));
+      } else {
+        handoff.restartTime = *t;
+      }
     }
   }
 }
@@ -712,7 +781,7 @@ std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::st
                                            const std::vector<Vip>& vips) {
   auto m = readMapping(node, path,
                        {"address", "asn", "port", "sourceAddress", "holdTime", "keepaliveTime",
-                        "connectRetryTime", "ebgpMultihop", "nextHopIpv6"});
+                        "connectRetryTime", "ebgpMultihop", "nextHopIpv6", "passwordFile"});
   if (!m) {
     return std::nullopt;
   }
@@ -801,6 +870,11 @@ std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::st
         peer.nextHopIpv6 = *nh;
       }
     }
+  }
+  if (const Field* f = m->find("passwordFile")) {
+    // The file itself (its presence and mode) is checked when the daemon starts: the config is
+    // validated on machines, such as a render host, that do not hold the key.
+    peer.passwordFile = readAbsolutePath(*f, "TCP-MD5 password file");
   }
   // RFC 4760/2545: every announced route needs a next hop of its own family. An IPv6 session
   // supplies its own local address for /128 VIPs; an IPv4 session supplies one for /32 VIPs.
@@ -1132,8 +1206,21 @@ std::string ConfigError::toString() const {
   return out;
 }
 
-Result<Config> parseConfig(std::string_view yamlText, std::string_view fileName) {
-  ConfigReader reader(fileName);
+std::string_view modeName(Mode mode) {
+  switch (mode) {
+    case Mode::Standalone:
+      return "standalone";
+    case Mode::StaticPod:
+      return "static-pod";
+    case Mode::DaemonSet:
+      return "daemonset";
+  }
+  return "unknown";
+}
+
+Result<Config> parseConfig(std::string_view yamlText, std::string_view fileName,
+                           const ConfigOverrides& overrides) {
+  ConfigReader reader(fileName, overrides);
   try {
     std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yamlText));
     if (documents.empty()) {
@@ -1161,7 +1248,7 @@ Result<Config> parseConfig(std::string_view yamlText, std::string_view fileName)
   return tl::unexpected(reader.takeErrors());
 }
 
-Result<Config> loadConfigFile(const std::string& path) {
+Result<Config> loadConfigFile(const std::string& path, const ConfigOverrides& overrides) {
   auto fail = [&](std::string message) -> Result<Config> {
     return tl::unexpected(std::vector<ConfigError>{{path, 0, 0, "", std::move(message)}});
   };
@@ -1186,7 +1273,7 @@ Result<Config> loadConfigFile(const std::string& path) {
       break;
     }
   }
-  return parseConfig(text, path);
+  return parseConfig(text, path, overrides);
 }
 
 std::optional<milliseconds> parseDuration(std::string_view text) {

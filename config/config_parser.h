@@ -40,11 +40,20 @@ using Result = tl::expected<T, std::vector<ConfigError>>;
 // Parses and validates `yamlText`; `fileName` is only used to label errors. On failure returns all
 // errors found, ordered by position in the file. Defaults are applied to optional keys; see
 // config.h for their values (keepaliveTime defaults to holdTime / 3 in whole seconds).
-[[nodiscard]] Result<Config> parseConfig(std::string_view yamlText, std::string_view fileName);
+//
+// `overrides` are values given outside the file (command-line flags fed by the Kubernetes
+// downward API). Each config field has exactly one source: a field set both in the file and by an
+// override is an error, never a silent precedence rule.
+struct ConfigOverrides {
+  std::optional<std::string> routerId;  // --router-id
+};
+[[nodiscard]] Result<Config> parseConfig(std::string_view yamlText, std::string_view fileName,
+                                         const ConfigOverrides& overrides = {});
 
 // Reads `path` and calls parseConfig(). An unreadable file (missing, permission, a directory, over
 // 4 MiB) is a single ConfigError without position that carries the OS's reason.
-[[nodiscard]] Result<Config> loadConfigFile(const std::string& path);
+[[nodiscard]] Result<Config> loadConfigFile(const std::string& path,
+                                            const ConfigOverrides& overrides = {});
 
 // Durations as written in the config: one or more <integer><unit> parts with units h, m, s, ms in
 // that order, each at most once ("9s", "300ms", "1m30s", "1h"), or a bare "0". Returns nullopt for

@@ -1014,3 +1014,84 @@ TEST(Duration, FormatThenParseRoundTrips) {
 
 }  // namespace
 }  // namespace vipd::config
+
+namespace vipd::config {
+namespace {
+
+// ---- mode, handoff, passwordFile, --router-id (issue 5) ----
+
+TEST(ConfigModes, DefaultIsStandaloneWithoutHandoff) {
+  auto c = parseConfig(withPeer(""), "vipd.yaml");
+  ASSERT_TRUE(c.has_value()) << describeErrors(c.error());
+  EXPECT_EQ(c->mode, Mode::Standalone);
+  EXPECT_EQ(c->handoff, Handoff{});
+}
+
+TEST(ConfigModes, DaemonsetWithHandoffSettings) {
+  auto c = parseConfig(withPeer("mode: daemonset\nhandoff: {dir: /run/vipd-x, restartTime: 5s}\n"),
+                       "vipd.yaml");
+  ASSERT_TRUE(c.has_value()) << describeErrors(c.error());
+  EXPECT_EQ(c->mode, Mode::DaemonSet);
+  EXPECT_EQ(c->handoff.dir, "/run/vipd-x");
+  EXPECT_EQ(c->handoff.restartTime, milliseconds{5000});
+  EXPECT_EQ(modeName(c->mode), "daemonset");
+}
+
+TEST(ConfigModes, UnknownModeIsNamed) {
+  EXPECT_EQ(onlyError(withPeer("mode: static\n")),
+            "vipd.yaml:10:7: mode: unknown mode 'static'; expected standalone, static-pod or "
+            "daemonset");
+}
+
+TEST(ConfigModes, HandoffInStandaloneIsAnError) {
+  EXPECT_THAT(onlyError(withPeer("handoff: {dir: /run/vipd}\n")),
+              HasSubstr("handoff: handoff applies only with mode static-pod or daemonset"));
+}
+
+TEST(ConfigModes, RestartTimeIsShortAndWholeSeconds) {
+  EXPECT_THAT(onlyError(withPeer("mode: static-pod\nhandoff: {restartTime: 1500ms}\n")),
+              HasSubstr("whole seconds"));
+  EXPECT_THAT(onlyError(withPeer("mode: static-pod\nhandoff: {restartTime: 2m}\n")),
+              HasSubstr("out of range; use 1s to 1m"));
+  EXPECT_THAT(onlyError(withPeer("mode: static-pod\nhandoff: {dir: run/vipd}\n")),
+              HasSubstr("handoff.dir"));
+}
+
+TEST(ConfigPeers, PasswordFileIsAnAbsolutePath) {
+  auto c = parseConfig(withPeer("    passwordFile: /etc/vipd/key\n"), "vipd.yaml");
+  ASSERT_TRUE(c.has_value()) << describeErrors(c.error());
+  EXPECT_EQ(c->peers[0].passwordFile, "/etc/vipd/key");
+  EXPECT_THAT(onlyError(withPeer("    passwordFile: key\n")),
+              HasSubstr("peers[0].passwordFile"));
+}
+
+TEST(ConfigOverrides, RouterIdFromTheFlagWhenTheFileHasNone) {
+  std::string yaml = withPeer("");
+  yaml.replace(yaml.find("routerId: 192.0.2.11\n"), 21, "");
+  auto c = parseConfig(yaml, "vipd.yaml", ConfigOverrides{"192.0.2.12"});
+  ASSERT_TRUE(c.has_value()) << describeErrors(c.error());
+  EXPECT_EQ(c->routerId, ip("192.0.2.12"));
+  // Without the flag the same file misses its router ID.
+  EXPECT_THAT(onlyError(yaml), HasSubstr("routerId"));
+}
+
+TEST(ConfigOverrides, RouterIdGivenTwiceIsAnError) {
+  auto c = parseConfig(withPeer(""), "vipd.yaml", ConfigOverrides{"192.0.2.12"});
+  ASSERT_FALSE(c.has_value());
+  ASSERT_EQ(c.error().size(), 1u);
+  EXPECT_EQ(c.error()[0].toString(),
+            "vipd.yaml:3:11: routerId: routerId is set both here and by --router-id "
+            "192.0.2.12; each field has exactly one source, so remove it from the file");
+}
+
+TEST(ConfigOverrides, BadRouterIdFlagIsNamedAsTheFlag) {
+  std::string yaml = withPeer("");
+  yaml.replace(yaml.find("routerId: 192.0.2.11\n"), 21, "");
+  auto c = parseConfig(yaml, "vipd.yaml", ConfigOverrides{"2001:db8::1"});
+  ASSERT_FALSE(c.has_value());
+  ASSERT_EQ(c.error().size(), 1u);
+  EXPECT_THAT(c.error()[0].toString(), HasSubstr("--router-id: the router ID is a 32-bit"));
+}
+
+}  // namespace
+}  // namespace vipd::config
