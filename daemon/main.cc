@@ -1,7 +1,7 @@
 // vipd: announces this node's VIPs over BGP while they are bound locally.
 //
-//   vipd --config FILE [--log-format text|json] [--log-level debug|info|warn|error]
-//   vipd validate --config FILE
+//   vipd --config FILE [--router-id ADDRESS] [--log-format text|json] [--log-level ...]
+//   vipd validate --config FILE [--router-id ADDRESS]
 //   vipd --version
 #include <csignal>
 #include <cstdio>
@@ -21,13 +21,18 @@ namespace {
 using namespace vipd;
 
 constexpr std::string_view kUsage =
-    "usage: vipd --config FILE [--log-format text|json] [--log-level debug|info|warn|error]\n"
-    "       vipd validate --config FILE\n"
-    "       vipd --version\n";
+    "usage: vipd --config FILE [--router-id ADDRESS] [--log-format text|json]\n"
+    "            [--log-level debug|info|warn|error]\n"
+    "       vipd validate --config FILE [--router-id ADDRESS]\n"
+    "       vipd --version\n"
+    "\n"
+    "  --router-id ADDRESS  the BGP identifier, when the config file has none (the DaemonSet\n"
+    "                       passes the node's status.hostIP); given in both places it is an error\n";
 
 struct Options {
   bool validateOnly = false;
   std::string configPath;
+  config::ConfigOverrides overrides;
   daemon::LogFormat logFormat = daemon::LogFormat::Text;
   daemon::LogLevel logLevel = daemon::LogLevel::Info;
 };
@@ -68,6 +73,12 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
         return usageError("--config needs a file");
       }
       options.configPath = *v;
+    } else if (arg == "--router-id") {
+      auto v = value();
+      if (!v) {
+        return usageError("--router-id needs an address");
+      }
+      options.overrides.routerId = std::string(*v);
     } else if (arg == "--log-format") {
       auto v = value();
       if (v == "text") {
@@ -107,7 +118,7 @@ int main(int argc, char** argv) {
   if (auto exitCode = parseOptions(argc, argv, options)) {
     return *exitCode;
   }
-  auto config = config::loadConfigFile(options.configPath);
+  auto config = config::loadConfigFile(options.configPath, options.overrides);
   if (!config) {
     for (const auto& error : config.error()) {
       std::fprintf(stderr, "%s\n", error.toString().c_str());
