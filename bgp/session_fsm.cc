@@ -580,7 +580,45 @@ OpenMessage SessionFsm::buildOpen() const {
   open.capabilities.multiprotocol = config_.families;
   open.capabilities.routeRefresh = true;
   open.capabilities.fourOctetAs = config_.localAsn;
+  if (config_.gracefulRestartTime) {
+    GracefulRestartCapability gr;
+    gr.restartState = restarting_;
+    gr.restartTimeSeconds =
+        static_cast<uint16_t>(std::min<int64_t>(config_.gracefulRestartTime->count(), 4095));
+    for (const AfiSafi& family : config_.families) {
+      // F bit: the VIP's forwarding (the bound address) survived the handoff. Clear on any other
+      // start, so a peer holding a stale path from a crashed instance drops it at once.
+      gr.families.push_back({family, restarting_});
+    }
+    open.capabilities.gracefulRestart = gr;
+  }
   return open;
+}
+
+Actions SessionFsm::yieldForRestart(bool& peerKeepsRoutes) {
+  Actions out;
+  peerKeepsRoutes = negotiated_ && negotiated_->peerGracefulRestart.has_value() &&
+                    config_.gracefulRestartTime.has_value() &&
+                    state_ == SessionState::Established;
+  stopped_ = true;
+  if (incomingFramer_) {
+    rejectIncoming(out, std::nullopt, "session handed over");
+  }
+  if (state_ == SessionState::Idle) {
+    cancelAll(out);
+    return out;
+  }
+  std::string reason = peerKeepsRoutes
+                           ? "handed over to another vipd instance (graceful restart: the peer "
+                             "keeps our path until the new session's End-of-RIB)"
+                           : "handed over to another vipd instance (no graceful restart with "
+                             "this peer: it drops our path until the new session announces it)";
+  cancelAll(out);
+  out.push_back(Disconnect{reason});
+  advertised_.clear();
+  negotiated_.reset();
+  transition(out, SessionState::Idle, reason);
+  return out;
 }
 
 CodecOptions SessionFsm::codecOptions() const {
@@ -601,6 +639,9 @@ void SessionFsm::sendNotification(Actions& out, NotificationMessage notification
 
 void SessionFsm::failSession(Actions& out, std::string reason) {
   lastError_ = reason;
+  // The restarted session never came up: the next OPEN says nothing was preserved, so a peer
+  // still holding our stale path drops it.
+  restarting_ = false;
   cancelAll(out);
   out.push_back(Disconnect{reason});
   advertised_.clear();
@@ -641,6 +682,8 @@ void SessionFsm::enterEstablished(Actions& out) {
   for (const auto& family : negotiated_->families) {
     send(out, buildEndOfRib(family));
   }
+  // The restart is complete: the peer replaces its stale path with what we just sent.
+  restarting_ = false;
 }
 
 std::set<Prefix> SessionFsm::sendable(const std::set<Prefix>& prefixes) const {

@@ -101,6 +101,11 @@ struct SessionConfig {
   // Route attributes; nextHopV4/V6 are filled from the connection when not configured.
   OutboundAttributes outbound;
   uint64_t jitterSeed = 0;
+  // Advertise the graceful-restart capability (RFC 4724) with this restart time. Only for a
+  // planned handoff between two vipd instances and for upgrades: set, a dropped TCP session makes
+  // the peer keep our path for this long, so it stays short. Never the N bit (RFC 8538): every
+  // NOTIFICATION vipd sends (drain, errors) must flush the path at once.
+  std::optional<std::chrono::seconds> gracefulRestartTime;
 };
 
 // Counters for status and metrics. Received UPDATEs are validated and counted, never stored.
@@ -168,6 +173,19 @@ class SessionFsm {
   // Switch the drain marking (GRACEFUL_SHUTDOWN, RFC 8326) and re-announce if it changed.
   [[nodiscard]] Actions setGracefulShutdown(bool on);
 
+  // Graceful restart, restarting side (RFC 4724 section 4.1). The next OPEN carries the Restart
+  // State bit and Forwarding State bits: the peer keeps the routes it retained from our previous
+  // session until our End-of-RIB. Cleared once that session is Established or fails; a later
+  // OPEN has both bits clear, which makes the peer drop any stale path at once. Ignored without
+  // gracefulRestartTime.
+  void setRestarting(bool restarting) { restarting_ = restarting; }
+  bool restarting() const { return restarting_; }
+  // Hand the session over to another speaker: close the connection WITHOUT a NOTIFICATION, so a
+  // peer that negotiated graceful restart keeps our path for the restart time, and stay Idle
+  // until start(). Returns whether the peer negotiated graceful restart (else it drops the path
+  // when the connection closes).
+  [[nodiscard]] Actions yieldForRestart(bool& peerKeepsRoutes);
+
   SessionState state() const { return state_; }
   const SessionCounters& counters() const { return counters_; }
   const std::optional<Negotiated>& negotiated() const { return negotiated_; }
@@ -230,6 +248,7 @@ class SessionFsm {
   std::set<Prefix> desired_;
   std::set<Prefix> advertised_;
   bool gracefulShutdown_ = false;
+  bool restarting_ = false;
 
   SessionCounters counters_;
   std::string lastError_;

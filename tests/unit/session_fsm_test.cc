@@ -1210,3 +1210,114 @@ TEST_F(SessionFsmTest, IncomingWhileStoppedIsRejected) {
 
 }  // namespace
 }  // namespace vipd::bgp
+
+namespace vipd::bgp {
+namespace {
+
+using namespace vipd::bgp::testing;
+
+// ---- Graceful restart (RFC 4724), used only for handoffs between vipd instances ----
+
+class GracefulRestartTest : public SessionFsmTest {
+ protected:
+  GracefulRestartTest() { config_.gracefulRestartTime = std::chrono::seconds(3); }
+
+  static OpenMessage grPeerOpen() {
+    OpenMessage open = peerOpen();
+    GracefulRestartCapability gr;
+    gr.restartTimeSeconds = 120;
+    gr.families = {{kIpv4Unicast, false}};
+    open.capabilities.gracefulRestart = gr;
+    return open;
+  }
+
+  // The OPEN this FSM sent when the connection came up.
+  OpenMessage ourOpen(const Actions& connected) {
+    auto opens = sentOf<OpenMessage>(connected);
+    EXPECT_EQ(opens.size(), 1u) << describe(connected);
+    return opens.empty() ? OpenMessage{} : opens.front();
+  }
+};
+
+TEST_F(SessionFsmTest, NoGracefulRestartCapabilityUnlessConfigured) {
+  EXPECT_FALSE(sentOf<OpenMessage>(toOpenSent()).front().capabilities.gracefulRestart);
+}
+
+TEST_F(GracefulRestartTest, NormalStartAdvertisesRestartTimeWithEveryBitClear) {
+  OpenMessage open = ourOpen(toOpenSent());
+  ASSERT_TRUE(open.capabilities.gracefulRestart);
+  const auto& gr = *open.capabilities.gracefulRestart;
+  EXPECT_EQ(gr.restartTimeSeconds, 3);
+  EXPECT_FALSE(gr.restartState);
+  // No N bit (RFC 8538): every NOTIFICATION must flush the peer's copy of our path.
+  EXPECT_FALSE(gr.notification);
+  ASSERT_EQ(gr.families.size(), config_.families.size());
+  for (const auto& family : gr.families) {
+    EXPECT_FALSE(family.forwardingStatePreserved);
+  }
+}
+
+TEST_F(GracefulRestartTest, RestartingOpenSetsRAndFBitsUntilEstablished) {
+  fsm().setRestarting(true);
+  OpenMessage open = ourOpen(toOpenSent());
+  ASSERT_TRUE(open.capabilities.gracefulRestart);
+  EXPECT_TRUE(open.capabilities.gracefulRestart->restartState);
+  for (const auto& family : open.capabilities.gracefulRestart->families) {
+    EXPECT_TRUE(family.forwardingStatePreserved);
+  }
+  (void)fsm().setAnnouncements({prefix("203.0.113.10/32")});
+  Actions established = toEstablished(grPeerOpen());
+  // The announcement, then End-of-RIB: the peer replaces its stale path with these.
+  auto updates = updatesIn(established);
+  ASSERT_GE(updates.size(), 2u);
+  EXPECT_EQ(updates.front().nlri.size(), 1u);
+  EXPECT_TRUE(updates.back().nlri.empty() && updates.back().withdrawn.empty());
+  EXPECT_FALSE(fsm().restarting());
+
+  // A later session (after a failure) says nothing was preserved.
+  (void)fsm().onClosed("reset by peer");
+  (void)fsm().onTimer(TimerKind::ConnectRetry);
+  OpenMessage again = ourOpen(fsm().onConnected(localV4()));
+  EXPECT_FALSE(again.capabilities.gracefulRestart->restartState);
+}
+
+TEST_F(GracefulRestartTest, FailedRestartClearsTheBits) {
+  fsm().setRestarting(true);
+  toOpenSent();
+  (void)fsm().onClosed("connection reset");
+  EXPECT_FALSE(fsm().restarting());
+}
+
+TEST_F(GracefulRestartTest, YieldClosesWithoutNotificationAndStaysIdle) {
+  (void)fsm().setAnnouncements({prefix("203.0.113.10/32")});
+  toEstablished(grPeerOpen());
+  bool peerKeepsRoutes = false;
+  Actions yielded = fsm().yieldForRestart(peerKeepsRoutes);
+  EXPECT_TRUE(peerKeepsRoutes);
+  EXPECT_TRUE(sentOf<NotificationMessage>(yielded).empty()) << describe(yielded);
+  EXPECT_TRUE(sentOf<UpdateMessage>(yielded).empty()) << "a yield must not withdraw";
+  EXPECT_EQ(actionsOf<Disconnect>(yielded).size(), 1u);
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  EXPECT_TRUE(armsOf(yielded, TimerKind::ConnectRetry).empty()) << describe(yielded);
+  EXPECT_TRUE(fsm().advertised().empty());
+  // Stays down: no timer can bring it back.
+  EXPECT_TRUE(fsm().onTimer(TimerKind::ConnectRetry).empty());
+}
+
+TEST_F(GracefulRestartTest, YieldReportsAPeerWithoutGracefulRestart) {
+  toEstablished(peerOpen());
+  bool peerKeepsRoutes = true;
+  Actions yielded = fsm().yieldForRestart(peerKeepsRoutes);
+  EXPECT_FALSE(peerKeepsRoutes);
+  EXPECT_TRUE(sentOf<NotificationMessage>(yielded).empty());
+}
+
+TEST_F(GracefulRestartTest, StopStillSendsCeaseSoThePeerFlushesThePath) {
+  toEstablished(grPeerOpen());
+  Actions stopped = fsm().stop("vipd: node draining");
+  auto n = sentNotificationThenDisconnect(stopped);
+  EXPECT_EQ(n.code, static_cast<uint8_t>(ErrorCode::Cease));
+}
+
+}  // namespace
+}  // namespace vipd::bgp
