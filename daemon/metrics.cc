@@ -186,7 +186,19 @@ Metrics::Metrics()
       healthChecks_(counter(*registry_, "vipd_health_checks_total", "Health checks run.")),
       // vipd_health_check_failures_total. Reads: health.failures.
       healthFailures_(
-          counter(*registry_, "vipd_health_check_failures_total", "Health checks that failed.")) {}
+          counter(*registry_, "vipd_health_check_failures_total", "Health checks that failed.")),
+      // vipd_role{role} 1: active, standby or contending. Reads: role. One series.
+      role_{&gauge(*registry_, "vipd_role",
+                   "Always 1; the role label says whether this instance speaks BGP (active), "
+                   "waits to take the node back (standby) or waits to take over (contending).")},
+      // vipd_handoff_refused{reason}: 1 while the last takeover attempt was refused (reason is
+      // the refusal), 0 with reason="" otherwise. Reads: handoff.refused, handoff.lastRefusal.
+      handoffRefused_{&gauge(*registry_, "vipd_handoff_refused",
+                             "1 while this instance's takeover is refused; reason says why.")},
+      // vipd_handoffs_total{event}: took_over, yielded, took_back, refused. Reads:
+      // handoff.tookOver, handoff.yielded, handoff.tookBack, handoff.refusals.
+      handoffs_(counter(*registry_, "vipd_handoffs_total",
+                        "Handoffs between this node's vipd instances, by event.")) {}
 
 void Metrics::update(const json& status) {
   if (!status.is_object()) {
@@ -216,6 +228,31 @@ void Metrics::update(const json& status) {
   }
   if (const json* withdrawn = member(status, "withdrawn"); withdrawn != nullptr) {
     updateWithdrawn(*withdrawn);
+  }
+  if (auto role = string(status, "role")) {
+    set(role_, {{"role", *role}}, 1);
+  }
+  if (const json* handoff = member(status, "handoff"); handoff != nullptr) {
+    updateHandoff(*handoff);
+  }
+}
+
+void Metrics::updateHandoff(const json& handoff) {
+  if (auto refused = boolean(handoff, "refused")) {
+    if (*refused) {
+      set(handoffRefused_, {{"reason", string(handoff, "lastRefusal").value_or("")}}, 1);
+    } else {
+      set(handoffRefused_, {{"reason", ""}}, 0);
+    }
+  }
+  const std::pair<const char*, const char*> events[] = {{"tookOver", "took_over"},
+                                                        {"yielded", "yielded"},
+                                                        {"tookBack", "took_back"},
+                                                        {"refusals", "refused"}};
+  for (const auto& [key, event] : events) {
+    if (auto n = number(handoff, key)) {
+      advance(handoffs_, {{"event", event}}, *n);
+    }
   }
 }
 

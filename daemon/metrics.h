@@ -60,6 +60,7 @@ class Metrics {
   void updateVip(const nlohmann::json& vip);
   void updateHealth(const nlohmann::json& health);
   void updateWithdrawn(const nlohmann::json& withdrawn);
+  void updateHandoff(const nlohmann::json& handoff);
 
   // Increments the counter by how much `current` grew since the last call for this series.
   void advance(prometheus::Family<prometheus::Counter>& family, const prometheus::Labels& labels,
@@ -101,6 +102,10 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& healthLatency_;
   prometheus::Family<prometheus::Counter>& healthChecks_;
   prometheus::Family<prometheus::Counter>& healthFailures_;
+
+  SingleSeries role_;
+  SingleSeries handoffRefused_;
+  prometheus::Family<prometheus::Counter>& handoffs_;
 
   // Last status value fed into each counter series (the series are owned by their family and
   // never removed, so the pointers stay valid).

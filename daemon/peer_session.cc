@@ -48,6 +48,17 @@ void PeerSession::stop(std::string_view shutdownCommunication, std::function<voi
   }
 }
 
+void PeerSession::yield(std::function<void(bool peerKeepsRoutes)> done) {
+  auto connection = current_;
+  bool keeps = false;
+  execute(fsm_.yieldForRestart(keeps));
+  if (connection) {
+    connection->closeAfterFlush(kFlushTimeout, [done = std::move(done), keeps] { done(keeps); });
+  } else {
+    done(keeps);
+  }
+}
+
 void PeerSession::setAnnouncements(std::set<bgp::Prefix> prefixes) {
   execute(fsm_.setAnnouncements(std::move(prefixes)));
 }

@@ -51,6 +51,15 @@ class PeerSession {
   // Sends Cease 6/2 with `shutdownCommunication` and closes; `done` runs when the last bytes
   // have been written (or the flush deadline passed).
   void stop(std::string_view shutdownCommunication, std::function<void()> done);
+  // Hands the session to another vipd instance: closes without a NOTIFICATION (graceful restart)
+  // and stays down until start(). `done(peerKeepsRoutes)` runs once the connection is closed;
+  // peerKeepsRoutes says whether this peer negotiated graceful restart.
+  void yield(std::function<void(bool peerKeepsRoutes)> done);
+  // The next OPEN is a graceful restart (RFC 4724 R and F bits); see SessionFsm::setRestarting.
+  void setRestarting(bool restarting) { fsm_.setRestarting(restarting); }
+  bool peerSupportsGracefulRestart() const {
+    return fsm_.negotiated() && fsm_.negotiated()->peerGracefulRestart.has_value();
+  }
   void setAnnouncements(std::set<bgp::Prefix> prefixes);
   // Drain step (1): re-announce with GRACEFUL_SHUTDOWN (RFC 8326).
   void setGracefulShutdown(bool on);

@@ -56,6 +56,12 @@ bgp::SessionConfig sessionConfigFor(const config::Config& config, const config::
   }
   s.outbound.largeCommunities = config.largeCommunities;
   s.jitterSeed = seed;
+  if (config.mode != config::Mode::Standalone) {
+    // Graceful restart exists for the handoff between the two instances (and upgrades); a
+    // standalone vipd never needs a peer to keep a path it is not announcing.
+    s.gracefulRestartTime =
+        std::chrono::duration_cast<std::chrono::seconds>(config.handoff.restartTime);
+  }
   return s;
 }
 
@@ -84,7 +90,8 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       rebindTimer_(io),
       reconcileTimer_(io),
       housekeepingTimer_(io),
-      drainTimer_(io) {
+      drainTimer_(io),
+      lockTimer_(io) {
   std::random_device entropy;
   for (const auto& peer : config_.peers) {
     uint64_t seed = (uint64_t{entropy()} << 32) | entropy();
@@ -108,11 +115,6 @@ tl::expected<void, std::string> Speaker::start() {
       return tl::unexpected(*problem);
     }
   }
-  auto persisted = withdrawnState_.load();
-  if (!persisted) {
-    return tl::unexpected(persisted.error());
-  }
-  withdrawn_ = *persisted;
   if (auto opened = control_.open(); !opened) {
     return opened;
   }
@@ -120,7 +122,31 @@ tl::expected<void, std::string> Speaker::start() {
       !listening) {
     return listening;
   }
-  if (config_.listen.enabled) {
+  // Only read the kernel here: binding is the Active instance's job (becomeActive()).
+  logBindEvents(binder_.refresh());
+  // A duplicate, so the descriptor object can close its copy without closing the monitor's.
+  kernelEvents_.assign(::dup(monitor_.fd()));
+  watchKernel();
+  scheduleReconcile();
+  scheduleHousekeeping();
+  if (auto checking = health_.start(); !checking) {
+    return checking;
+  }
+  return startRole();
+}
+
+tl::expected<void, std::string> Speaker::becomeActive(bool restarting, std::string_view why) {
+  role_ = Role::Active;
+  handoff_.state.clear();
+  handoff_.lastRestarting = restarting;
+  // Read again on every takeover: the other instance may have been withdrawn meanwhile.
+  auto persisted = withdrawnState_.load();
+  if (!persisted) {
+    return tl::unexpected(persisted.error());
+  }
+  withdrawn_ = *persisted;
+  withdrawnPersisted_ = true;
+  if (config_.listen.enabled && !listener_) {
     if (auto listening = openBgpListener(); !listening) {
       return listening;
     }
@@ -136,15 +162,15 @@ tl::expected<void, std::string> Speaker::start() {
     logBindEvents(binder_.bind());
   }
   warnAboutArp();
-  // A duplicate, so the descriptor object can close its copy without closing the monitor's.
-  kernelEvents_.assign(::dup(monitor_.fd()));
-  watchKernel();
-  scheduleReconcile();
-  scheduleHousekeeping();
-  if (auto checking = health_.start(); !checking) {
-    return checking;
+  if (config_.mode != config::Mode::Standalone) {
+    log_.info("speaker", "speaking BGP as the {} instance: {}{}", config::modeName(config_.mode),
+              why,
+              restarting ? "; sessions reopen as a graceful restart (RFC 4724), so the peers "
+                           "keep this node's path"
+                         : "");
   }
   for (auto& peer : peers_) {
+    peer->setRestarting(restarting);
     peer->start();
   }
   pushAnnouncements();
@@ -258,15 +284,16 @@ void Speaker::refreshAndAnnounce(std::string_view why) {
 }
 
 void Speaker::scheduleRebind() {
-  // A withdrawn or draining node has unbound its VIPs on purpose: never fight that.
-  if (rebindPending_ || shuttingDown_ || withdrawn_ || drain_) {
+  // A withdrawn or draining node has unbound its VIPs on purpose: never fight that. An instance
+  // that is not speaking leaves the addresses to the one that is.
+  if (rebindPending_ || shuttingDown_ || withdrawn_ || drain_ || role_ != Role::Active) {
     return;
   }
   rebindPending_ = true;
   rebindTimer_.expires_after(kRebindDelay);
   rebindTimer_.async_wait([this](const boost::system::error_code& ec) {
     rebindPending_ = false;
-    if (ec || shuttingDown_ || withdrawn_ || drain_) {
+    if (ec || shuttingDown_ || withdrawn_ || drain_ || role_ != Role::Active) {
       return;
     }
     logBindEvents(binder_.bind());
@@ -280,7 +307,8 @@ void Speaker::scheduleReconcile() {
     if (ec || shuttingDown_) {
       return;
     }
-    logBindEvents(withdrawn_ || drain_ ? binder_.refresh() : binder_.bind());
+    bool mayBind = role_ == Role::Active && !withdrawn_ && !drain_;
+    logBindEvents(mayBind ? binder_.bind() : binder_.refresh());
     pushAnnouncements();
     scheduleReconcile();
   });
@@ -337,7 +365,7 @@ void Speaker::warnAboutArp() const {
 }
 
 std::set<bgp::Prefix> Speaker::intendedAnnouncements() const {
-  if (shuttingDown_ || !health_.healthy()) {
+  if (shuttingDown_ || !health_.healthy() || role_ != Role::Active) {
     return {};
   }
   if (drain_) {

@@ -23,7 +23,9 @@
 #include "config/config.h"
 #include "daemon/control_server.h"
 #include "daemon/drain_sequence.h"
+#include "daemon/handoff_protocol.h"
 #include "daemon/health_checker.h"
+#include "daemon/host_lock.h"
 #include "daemon/http_server.h"
 #include "daemon/logger.h"
 #include "daemon/metrics.h"
@@ -36,6 +38,13 @@ namespace vipd::daemon {
 
 class Speaker {
  public:
+  // Only the Active instance speaks BGP and binds or unbinds addresses. In standalone mode vipd
+  // is always Active. With mode static-pod or daemonset the speaker lock decides: a static-pod
+  // instance that yielded (or found a daemonset instance speaking) is on Standby, ready to take
+  // the node back; a daemonset instance that found a static-pod instance speaking is Contending
+  // until it has taken over.
+  enum class Role { Active, Standby, Contending };
+
   // `table` and `monitor` are the kernel's (or fakes); they must outlive the Speaker.
   Speaker(asio::io_context& io, config::Config config, netlink::AddressTable& table,
           netlink::Monitor& monitor, const Logger& log);
@@ -45,7 +54,7 @@ class Speaker {
   // checks, then every session. An error is one sentence saying what to fix.
   [[nodiscard]] tl::expected<void, std::string> start();
   // SIGTERM: drains (unless already withdrawn), sends Cease 6/2 "vipd: node draining" to every
-  // peer, then runs `done`.
+  // peer, then runs `done`. An instance that is not Active touches nothing and runs `done` now.
   void shutdown(std::function<void()> done);
 
   nlohmann::json status() const;
@@ -75,6 +84,22 @@ class Speaker {
   void handleAnnounce(ControlServer::Reply reply);
   void stopPeers(std::string shutdownCommunication, std::function<void()> done);
 
+  // ---- roles and the handoff between two instances (speaker_handoff.cc) ----
+  // Takes the speaker lock or waits for it; standalone mode goes straight to becomeActive().
+  tl::expected<void, std::string> startRole();
+  // Loads the withdrawn state, binds, opens the BGP listener and starts every session.
+  // `restarting`: the sessions reopen as a graceful restart after a planned handoff.
+  tl::expected<void, std::string> becomeActive(bool restarting, std::string_view why);
+  void waitForLock(Role role, std::string why);
+  void scheduleLockPoll(std::chrono::milliseconds after);
+  void pollLock();
+  bool acquireLock();
+  void attemptTakeover(const LockHolder& holder);
+  void handleHandoffCheck(const nlohmann::json& request, ControlServer::Reply reply);
+  void handleHandoffYield(const nlohmann::json& request, ControlServer::Reply reply);
+  nlohmann::json handoffStatus() const;
+  std::string_view roleName() const;
+
   // ---- status, readiness, probes (speaker_status.cc) ----
   void handleControl(const nlohmann::json& request, ControlServer::Reply reply);
   std::vector<std::string> notReadyReasons() const;
@@ -95,6 +120,7 @@ class Speaker {
   HttpServer http_;
   WithdrawnState withdrawnState_;
   std::optional<Withdrawn> withdrawn_;
+  bool withdrawnPersisted_ = true;  // false after `vipctl withdraw --transient`
   std::optional<asio::ip::tcp::acceptor> listener_;
   asio::posix::stream_descriptor kernelEvents_;
   asio::steady_timer rebindTimer_;
@@ -116,6 +142,25 @@ class Speaker {
   std::vector<std::chrono::steady_clock::time_point> lastStuckWarning_;  // per peer
   bool rebindPending_ = false;
   bool shuttingDown_ = false;
+
+  Role role_ = Role::Active;
+  std::optional<HostLock> lock_;
+  asio::steady_timer lockTimer_;
+  struct Handoff {
+    std::string state;        // one sentence for status: what this instance waits for
+    std::string lastRefusal;  // why the last takeover was refused; empty once one succeeded
+    bool refused = false;
+    bool inFlight = false;
+    std::chrono::steady_clock::time_point nextAttempt{};
+    std::chrono::steady_clock::time_point expectLockUntil{};  // after a yield was granted
+    std::chrono::steady_clock::time_point noTakebackBefore{};  // after yielding
+    uint64_t tookOver = 0;   // daemonset: took over from a static-pod instance
+    uint64_t yielded = 0;    // static-pod: handed over
+    uint64_t tookBack = 0;   // took the lock after its holder went away
+    uint64_t refusals = 0;
+    bool lastRestarting = false;  // the last becomeActive() reopened as a graceful restart
+    std::vector<nlohmann::json> lastYieldPeers;
+  } handoff_;
 };
 
 }  // namespace vipd::daemon

@@ -137,15 +137,29 @@ void Speaker::handleWithdraw(const nlohmann::json& request, ControlServer::Reply
            {"since", withdrawn_->since}});
     return;
   }
-  // Persist first: if vipd or the node dies mid-drain, it must come back withdrawn.
+  // A transient withdraw (a pod's preStop hook) drains this process only: persisting it would
+  // leave the pod that replaces this one withdrawn forever.
+  bool persist = request.value("persist", true);
   Withdrawn state{reason, utcNow()};
-  if (auto saved = withdrawnState_.save(state); !saved) {
-    reply({{"error", saved.error()}});
-    return;
+  // Persist first: if vipd or the node dies mid-drain, it must come back withdrawn.
+  if (persist) {
+    if (auto saved = withdrawnState_.save(state); !saved) {
+      reply({{"error", saved.error()}});
+      return;
+    }
   }
   withdrawn_ = state;
-  log_.warn("drain", "vipctl withdraw: \"{}\"; the node stays withdrawn until `vipctl announce`",
-            reason);
+  withdrawnPersisted_ = persist;
+  if (persist) {
+    log_.warn("drain",
+              "vipctl withdraw: \"{}\"; the node stays withdrawn until `vipctl announce`",
+              reason);
+  } else {
+    log_.warn("drain",
+              "vipctl withdraw --transient: \"{}\"; withdrawn until this process exits or "
+              "`vipctl announce` (not persisted)",
+              reason);
+  }
   auto settled = [reply, wait](bool acknowledged, const std::string& detail) {
     if (!wait) {
       return;
@@ -186,6 +200,16 @@ void Speaker::handleAnnounce(ControlServer::Reply reply) {
 
 void Speaker::shutdown(std::function<void()> done) {
   if (shuttingDown_) {
+    return;
+  }
+  if (role_ != Role::Active) {
+    // Standby or contending: the other instance speaks and owns the addresses. Nothing here is
+    // announced, so nothing is withdrawn or unbound.
+    shuttingDown_ = true;
+    log_.info("speaker", "{} instance stopping: it announces nothing, so nothing is withdrawn "
+              "and no address is touched", roleName());
+    lockTimer_.cancel();
+    done();
     return;
   }
   auto stop = [this, done = std::move(done)]() mutable {

@@ -50,15 +50,32 @@ std::chrono::steady_clock::duration stuckAfter(const config::Peer& peer) {
 
 void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply reply) {
   const auto command = request["command"].get<std::string>();
+  if ((command == "withdraw" || command == "announce") && role_ != Role::Active) {
+    auto holder = lock_ ? lock_->holder() : std::nullopt;
+    reply({{"error",
+            fmt::format("this {} instance is {} and announces nothing; run vipctl against the "
+                        "instance that speaks BGP{}",
+                        config::modeName(config_.mode), roleName(),
+                        holder ? fmt::format(" (pid {}, --socket {})", holder->pid,
+                                             holder->controlSocket)
+                               : std::string())}});
+    return;
+  }
   if (command == "status") {
     reply(status());
+  } else if (command == "handoff-check") {
+    handleHandoffCheck(request, std::move(reply));
+  } else if (command == "handoff-yield") {
+    handleHandoffYield(request, std::move(reply));
   } else if (command == "withdraw") {
     handleWithdraw(request, std::move(reply));
   } else if (command == "announce") {
     handleAnnounce(std::move(reply));
   } else {
     reply({{"error",
-            fmt::format("unknown command '{}'; known: status, withdraw, announce", command)}});
+            fmt::format("unknown command '{}'; known: status, withdraw, announce, "
+                        "handoff-check, handoff-yield",
+                        command)}});
   }
 }
 
@@ -97,6 +114,19 @@ void Speaker::warnAboutStuckPeers() {
 
 std::vector<std::string> Speaker::notReadyReasons() const {
   std::vector<std::string> reasons;
+  if (role_ == Role::Contending) {
+    // A DaemonSet pod that has not taken over is not done rolling out.
+    reasons.push_back(fmt::format("not speaking yet: {}", handoff_.state));
+    return reasons;
+  }
+  if (role_ == Role::Standby) {
+    // A yielded static-pod instance on standby is doing its job; a daemonset instance on standby
+    // (another daemonset instance holds the lock) is not.
+    if (config_.mode != config::Mode::StaticPod) {
+      reasons.push_back(fmt::format("on standby: {}", handoff_.state));
+    }
+    return reasons;
+  }
   bool anyEstablished = false;
   for (size_t i = 0; i < peers_.size(); ++i) {
     auto s = peers_[i]->status();
@@ -243,10 +273,13 @@ nlohmann::json Speaker::status() const {
   if (withdrawn_) {
     withdrawn["reason"] = withdrawn_->reason;
     withdrawn["since"] = withdrawn_->since;
+    withdrawn["persisted"] = withdrawnPersisted_;
   }
   auto reasons = notReadyReasons();
   return {{"version", VIPD_VERSION},
-          {"mode", "standalone"},
+          {"mode", config::modeName(config_.mode)},
+          {"role", roleName()},
+          {"handoff", handoffStatus()},
           {"routerId", config_.routerId.toString()},
           {"localAsn", config_.localAsn},
           {"peers", peers},

@@ -1,7 +1,7 @@
 // vipctl: talks to a running vipd over its control socket.
 //
 //   vipctl [--socket PATH] status [--json]
-//   vipctl [--socket PATH] withdraw [--wait] [--timeout DUR] [--reason TEXT]
+//   vipctl [--socket PATH] withdraw [--wait] [--timeout DUR] [--reason TEXT] [--transient]
 //   vipctl [--socket PATH] announce
 #include <cstdio>
 #include <optional>
@@ -23,6 +23,7 @@ using json = nlohmann::json;
 constexpr std::string_view kUsage =
     "usage: vipctl [--socket PATH] status [--json]\n"
     "       vipctl [--socket PATH] withdraw [--wait] [--timeout DUR] [--reason TEXT]\n"
+    "                                       [--transient]\n"
     "       vipctl [--socket PATH] announce\n"
     "\n"
     "  status    sessions, VIPs, health gate and why each VIP is or is not announced\n"
@@ -30,6 +31,9 @@ constexpr std::string_view kUsage =
     "            The node stays withdrawn across restarts until `vipctl announce`.\n"
     "            --wait: return only once every Established peer has acknowledged the\n"
     "            withdraw (bounded by --timeout, default the config's drain.timeout)\n"
+    "            --transient: drain this running instance only; nothing is persisted, so\n"
+    "            the next start announces again (a pod's preStop hook: a persisted withdraw\n"
+    "            there would leave every replaced pod withdrawn)\n"
     "  announce  clear the withdrawn state and announce again (once healthy)\n"
     "\n"
     "  --socket PATH  vipd's control socket (default /run/vipd/vipd.sock)\n"
@@ -103,6 +107,7 @@ int main(int argc, char** argv) {
   std::string command;
   bool asJson = false;
   bool wait = false;
+  bool transient = false;
   std::optional<std::chrono::milliseconds> timeout;
   std::optional<std::string> reason;
   std::vector<std::string_view> args(argv + 1, argv + argc);
@@ -118,6 +123,8 @@ int main(int argc, char** argv) {
       asJson = true;
     } else if (arg == "--wait") {
       wait = true;
+    } else if (arg == "--transient") {
+      transient = true;
     } else if (arg == "--timeout" && hasValue) {
       timeout = vipd::config::parseDuration(args[++i]);
       if (!timeout || timeout->count() == 0) {
@@ -137,6 +144,7 @@ int main(int argc, char** argv) {
   json request{{"command", command}};
   if (command == "withdraw") {
     request["wait"] = wait;
+    request["persist"] = !transient;
     if (timeout) {
       request["timeoutMs"] = static_cast<uint64_t>(timeout->count());
     }

@@ -1,0 +1,48 @@
+// The handoff between two vipd instances on one node (issue 5), as pure values: what each
+// instance says about itself, and whether one may take over from the other. Both sides run the
+// same check before anything changes, so a mismatch leaves the running speaker speaking.
+//
+// Over the control socket (one JSON line each way):
+//   {"command":"handoff-check", "identity":{...}}  -> {"ok":true|false, "identity":{...},
+//                                                     "refusal":"..."}; changes nothing
+//   {"command":"handoff-yield", "identity":{...}}  -> the holder checks again, closes its
+//                                                     sessions without NOTIFICATION (graceful
+//                                                     restart), releases the speaker lock, goes
+//                                                     on standby, then answers {"ok":true,...}
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <tl/expected.hpp>
+
+#include "config/config.h"
+
+namespace vipd::daemon {
+
+// Versions of this exchange this build speaks. A later build that changes it adds a version and
+// keeps speaking the old one for a release, so a mixed pair still hands over.
+inline constexpr int kHandoffProtocolVersions[] = {1};
+
+struct SpeakerIdentity {
+  std::vector<int> protocolVersions;
+  std::string mode;      // config::modeName()
+  std::string routerId;  // dotted quad
+  uint32_t localAsn = 0;
+  std::vector<std::string> vips;  // sorted prefixes
+  auto operator<=>(const SpeakerIdentity&) const = default;
+};
+
+SpeakerIdentity identityOf(const config::Config& config);
+nlohmann::json toJson(const SpeakerIdentity& identity);
+tl::expected<SpeakerIdentity, std::string> identityFromJson(const nlohmann::json& j);
+
+// Why `taker` must not take over from `holder` (every mismatch, in one sentence), or nullopt.
+// Only a daemonset instance takes over, and only from a static-pod one.
+std::optional<std::string> handoffRefusal(const SpeakerIdentity& holder,
+                                          const SpeakerIdentity& taker);
+
+}  // namespace vipd::daemon

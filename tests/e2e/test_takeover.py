@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""e2e: day 0 to day 2 on one node. A BIRD fabric (AS 65000, ECMP into its kernel) and two nodes:
+node 2 runs a standalone vipd (the rest of the control plane), node 1 runs the two lives of vipd
+sharing one handoff directory (the hostPath /run/vipd) and one state directory:
+
+1. a static-pod-mode vipd announces; the fabric has 2 next hops.
+2. a daemonset-mode vipd whose VIP set differs is refused: status, metric, log, /readyz 503;
+   the static-pod instance keeps speaking and node 1's next hop never leaves the fabric.
+3. a daemonset-mode vipd (router ID from --router-id, as the downward API passes it) takes over
+   with graceful restart: the fabric kernel route is polled every 10 ms and node 1's next hop
+   never disappears; the static-pod instance is on standby.
+4. SIGTERM to the daemonset instance: it drains, and the standby takes the node back (the gap,
+   while node 2 carries the traffic, is printed).
+5. a second takeover, then SIGTERM to the standby static-pod instance: nothing is withdrawn.
+6. the same takeover against a BIRD with graceful restart off: the gap is measured and printed.
+"""
+import re
+import signal
+import threading
+import time
+
+import lab
+
+POLL_S = 0.010
+
+
+class FabricPoller:
+    """Polls the fabric's kernel route for VIP4 every 10 ms in a thread and records when node's
+    next hop is missing."""
+
+    def __init__(self, fabric: lab.Namespace, next_hop: str):
+        self.fabric, self.next_hop = fabric, next_hop
+        self.samples: list[tuple[float, bool, list[str]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            t = time.monotonic()
+            hops = lab.parse_nexthops(lab.run(["ip", "-n", self.fabric.name, "route", "show",
+                                               lab.VIP4], check=False, timeout=5).stdout)
+            self.samples.append((t, self.next_hop in hops, hops))
+            time.sleep(max(0.0, POLL_S - (time.monotonic() - t)))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def gaps(self) -> list[tuple[float, float]]:
+        """(start, length) of every interval in which the next hop was missing."""
+        out, start = [], None
+        for t, present, _ in self.samples:
+            if not present and start is None:
+                start = t
+            elif present and start is not None:
+                out.append((start, t - start))
+                start = None
+        if start is not None:
+            out.append((start, self.samples[-1][0] - start))
+        return out
+
+    def never_below(self, count: int) -> bool:
+        return all(len(h) >= count for _, _, h in self.samples)
+
+    def summary(self) -> str:
+        if not self.samples:
+            return "no samples"
+        span = self.samples[-1][0] - self.samples[0][0]
+        return f"{len(self.samples)} samples over {span:.2f}s (every {span / len(self.samples) * 1000:.1f}ms)"
+
+
+class RouteMonitor:
+    """`ip -timestamp monitor route` in the fabric: every change the kernel made to VIP4's route,
+    with the kernel's timestamps. Catches a gap far shorter than any polling interval."""
+
+    def __init__(self, L: lab.Lab, fabric: lab.Namespace, next_hop: str, name: str):
+        self.next_hop = next_hop
+        self.proc = L.start(fabric, name, ["ip", "-timestamp", "monitor", "route"])
+        time.sleep(0.1)  # let it subscribe before anything happens
+
+    def events(self) -> list[tuple[float, list[str]]]:
+        out, ts, block = [], 0.0, None
+        prefix = lab.VIP4.split("/")[0]
+
+        def flush():
+            if block and (block[0].startswith(prefix + " ") or
+                          block[0].startswith(f"Deleted {prefix} ")):
+                hops = [] if block[0].startswith("Deleted") else re.findall(
+                    r"via (\S+)", " ".join(block))
+                out.append((ts, hops))
+
+        for line in self.proc.log_text().splitlines():
+            if line.startswith("Timestamp:"):
+                flush()
+                block = None
+                m = re.search(r"Timestamp: (.+) (\d+) usec", line)
+                ts = time.mktime(time.strptime(m.group(1).strip(), "%a %b %d %H:%M:%S %Y")) + \
+                    int(m.group(2)) / 1e6 if m else 0.0
+            elif line.startswith((" ", "\t")):
+                if block is not None:
+                    block.append(line)
+            else:
+                flush()
+                block = [line]
+        flush()
+        return out
+
+    def gaps(self) -> list[float]:
+        """Lengths of the intervals in which the kernel route lacked next_hop."""
+        out, since = [], None
+        for t, hops in self.events():
+            if self.next_hop not in hops and since is None:
+                since = t
+            elif self.next_hop in hops and since is not None:
+                out.append(t - since)
+                since = None
+        return out
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+def node1_configs(L: lab.Lab, node: lab.Node) -> tuple[dict, dict]:
+    """(static-pod config, daemonset config) for node 1, as render and the ConfigMap would give
+    them: same router ID, ASN and VIPs; their own sockets and metrics ports; shared handoff and
+    state directories. The daemonset config has no routerId (it comes from --router-id)."""
+    base = lab.vipd_config(L, node, node.asn, lab.FABRIC_V4, lab.FABRIC_ASN, "n1")
+    static = dict(base, mode="static-pod",
+                  handoff={"dir": L.path("n1-run"), "restartTime": "3s"},
+                  control={"socket": L.path("n1-run/static-pod.sock"),
+                           "stateDir": L.path("n1-state")},
+                  metrics={"listen": "127.0.0.1:9473"})
+    ds = dict(static, mode="daemonset",
+              control={"socket": L.path("n1-run/vipd.sock"), "stateDir": L.path("n1-state")},
+              metrics={"listen": "127.0.0.1:9472"})
+    del ds["routerId"]
+    return static, ds
+
+
+def start_lab(L: lab.Lab, graceful_restart: bool):
+    topo = L.fabric_with_nodes(2)
+    n1, n2 = topo.nodes
+    gr = "graceful restart on;" if graceful_restart else "graceful restart off;"
+    bird = lab.Bird(L, topo.fabric, topo.fabric_v4, lab.FABRIC_ASN,
+                    [lab.Neighbor(n1.v4, n1.asn, name="node1", bird_options=[gr]),
+                     lab.Neighbor(n2.v4, n2.asn, name="node2", bird_options=[gr])],
+                    interfaces=[topo.fabric_if])
+    other = lab.Vipd(L, n2.ns, lab.vipd_config(L, n2, n2.asn, lab.FABRIC_V4, lab.FABRIC_ASN,
+                                               "vipd-n2"), name="vipd-n2")
+    static_cfg, ds_cfg = node1_configs(L, n1)
+    static = lab.Vipd(L, n1.ns, static_cfg, name="static-pod")
+    want = sorted([n1.v4, n2.v4])
+    lab.wait_until(lambda: topo.fabric.kernel_nexthops(lab.VIP4) == want, 30, 0.05,
+                   f"fabric ECMP route {lab.VIP4} via {want}")
+    lab.check(static.status()["role"] == "active", "the static-pod instance speaks at first")
+    return topo, n1, n2, bird, other, static, ds_cfg
+
+
+def start_ds(L: lab.Lab, n1: lab.Node, ds_cfg: dict, name: str) -> lab.Vipd:
+    return lab.Vipd(L, n1.ns, ds_cfg, name=name, args=["--router-id", n1.v4])
+
+
+def wait_role(v: lab.Vipd, role: str, timeout: float = 15) -> float:
+    t0 = time.monotonic()
+    lab.wait_until(lambda: v.status()["role"] == role, timeout, 0.02,
+                   lambda: f"{v.name} role {role} (status handoff {v.status()['handoff']})")
+    return time.monotonic() - t0
+
+
+def refused_takeover(L, topo, n1, bird, static, ds_cfg) -> None:
+    bad = dict(ds_cfg, vips=ds_cfg["vips"] + [{"address": "203.0.113.99/32", "interface": "lo"}])
+    poller = FabricPoller(topo.fabric, n1.v4)
+    ds = start_ds(L, n1, bad, "ds-mismatch")
+    lab.wait_until(lambda: ds.status()["handoff"]["refused"], 15, 0.05,
+                   lambda: f"the mismatched takeover refused (status {ds.status()['handoff']})")
+    h = ds.status()["handoff"]
+    lab.log(f"refusal: {h['lastRefusal']}")
+    lab.check("VIP set differs" in h["lastRefusal"], f"refusal names the VIP set: {h}")
+    lab.check(ds.status()["role"] == "contending", "the refused instance does not speak")
+    lab.check(ds.metric("vipd_handoff_refused") == 1.0, "vipd_handoff_refused is 1")
+    code, body = ds.http("/readyz")
+    lab.check(code == 503 and "refused" in body, f"/readyz of the refused instance: {code} {body!r}")
+    lab.check(ds.log_lines(r"not taking over: .*VIP set differs"), "the refusal is logged")
+    lab.check(static.status()["role"] == "active", "the static-pod instance keeps speaking")
+    lab.check(static.log_lines(r"refused a takeover request"), "the static-pod side logs it too")
+    # SIGTERM to an instance that never spoke withdraws nothing.
+    ds.proc.signal(signal.SIGTERM)
+    lab.check(ds.wait_exit(5) == 0, "the refused instance exits 0 on SIGTERM")
+    time.sleep(0.5)
+    poller.stop()
+    lab.check(not poller.gaps(), f"node 1's next hop left the fabric during the refusal: "
+                                 f"{poller.gaps()}")
+    lab.log(f"refused takeover: node 1's next hop present throughout ({poller.summary()})")
+
+
+def takeover(L, topo, n1, bird, static, ds_cfg, name: str, expect_gapless: bool):
+    monitor = RouteMonitor(L, topo.fabric, n1.v4, f"{name}-route-monitor")
+    poller = FabricPoller(topo.fabric, n1.v4)
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    ds = start_ds(L, n1, ds_cfg, name)
+    took = wait_role(ds, "active")
+    wait_role(static, "standby", 5)
+    lab.wait_until(lambda: bird.neighbor_state(n1.v4) == "Established", 15, 0.02,
+                   "BIRD's session with node 1 Established again")
+    t_est = time.monotonic() - t0
+    lab.wait_until(lambda: n1.v4 in topo.fabric.kernel_nexthops(lab.VIP4), 15, 0.02,
+                   "node 1's next hop back in the fabric")
+    time.sleep(1.5)  # past BIRD's stale-route handling: a late flush would show as a gap here
+    poller.stop()
+    monitor.stop()
+    kernel_gaps = monitor.gaps()
+    lab.log(f"{name}: kernel route events {monitor.events()}")
+    sh, dh = static.status()["handoff"], ds.status()["handoff"]
+    lab.log(f"{name}: active {took:.3f}s after start, BIRD Established again at "
+            f"{t_est:.3f}s; static-pod yielded peers {sh['lastYieldPeers']}; daemonset "
+            f"gracefulRestart={dh['gracefulRestart']}; {poller.summary()}")
+    gaps = poller.gaps()
+    total = sum(g for _, g in gaps)
+    kernel_total = sum(kernel_gaps)
+    print(f"takeover ({name}): node 1's next hop missing {len(gaps)} time(s), "
+          f"{total * 1000:.0f} ms in all (polled every 10 ms); the fabric kernel's own route "
+          f"events show it missing {len(kernel_gaps)} time(s), {kernel_total * 1000:.1f} ms")
+    lab.check(poller.never_below(1), "the fabric always had a path for the VIP")
+    if expect_gapless:
+        lab.check(all(p["gracefulRestart"] for p in sh["lastYieldPeers"]),
+                  f"BIRD negotiated graceful restart: {sh['lastYieldPeers']}")
+        lab.check(dh["gracefulRestart"], "the daemonset instance reopened as a graceful restart")
+        lab.check(not gaps, f"node 1's next hop left the fabric during the takeover: {gaps}")
+        lab.check(not kernel_gaps,
+                  f"the fabric kernel dropped node 1's next hop during the takeover: "
+                  f"{monitor.events()}")
+    lab.check(ds.vip_status(lab.VIP4)["bound"], "the VIP stays bound through the takeover")
+    return ds, max(total, kernel_total)
+
+
+def test() -> None:
+    with lab.Lab("takeover") as L:
+        topo, n1, n2, bird, other, static, ds_cfg = start_lab(L, graceful_restart=True)
+        refused_takeover(L, topo, n1, bird, static, ds_cfg)
+        ds, _ = takeover(L, topo, n1, bird, static, ds_cfg, "ds-1", expect_gapless=True)
+        lab.check(static.metric("vipd_role", role="standby") == 1.0, "vipd_role standby")
+        code, _ = static.http("/readyz")
+        lab.check(code == 200, f"a standby static-pod instance is ready, got {code}")
+
+        # 4. The daemonset pod goes away: it drains, the standby takes the node back.
+        poller = FabricPoller(topo.fabric, n1.v4)
+        time.sleep(0.1)
+        ds.proc.signal(signal.SIGTERM)
+        lab.check(ds.wait_exit(15) == 0, "the daemonset instance exits 0 after draining")
+        took_back = wait_role(static, "active", 10)
+        lab.wait_until(lambda: n1.v4 in topo.fabric.kernel_nexthops(lab.VIP4), 15, 0.02,
+                       "node 1's next hop back after the standby took over")
+        time.sleep(0.3)
+        poller.stop()
+        gaps = poller.gaps()
+        lab.check(poller.never_below(1), "node 2 carried the VIP while node 1 changed hands")
+        print(f"take back after the daemonset instance stopped: node 1's next hop missing "
+              f"{sum(g for _, g in gaps) * 1000:.0f} ms (drain, then the standby announces; node 2 "
+              f"carried the traffic); standby active {took_back:.3f}s after the exit")
+        lab.check(static.status()["handoff"]["tookBack"] == 1, "the standby counts the take-back")
+
+        # 5. Take over again, then stop the standby: nothing is withdrawn.
+        ds2, _ = takeover(L, topo, n1, bird, static, ds_cfg, "ds-2", expect_gapless=True)
+        poller = FabricPoller(topo.fabric, n1.v4)
+        static.proc.signal(signal.SIGTERM)
+        lab.check(static.wait_exit(5) == 0, "the standby exits 0 on SIGTERM")
+        time.sleep(1.0)
+        poller.stop()
+        lab.check(not poller.gaps(), f"SIGTERM to the standby withdrew something: {poller.gaps()}")
+        lab.check(ds2.vip_status(lab.VIP4)["bound"], "the standby left the VIP bound")
+        lab.check(static.log_lines(r"nothing is withdrawn"), "the standby says it withdrew nothing")
+        lab.log("SIGTERM to the standby: node 1's next hop stayed")
+
+    with lab.Lab("takeover-nogr") as L:
+        topo, n1, n2, bird, other, static, ds_cfg = start_lab(L, graceful_restart=False)
+        _, gap = takeover(L, topo, n1, bird, static, ds_cfg, "ds-nogr", expect_gapless=False)
+        print(f"takeover against a peer without graceful restart: node 1's next hop was "
+              f"withdrawn for {gap * 1000:.1f} ms while node 2 carried the traffic")
+        lab.check(not static.status()["handoff"]["lastYieldPeers"][0]["gracefulRestart"],
+                  "the static-pod instance reports that the peer had no graceful restart")
+
+
+if __name__ == "__main__":
+    lab.main(test, binaries=lab.Bird.binaries, vipd=True)
