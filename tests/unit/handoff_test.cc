@@ -1,0 +1,163 @@
+// The handoff between a node's two vipd instances: the identity check both sides run (pure), and
+// the speaker lock and yield marker on a real directory.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "config/config_parser.h"
+#include "daemon/handoff_protocol.h"
+#include "daemon/host_lock.h"
+
+namespace vipd::daemon {
+namespace {
+
+using ::testing::HasSubstr;
+
+SpeakerIdentity staticPod() {
+  return {{1}, "static-pod", "192.0.2.11", 65001, {"2001:db8:ffff::10/128", "203.0.113.10/32"}};
+}
+
+SpeakerIdentity daemonset() {
+  SpeakerIdentity id = staticPod();
+  id.mode = "daemonset";
+  return id;
+}
+
+TEST(HandoffIdentity, MatchingInstancesMayHandOver) {
+  EXPECT_EQ(handoffRefusal(staticPod(), daemonset()), std::nullopt);
+}
+
+TEST(HandoffIdentity, EveryMismatchIsNamedInOneSentence) {
+  SpeakerIdentity taker = daemonset();
+  taker.routerId = "192.0.2.12";
+  taker.localAsn = 65002;
+  taker.vips.push_back("203.0.113.99/32");
+  auto refusal = handoffRefusal(staticPod(), taker);
+  ASSERT_TRUE(refusal);
+  EXPECT_THAT(*refusal, HasSubstr("router ID differs (running 192.0.2.11, taking over "
+                                  "192.0.2.12)"));
+  EXPECT_THAT(*refusal, HasSubstr("local ASN differs (running AS65001, taking over AS65002)"));
+  EXPECT_THAT(*refusal, HasSubstr("VIP set differs"));
+}
+
+TEST(HandoffIdentity, OnlyDaemonsetTakesOverFromStaticPod) {
+  EXPECT_THAT(handoffRefusal(daemonset(), staticPod()).value_or(""),
+              HasSubstr("only a daemonset instance takes over from a static-pod one"));
+  EXPECT_TRUE(handoffRefusal(daemonset(), daemonset()).has_value());
+}
+
+TEST(HandoffIdentity, NoCommonProtocolVersionIsRefused) {
+  SpeakerIdentity taker = daemonset();
+  taker.protocolVersions = {2, 3};
+  EXPECT_THAT(handoffRefusal(staticPod(), taker).value_or(""),
+              HasSubstr("no common handoff protocol version (running instance speaks 1, this "
+                        "one 2,3)"));
+  taker.protocolVersions = {1, 2};
+  EXPECT_EQ(handoffRefusal(staticPod(), taker), std::nullopt);
+}
+
+TEST(HandoffIdentity, VipOrderDoesNotMatter) {
+  SpeakerIdentity taker = daemonset();
+  std::reverse(taker.vips.begin(), taker.vips.end());
+  auto parsed = identityFromJson(toJson(taker));
+  ASSERT_TRUE(parsed) << parsed.error();
+  EXPECT_EQ(handoffRefusal(staticPod(), *parsed), std::nullopt);
+}
+
+TEST(HandoffIdentity, FromConfig) {
+  auto config = config::parseConfig(
+      "apiVersion: vipd.io/v1alpha1\nkind: SpeakerConfiguration\nrouterId: 192.0.2.11\n"
+      "localAsn: 65001\nvips: [{address: 203.0.113.10/32}, {address: 2001:db8:ffff::10/128}]\n"
+      "peers: [{address: 192.0.2.1, asn: 65000, nextHopIpv6: '2001:db8::11'}]\n"
+      "health: {type: none}\nmode: static-pod\n",
+      "t.yaml");
+  ASSERT_TRUE(config.has_value());
+  EXPECT_EQ(identityOf(*config), staticPod());
+}
+
+TEST(HandoffIdentity, MalformedIdentitiesAreErrorsNotCrashes) {
+  const char* bad[] = {
+      "null", "[]", "{}", R"({"protocolVersions":[],"mode":"daemonset"})",
+      R"({"protocolVersions":["1"],"mode":"daemonset","routerId":"x","localAsn":1,"vips":[]})",
+      R"({"protocolVersions":[1],"mode":5,"routerId":"x","localAsn":1,"vips":[]})",
+      R"({"protocolVersions":[1],"mode":"d","routerId":"x","localAsn":-1,"vips":[]})",
+      R"({"protocolVersions":[1],"mode":"d","routerId":"x","localAsn":4294967296,"vips":[]})",
+      R"({"protocolVersions":[1],"mode":"d","routerId":"x","localAsn":1,"vips":[1]})",
+      R"({"protocolVersions":[1],"mode":"d","routerId":"x","localAsn":1,"vips":"a"})",
+  };
+  for (const char* text : bad) {
+    SCOPED_TRACE(text);
+    auto parsed = identityFromJson(nlohmann::json::parse(text));
+    ASSERT_FALSE(parsed.has_value());
+    EXPECT_THAT(parsed.error(), HasSubstr("malformed handoff identity"));
+  }
+}
+
+class HostLockTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/vipd-hostlock-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(HostLockTest, OneHolderAtATimeAndTheRecordNamesIt) {
+  auto a = HostLock::open(dir_ + "/run");
+  auto b = HostLock::open(dir_ + "/run");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->tryAcquire({111, "static-pod", "/run/vipd/static-pod.sock"}), true);
+  EXPECT_EQ(b->tryAcquire({222, "daemonset", "/run/vipd/vipd.sock"}), false);
+  auto holder = b->holder();
+  ASSERT_TRUE(holder);
+  EXPECT_EQ(holder->pid, 111);
+  EXPECT_EQ(holder->mode, "static-pod");
+  EXPECT_EQ(holder->controlSocket, "/run/vipd/static-pod.sock");
+  a->release();
+  EXPECT_EQ(b->tryAcquire({222, "daemonset", "/run/vipd/vipd.sock"}), true);
+  EXPECT_EQ(a->holder()->pid, 222);
+}
+
+TEST_F(HostLockTest, ExitReleasesTheLockHoweverTheHolderExits) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto lock = HostLock::open(dir_);
+    bool got = lock && lock->tryAcquire({::getpid(), "static-pod", "/x.sock"}).value_or(false);
+    std::_Exit(got ? 0 : 1);  // no destructor: like a crash
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  auto lock = HostLock::open(dir_);
+  ASSERT_TRUE(lock);
+  EXPECT_EQ(lock->tryAcquire({1, "daemonset", "/y.sock"}), true);
+}
+
+TEST_F(HostLockTest, YieldMarkerIsTakenOnce) {
+  auto lock = HostLock::open(dir_);
+  ASSERT_TRUE(lock);
+  EXPECT_FALSE(lock->takeYieldMarker());
+  ASSERT_TRUE(lock->writeYieldMarker({"192.0.2.11", 1234, 3000}));
+  auto marker = lock->takeYieldMarker();
+  ASSERT_TRUE(marker);
+  EXPECT_EQ(marker->routerId, "192.0.2.11");
+  EXPECT_EQ(marker->yieldedAtBootMs, 1234);
+  EXPECT_EQ(marker->restartTimeMs, 3000);
+  EXPECT_FALSE(lock->takeYieldMarker()) << "a marker must not survive to a later start";
+}
+
+TEST_F(HostLockTest, UnusableDirectoryIsAClearError) {
+  auto lock = HostLock::open("/proc/vipd-cannot-exist/run");
+  ASSERT_FALSE(lock);
+  EXPECT_THAT(lock.error(), HasSubstr("cannot create the handoff directory"));
+}
+
+}  // namespace
+}  // namespace vipd::daemon
