@@ -151,6 +151,13 @@ void PeerSession::dial() {
     }
     socket.set_option(tcp::no_delay(true), ec);
   }
+  if (!ec && key_) {
+    // Before connect(): the SYN itself must carry the signature.
+    if (auto keyed = applySessionKey(socket.native_handle(), peer_.address, *key_); !keyed) {
+      log_.error(subject_, "{}", keyed.error());
+      ec = asio::error::access_denied;
+    }
+  }
   if (ec) {
     // Post, so the FSM is never re-entered from inside execute().
     asio::post(io_, [this, generation, ec] {

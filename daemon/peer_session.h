@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "daemon/connection.h"
 #include "daemon/logger.h"
+#include "daemon/session_key.h"
 
 namespace vipd::daemon {
 
@@ -47,6 +48,9 @@ class PeerSession {
   PeerSession(const PeerSession&) = delete;
   PeerSession& operator=(const PeerSession&) = delete;
 
+  // The TCP-MD5 key (peers[].passwordFile), installed on every socket before it connects.
+  void setSessionKey(SessionKey key) { key_ = std::move(key); }
+  const std::optional<SessionKey>& sessionKey() const { return key_; }
   void start();
   // Sends Cease 6/2 with `shutdownCommunication` and closes; `done` runs when the last bytes
   // have been written (or the flush deadline passed).
@@ -99,6 +103,7 @@ class PeerSession {
   std::chrono::steady_clock::time_point stateSince_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point downSince_ = std::chrono::steady_clock::now();
   AnnounceableNow announceableNow_;
+  std::optional<SessionKey> key_;
 };
 
 }  // namespace vipd::daemon

@@ -115,6 +115,16 @@ tl::expected<void, std::string> Speaker::start() {
       return tl::unexpected(*problem);
     }
   }
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    if (const auto& file = config_.peers[i].passwordFile) {
+      auto key = readSessionKey(*file);
+      if (!key) {
+        return tl::unexpected(fmt::format("peers[{}] ({}): {}", i,
+                                          config_.peers[i].address.toString(), key.error()));
+      }
+      peers_[i]->setSessionKey(std::move(*key));
+    }
+  }
   if (auto opened = control_.open(); !opened) {
     return opened;
   }
@@ -187,6 +197,14 @@ tl::expected<void, std::string> Speaker::openBgpListener() {
   if (!ec) {
     listener_->set_option(ip::tcp::acceptor::reuse_address(true), ec);
     listener_->bind(endpoint, ec);
+  }
+  for (const auto& peer : peers_) {
+    if (!ec && peer->sessionKey()) {
+      auto keyed = applySessionKey(listener_->native_handle(), peer->address(), *peer->sessionKey());
+      if (!keyed) {
+        return tl::unexpected(keyed.error());
+      }
+    }
   }
   if (!ec) {
     listener_->listen(asio::socket_base::max_listen_connections, ec);

@@ -1,0 +1,30 @@
+// Keys that authenticate a BGP session's TCP segments. Today TCP-MD5 (RFC 2385); the kind field
+// and applySessionKey() are where TCP-AO (RFC 5925) would go: its keys are also installed per
+// peer address on the socket before connect() and on the listener, so callers need not change.
+#pragma once
+
+#include <string>
+
+#include <tl/expected.hpp>
+
+#include "bgp/ip_address.h"
+
+namespace vipd::daemon {
+
+struct SessionKey {
+  enum class Kind { TcpMd5 };
+  Kind kind = Kind::TcpMd5;
+  std::string secret;  // never logged
+};
+
+// Reads a key file (peers[].passwordFile). Refused, with what to do, when it is not a regular
+// file, is readable or writable by group or others, is empty, or is longer than the 80 bytes
+// TCP-MD5 allows. One trailing newline (as `echo` writes) is not part of the key.
+[[nodiscard]] tl::expected<SessionKey, std::string> readSessionKey(const std::string& path);
+
+// Installs `key` for segments to and from `peer` on socket `fd` (a socket about to connect, or a
+// listener). Must run before connect()/accept() for the handshake to be signed.
+[[nodiscard]] tl::expected<void, std::string> applySessionKey(int fd, const bgp::IpAddress& peer,
+                                                              const SessionKey& key);
+
+}  // namespace vipd::daemon
