@@ -11,6 +11,7 @@
 
 #include <boost/asio.hpp>
 
+#include "bootstrap/render_command.h"
 #include "config/config_parser.h"
 #include "daemon/logger.h"
 #include "daemon/speaker.h"
@@ -24,6 +25,7 @@ constexpr std::string_view kUsage =
     "usage: vipd --config FILE [--router-id ADDRESS] [--log-format text|json]\n"
     "            [--log-level debug|info|warn|error]\n"
     "       vipd validate --config FILE [--router-id ADDRESS]\n"
+    "       vipd render --metadata FILE --config-out PATH --manifest-dir DIR [...]\n"
     "       vipd --version\n"
     "\n"
     "  --router-id ADDRESS  the BGP identifier, when the config file has none (the DaemonSet\n"
@@ -114,6 +116,9 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "render") {
+    return bootstrap::runRenderCommand(std::vector<std::string>(argv + 2, argv + argc));
+  }
   Options options;
   if (auto exitCode = parseOptions(argc, argv, options)) {
     return *exitCode;

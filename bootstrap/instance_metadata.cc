@@ -1,0 +1,640 @@
+#include "bootstrap/instance_metadata.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <filesystem>
+#include <initializer_list>
+#include <utility>
+
+namespace vipd::bootstrap {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Where a value sits in the document and what it is called, for error messages.
+struct Field {
+  YAML::Node key;
+  YAML::Node value;
+  std::string path;
+};
+
+// A mapping whose keys were checked: no unknown keys, no duplicates.
+struct Mapping {
+  YAML::Mark mark;
+  std::string path;
+  std::vector<std::pair<std::string, Field>> fields;
+
+  const Field* find(std::string_view key) const {
+    for (const auto& [name, field] : fields) {
+      if (name == key) {
+        return &field;
+      }
+    }
+    return nullptr;
+  }
+};
+
+std::string joinPath(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : fmt::format("{}.{}", path, key);
+}
+
+std::string indexPath(const std::string& path, size_t index) {
+  return fmt::format("{}[{}]", path, index);
+}
+
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar: {
+      constexpr size_t kMaxShown = 40;
+      const std::string& text = node.Scalar();
+      return text.size() > kMaxShown ? fmt::format("'{}...'", text.substr(0, kMaxShown))
+                                     : fmt::format("'{}'", text);
+    }
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return "no value";
+}
+
+// Quoted scalars (every JSON string) carry the tag "!". A quoted "4200000001" is a string: taking
+// it as a number would hide a templating mistake in whatever produced the metadata.
+bool isQuoted(const YAML::Node& node) { return node.Tag() == "!"; }
+
+bool isMulticast(const bgp::IpAddress& a) {
+  return a.isV4() ? (a.bytes[0] & 0xf0) == 0xe0 : a.bytes[0] == 0xff;
+}
+
+bool isLoopback(const bgp::IpAddress& a) {
+  if (a.isV4()) {
+    return a.bytes[0] == 127;
+  }
+  return a == bgp::IpAddress::v6({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
+}
+
+bool isSafePathCharacter(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-' || c == '/';
+}
+
+// Why the static pod could not read `file` (the `what`) for a config rendered at `configPath`:
+// the pod mounts only the config's directory (and the kubeadm CA certificate). Lexical: symbolic
+// links are not followed, since render may run before the files exist.
+std::optional<std::string> unmountedFileProblem(std::string_view file,
+                                                const std::string& configPath,
+                                                std::string_view what) {
+  fs::path path = fs::path(std::string(file));
+  if (!path.is_absolute()) {
+    return fmt::format("the {} must be an absolute path, got '{}'", what, file);
+  }
+  fs::path normal = path.lexically_normal();
+  if (!normal.has_filename()) {
+    return fmt::format("'{}' names a directory, not a {}", file, what);
+  }
+  fs::path configDir = fs::path(configPath).parent_path();
+  if (normal == fs::path(configPath)) {
+    return fmt::format("'{}' is the rendered config itself; the {} needs a file of its own", file,
+                       what);
+  }
+  fs::path relative = normal.lexically_relative(configDir);
+  if (relative.empty() || *relative.begin() == "..") {
+    return fmt::format(
+        "{} is outside {}, the directory of the rendered config {}: the static pod mounts only "
+        "that directory (read-only), so vipd could not read the {}; put the file in {}",
+        file, configDir.string(), configPath, what, configDir.string());
+  }
+  return std::nullopt;
+}
+
+class MetadataReader {
+ public:
+  MetadataReader(std::string_view fileName, const MetadataContext& context)
+      : fileName_(fileName), context_(context) {}
+
+  void error(const YAML::Mark& mark, std::string path, std::string message) {
+    config::ConfigError e;
+    e.file = fileName_;
+    if (!mark.is_null()) {
+      e.line = mark.line + 1;
+      e.column = mark.column + 1;
+    }
+    e.path = std::move(path);
+    e.message = std::move(message);
+    errors_.push_back(std::move(e));
+  }
+
+  void error(const Field& field, std::string message) {
+    // yaml-cpp marks an empty value ("image:") at the next token, often on the next line; the key
+    // is where the operator has to look.
+    bool useKey = field.value.IsNull() && field.key.IsDefined() && field.key.IsScalar();
+    error(useKey ? field.key.Mark() : field.value.Mark(), field.path, std::move(message));
+  }
+
+  Errors takeErrors() {
+    std::stable_sort(errors_.begin(), errors_.end(), [](const auto& a, const auto& b) {
+      return std::pair(a.line, a.column) < std::pair(b.line, b.column);
+    });
+    return std::move(errors_);
+  }
+
+  bool ok() const { return errors_.empty(); }
+
+  void readDocument(const YAML::Node& root, InstanceMetadata& out);
+
+ private:
+  std::optional<Mapping> readMapping(const YAML::Node& node, const std::string& path,
+                                     std::initializer_list<std::string_view> known);
+  const Field* require(const Mapping& m, std::string_view key);
+  std::optional<std::string> readString(const Field& f);
+  std::optional<uint32_t> readUint32(const Field& f, uint32_t min);
+  std::optional<bool> readBool(const Field& f);
+  std::optional<bgp::IpAddress> readAddress(const Field& f);
+  std::optional<YAML::Node> readNonEmptyList(const Field& f, std::string_view what);
+  std::optional<std::string> readPasswordFile(const Field& f);
+
+  void readNode(const Field& f);
+  void readVips(const Field& f, std::vector<bgp::Prefix>& vips);
+  void readPeers(const Field& f, const std::optional<std::string>& defaultPasswordFile,
+                 bool anyIpv6Vip, std::vector<PeerMetadata>& peers);
+  void readBootstrap(const Field& f, bool& enabled);
+  void readHealth(const Field& f, HealthMetadata& health);
+  void readImage(const Mapping& root, bool bootstrapEnabled, std::string& image);
+
+  std::string fileName_;
+  MetadataContext context_;
+  Errors errors_;
+
+  // From node.addresses, in the order written.
+  std::vector<bgp::IpAddress> nodeAddresses_;
+  bool nodeAddressesValid_ = false;          // every entry parsed: "no IPv4 address" can be trusted
+  std::optional<Field> nodeAddressesField_;  // a copy: the Mapping it came from is gone
+};
+
+std::optional<Mapping> MetadataReader::readMapping(const YAML::Node& node, const std::string& path,
+                                                   std::initializer_list<std::string_view> known) {
+  if (!node.IsMap()) {
+    error(node.Mark(), path, fmt::format("expected a mapping, got {}", describe(node)));
+    return std::nullopt;
+  }
+  Mapping m{node.Mark(), path, {}};
+  for (const auto& entry : node) {
+    const YAML::Node& key = entry.first;
+    if (!key.IsScalar()) {
+      error(key.Mark(), path, fmt::format("keys must be strings, got {}", describe(key)));
+      continue;
+    }
+    const std::string& name = key.Scalar();
+    std::string keyPath = joinPath(path, name);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (std::string_view candidate : known) {
+        list += list.empty() ? "" : ", ";
+        list += candidate;
+      }
+      error(key.Mark(), keyPath, fmt::format("unknown key '{}'; expected one of: {}", name, list));
+      continue;
+    }
+    // yaml-cpp keeps every duplicate, and a lookup would silently pick one of them.
+    if (const Field* first = m.find(name)) {
+      error(key.Mark(), keyPath,
+            fmt::format("duplicate key '{}' (first set on line {})", name,
+                        first->key.Mark().line + 1));
+      continue;
+    }
+    m.fields.emplace_back(name, Field{key, entry.second, keyPath});
+  }
+  return m;
+}
+
+const Field* MetadataReader::require(const Mapping& m, std::string_view key) {
+  const Field* f = m.find(key);
+  if (f == nullptr) {
+    error(m.mark, joinPath(m.path, key), fmt::format("required key '{}' is missing", key));
+  }
+  return f;
+}
+
+std::optional<std::string> MetadataReader::readString(const Field& f) {
+  if (!f.value.IsScalar()) {
+    error(f, fmt::format("expected a string, got {}", describe(f.value)));
+    return std::nullopt;
+  }
+  return f.value.Scalar();
+}
+
+std::optional<uint32_t> MetadataReader::readUint32(const Field& f, uint32_t min) {
+  const std::string text = f.value.IsScalar() ? f.value.Scalar() : "";
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  bool isNumber = f.value.IsScalar() && !isQuoted(f.value) && !text.empty() &&
+                  text.find_first_not_of("0123456789") == std::string::npos;
+  if (!isNumber) {
+    error(f, fmt::format("expected an integer, got {}{}", isQuoted(f.value) ? "the string " : "",
+                         describe(f.value)));
+    return std::nullopt;
+  }
+  if (ec != std::errc{} || end != text.data() + text.size() || value < min || value > UINT32_MAX) {
+    error(f, fmt::format("must be between {} and {}, got {}", min, UINT32_MAX, text));
+    return std::nullopt;
+  }
+  return static_cast<uint32_t>(value);
+}
+
+std::optional<bool> MetadataReader::readBool(const Field& f) {
+  if (f.value.IsScalar() && !isQuoted(f.value)) {
+    if (f.value.Scalar() == "true") {
+      return true;
+    }
+    if (f.value.Scalar() == "false") {
+      return false;
+    }
+  }
+  error(f, fmt::format("expected true or false, got {}{}", isQuoted(f.value) ? "the string " : "",
+                       describe(f.value)));
+  return std::nullopt;
+}
+
+std::optional<bgp::IpAddress> MetadataReader::readAddress(const Field& f) {
+  if (!f.value.IsScalar()) {
+    error(f, fmt::format("expected an IP address, got {}", describe(f.value)));
+    return std::nullopt;
+  }
+  const std::string& text = f.value.Scalar();
+  auto address = bgp::IpAddress::parse(text);
+  if (!address) {
+    if (auto prefix = bgp::Prefix::parse(text)) {
+      error(f, fmt::format("'{}' has a prefix length; write the address alone: {}", text,
+                           prefix->address.toString()));
+    } else {
+      error(f, fmt::format("'{}' is not an IP address", text));
+    }
+  }
+  return address;
+}
+
+std::optional<YAML::Node> MetadataReader::readNonEmptyList(const Field& f, std::string_view what) {
+  if (!f.value.IsSequence()) {
+    error(f, fmt::format("expected a list, got {}", describe(f.value)));
+    return std::nullopt;
+  }
+  if (f.value.size() == 0) {
+    error(f, fmt::format("at least one {} is required", what));
+    return std::nullopt;
+  }
+  return f.value;
+}
+
+std::optional<std::string> MetadataReader::readPasswordFile(const Field& f) {
+  auto file = readString(f);
+  if (!file) {
+    return std::nullopt;
+  }
+  if (auto problem = unmountedFileProblem(*file, context_.configPath, "password file")) {
+    error(f, *problem);
+    return std::nullopt;
+  }
+  return file;
+}
+
+void MetadataReader::readDocument(const YAML::Node& root, InstanceMetadata& out) {
+  if (!root.IsMap()) {
+    error(root.Mark(), "",
+          fmt::format("expected an InstanceMetadata mapping at the top level, got {}",
+                      describe(root)));
+    return;
+  }
+  auto m = readMapping(root, "",
+                       {"apiVersion", "kind", "node", "localAsn", "vips", "peers", "passwordFile",
+                        "bootstrap", "health", "image"});
+  for (auto [key, expected] :
+       {std::pair{"apiVersion", kMetadataApiVersion}, std::pair{"kind", kMetadataKind}}) {
+    if (const Field* f = require(*m, key)) {
+      auto text = readString(*f);
+      if (text && *text != expected) {
+        error(*f, fmt::format("expected '{}', got '{}'", expected, *text));
+      }
+    }
+  }
+  if (const Field* f = require(*m, "node")) {
+    readNode(*f);
+  }
+  if (const Field* f = require(*m, "localAsn")) {
+    out.localAsn = readUint32(*f, 1).value_or(0);
+  }
+  if (const Field* f = require(*m, "vips")) {
+    readVips(*f, out.vips);
+  }
+  std::optional<std::string> defaultPasswordFile;
+  if (const Field* f = m->find("passwordFile")) {
+    defaultPasswordFile = readPasswordFile(*f);
+  }
+  bool anyIpv6Vip = std::any_of(out.vips.begin(), out.vips.end(),
+                                [](const bgp::Prefix& p) { return p.address.isV6(); });
+  if (const Field* f = require(*m, "peers")) {
+    readPeers(*f, defaultPasswordFile, anyIpv6Vip, out.peers);
+  }
+  if (const Field* f = m->find("bootstrap")) {
+    readBootstrap(*f, out.bootstrapEnabled);
+  }
+  if (const Field* f = m->find("health")) {
+    readHealth(*f, out.health);
+  } else {
+    out.health = {"apiserver", std::string(kDefaultHealthUrl), std::string(kDefaultHealthCaFile),
+                  std::nullopt};
+  }
+  readImage(*m, out.bootstrapEnabled, out.image);
+
+  auto firstV4 = std::find_if(nodeAddresses_.begin(), nodeAddresses_.end(),
+                              [](const bgp::IpAddress& a) { return a.isV4(); });
+  if (firstV4 != nodeAddresses_.end()) {
+    out.routerId = *firstV4;
+  } else if (nodeAddressesValid_) {
+    error(*nodeAddressesField_,
+          "no IPv4 address; the router ID is rendered from this node's first IPv4 address (a "
+          "BGP identifier is 32 bits, even on an IPv6-only node)");
+  }
+}
+
+void MetadataReader::readNode(const Field& f) {
+  auto m = readMapping(f.value, f.path, {"addresses"});
+  if (!m) {
+    return;
+  }
+  const Field* a = require(*m, "addresses");
+  if (a == nullptr) {
+    return;
+  }
+  nodeAddressesField_ = *a;
+  auto list = readNonEmptyList(*a, "address of this node");
+  if (!list) {
+    return;
+  }
+  size_t errorsBefore = errors_.size();
+  for (size_t i = 0; i < list->size(); ++i) {
+    Field item{YAML::Node(), (*list)[i], indexPath(a->path, i)};
+    auto address = readAddress(item);
+    if (!address) {
+      continue;
+    }
+    if (address->isZero() || isMulticast(*address) || isLoopback(*address) ||
+        address->isLinkLocalV6() || (address->isV4() && address->v4Value() == 0xffffffffu)) {
+      // The first address of each family becomes the router ID or an IPv6 next hop, which both
+      // must identify this node in the fabric.
+      error(item, fmt::format("{} is not a global unicast address; list the addresses this node "
+                              "uses in the fabric",
+                              address->toString()));
+      continue;
+    }
+    if (std::find(nodeAddresses_.begin(), nodeAddresses_.end(), *address) != nodeAddresses_.end()) {
+      error(item, fmt::format("duplicate address {}", address->toString()));
+      continue;
+    }
+    nodeAddresses_.push_back(*address);
+  }
+  nodeAddressesValid_ = errors_.size() == errorsBefore;
+}
+
+void MetadataReader::readVips(const Field& f, std::vector<bgp::Prefix>& vips) {
+  auto list = readNonEmptyList(f, "VIP");
+  if (!list) {
+    return;
+  }
+  for (size_t i = 0; i < list->size(); ++i) {
+    Field item{YAML::Node(), (*list)[i], indexPath(f.path, i)};
+    auto text = readString(item);
+    if (!text) {
+      continue;
+    }
+    auto prefix = bgp::Prefix::parse(*text);
+    if (!prefix) {
+      if (auto bare = bgp::IpAddress::parse(*text)) {
+        error(item, fmt::format("'{}' needs a prefix length: write {}/{}", *text, bare->toString(),
+                                bare->isV4() ? 32 : 128));
+      } else {
+        error(item, fmt::format("'{}' is not a VIP such as 203.0.113.10/32 or "
+                                "2001:db8:ffff::10/128",
+                                *text));
+      }
+      continue;
+    }
+    if (std::find(nodeAddresses_.begin(), nodeAddresses_.end(), prefix->address) !=
+        nodeAddresses_.end()) {
+      // A VIP moves between nodes; a node address identifies one node (and becomes its router ID
+      // or next hop).
+      error(item, fmt::format("VIP {} is also listed in node.addresses; a VIP must not be a node's "
+                              "own address",
+                              prefix->toString()));
+      continue;
+    }
+    vips.push_back(*prefix);
+  }
+}
+
+void MetadataReader::readPeers(const Field& f,
+                               const std::optional<std::string>& defaultPasswordFile,
+                               bool anyIpv6Vip, std::vector<PeerMetadata>& peers) {
+  auto list = readNonEmptyList(f, "peer");
+  if (!list) {
+    return;
+  }
+  auto firstV6 = std::find_if(nodeAddresses_.begin(), nodeAddresses_.end(),
+                              [](const bgp::IpAddress& a) { return a.isV6(); });
+  bool reportedNoIpv6 = false;
+  for (size_t i = 0; i < list->size(); ++i) {
+    std::string path = indexPath(f.path, i);
+    auto m = readMapping((*list)[i], path, {"address", "asn", "passwordFile"});
+    if (!m) {
+      continue;
+    }
+    PeerMetadata peer;
+    if (const Field* a = require(*m, "address")) {
+      if (auto address = readAddress(*a)) {
+        peer.address = *address;
+        if (address->isV4() && anyIpv6Vip) {
+          if (firstV6 != nodeAddresses_.end()) {
+            peer.nextHopIpv6 = *firstV6;
+          } else if (nodeAddressesValid_ && !reportedNoIpv6) {
+            reportedNoIpv6 = true;
+            error(*nodeAddressesField_,
+                  fmt::format("no IPv6 address; the IPv6 VIPs are announced to IPv4 peer {} with "
+                              "this node's first IPv6 address as next hop",
+                              address->toString()));
+          }
+        }
+      }
+    }
+    if (const Field* a = require(*m, "asn")) {
+      peer.asn = readUint32(*a, 1).value_or(0);
+    }
+    if (const Field* p = m->find("passwordFile")) {
+      peer.passwordFile = readPasswordFile(*p);
+    } else {
+      peer.passwordFile = defaultPasswordFile;
+    }
+    peers.push_back(std::move(peer));
+  }
+}
+
+void MetadataReader::readBootstrap(const Field& f, bool& enabled) {
+  auto m = readMapping(f.value, f.path, {"enabled"});
+  if (!m) {
+    return;
+  }
+  if (const Field* e = m->find("enabled")) {
+    enabled = readBool(*e).value_or(enabled);
+  }
+}
+
+void MetadataReader::readHealth(const Field& f, HealthMetadata& health) {
+  auto m = readMapping(f.value, f.path, {"type", "url", "caFile", "address"});
+  if (!m) {
+    return;
+  }
+  if (const Field* t = require(*m, "type")) {
+    health.type = readString(*t).value_or("");
+  }
+  for (auto [key, value] : {std::pair{"url", &health.url}, std::pair{"caFile", &health.caFile},
+                            std::pair{"address", &health.address}}) {
+    if (const Field* v = m->find(key)) {
+      *value = readString(*v);
+    }
+  }
+  // The static pod mounts the kubeadm CA certificate and the config's directory, nothing else.
+  if (const Field* ca = m->find("caFile");
+      ca && health.caFile && *health.caFile != kDefaultHealthCaFile) {
+    if (auto problem = unmountedFileProblem(*health.caFile, context_.configPath, "CA file")) {
+      error(*ca, fmt::format("{} (or use {}, which the static pod mounts too)", *problem,
+                             kDefaultHealthCaFile));
+    }
+  }
+  // The apiserver check on a kubeadm control-plane node: what a static pod renders without help.
+  if (health.type == "apiserver") {
+    if (!health.url) {
+      health.url = std::string(kDefaultHealthUrl);
+    }
+    if (!health.caFile) {
+      health.caFile = std::string(kDefaultHealthCaFile);
+    }
+  }
+}
+
+void MetadataReader::readImage(const Mapping& root, bool bootstrapEnabled, std::string& image) {
+  const Field* f = root.find("image");
+  if (f != nullptr && context_.image) {
+    error(*f, fmt::format("image is set both here and by --image {}; each value has exactly one "
+                          "source, so remove one of them",
+                          *context_.image));
+    return;
+  }
+  if (f != nullptr) {
+    auto text = readString(*f);
+    if (!text) {
+      return;
+    }
+    if (auto problem = imageProblem(*text)) {
+      error(*f, *problem);
+      return;
+    }
+    image = *text;
+  } else if (context_.image) {
+    if (auto problem = imageProblem(*context_.image)) {
+      error(YAML::Mark::null_mark(), "--image", *problem);
+      return;
+    }
+    image = *context_.image;
+  } else if (bootstrapEnabled) {
+    // No built-in default: a registry path nobody chose would be pulled on a node that may be
+    // air-gapped or use a mirror.
+    error(root.mark, "image",
+          "no container image for the static pod: set image here or pass --image (exactly one)");
+  }
+}
+
+}  // namespace
+
+Result<InstanceMetadata> parseMetadata(std::string_view text, std::string_view fileName,
+                                       const MetadataContext& context) {
+  MetadataReader reader(fileName, context);
+  try {
+    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
+    if (documents.empty() || documents[0].IsNull()) {
+      reader.error(YAML::Mark::null_mark(), "",
+                   "the document is empty; expected an InstanceMetadata mapping");
+      return tl::unexpected(reader.takeErrors());
+    }
+    if (documents.size() > 1) {
+      reader.error(
+          documents[1].Mark(), "",
+          fmt::format("the file holds {} YAML documents; expected exactly one", documents.size()));
+    }
+    InstanceMetadata metadata;
+    reader.readDocument(documents[0], metadata);
+    if (!reader.ok()) {
+      return tl::unexpected(reader.takeErrors());
+    }
+    return metadata;
+  } catch (const YAML::Exception& e) {
+    // Reading uses only const lookups, so this is a syntax error from LoadAll().
+    reader.error(e.mark, "", fmt::format("YAML/JSON syntax error: {}", e.msg));
+  } catch (const std::exception& e) {
+    reader.error(YAML::Mark::null_mark(), "", fmt::format("cannot parse: {}", e.what()));
+  }
+  return tl::unexpected(reader.takeErrors());
+}
+
+std::optional<std::string> configOutProblem(std::string_view path) {
+  fs::path p{std::string(path)};
+  if (!p.is_absolute()) {
+    // The manifest mounts the config's directory from the host by this path.
+    return fmt::format("--config-out must be an absolute path, got '{}'", path);
+  }
+  if (!std::all_of(path.begin(), path.end(), isSafePathCharacter)) {
+    return fmt::format(
+        "--config-out '{}' may use only letters, digits, '.', '_', '-' and '/' "
+        "(it is written into the manifest unquoted)",
+        path);
+  }
+  if (!p.has_filename() || p.filename() == "." || p.filename() == "..") {
+    return fmt::format(
+        "--config-out '{}' names a directory; give the config file's path, such "
+        "as /etc/vipd/vipd.yaml",
+        path);
+  }
+  if (p.lexically_normal().string() != path) {
+    return fmt::format("--config-out '{}' is not in normal form; write {}", path,
+                       p.lexically_normal().string());
+  }
+  if (p.parent_path() == p.root_path()) {
+    // The static pod would mount the host's whole root directory.
+    return fmt::format(
+        "--config-out '{}' is directly in /; use a directory of its own, such as "
+        "/etc/vipd/vipd.yaml",
+        path);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> imageProblem(std::string_view image) {
+  auto allowed = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-' || c == '/' || c == ':' || c == '@';
+  };
+  if (image.empty() || !std::all_of(image.begin(), image.end(), allowed) ||
+      !std::isalnum(static_cast<unsigned char>(image.front()))) {
+    return fmt::format(
+        "'{}' is not an image reference such as registry.example/vipd:0.1.0 "
+        "(letters, digits and . _ - / : @, starting with a letter or digit)",
+        image);
+  }
+  return std::nullopt;
+}
+
+}  // namespace vipd::bootstrap

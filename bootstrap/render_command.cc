@@ -1,0 +1,295 @@
+#include "bootstrap/render_command.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <variant>
+
+#include "bootstrap/atomic_file.h"
+#include "bootstrap/manifest_files.h"
+#include "bootstrap/renderer.h"
+#include "bootstrap/static_pod_template.h"
+
+namespace vipd::bootstrap {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kUsage =
+    "usage: vipd render --metadata FILE --config-out PATH --manifest-dir DIR\n"
+    "                   [--image IMAGE] [--strict] [--archive-dir DIR]\n"
+    "\n"
+    "Renders the vipd config and the kubelet static-pod manifest from an instance-metadata\n"
+    "document (JSON or YAML; see docs/metadata.md).\n"
+    "\n"
+    "  --metadata FILE     the instance metadata\n"
+    "  --config-out PATH   where the config goes (absolute); the static pod mounts its directory\n"
+    "  --manifest-dir DIR  kubelet's static-pod directory; vipd's manifest is DIR/vipd.yaml\n"
+    "  --image IMAGE       the static pod's image, when the metadata has none\n"
+    "  --strict            refuse to write when DIR holds files that are not manifests\n"
+    "  --archive-dir DIR   where replaced and removed manifests go, and temporary files\n"
+    "                      (default: DIR/../vipd-manifest-archive; same filesystem as DIR)\n"
+    "\n"
+    "Exit codes: 0 done, 1 metadata, validation or write error, 2 usage error.\n";
+
+// Config: no secrets in it (keys stay in their password files); vipctl may read it.
+constexpr mode_t kConfigMode = 0644;
+constexpr mode_t kDirectoryMode = 0755;
+// Holds old manifests and temporary files; nobody else needs to look.
+constexpr mode_t kArchiveMode = 0700;
+// Largest metadata read; anything bigger is the wrong file.
+constexpr size_t kMaxMetadataSize = size_t{1} << 20;
+
+struct Options {
+  std::string metadata;
+  std::string configOut;
+  std::string manifestDir;
+  std::optional<std::string> archiveDir;
+  std::optional<std::string> image;
+  bool strict = false;
+};
+
+struct Output {
+  const RenderEnvironment& env;
+
+  void line(std::string_view text) const { *env.out << text << '\n'; }
+  void warning(std::string_view text) const {
+    *env.err << "vipd render: warning: " << text << '\n';
+  }
+  int fail(std::string_view text) const {
+    *env.err << "vipd render: " << text << '\n';
+    return 1;
+  }
+  int usage(std::string_view text) const {
+    *env.err << "vipd render: " << text << '\n' << kUsage;
+    return 2;
+  }
+};
+
+// Options, or the exit code when parsing ends the command (help, usage error).
+std::variant<Options, int> parseOptions(const std::vector<std::string>& args, const Output& o) {
+  Options options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      *o.env.out << kUsage;
+      return 0;
+    }
+    if (arg == "--strict") {
+      options.strict = true;
+      continue;
+    }
+    std::string* text = nullptr;
+    std::optional<std::string>* optional = nullptr;
+    if (arg == "--metadata") {
+      text = &options.metadata;
+    } else if (arg == "--config-out") {
+      text = &options.configOut;
+    } else if (arg == "--manifest-dir") {
+      text = &options.manifestDir;
+    } else if (arg == "--archive-dir") {
+      optional = &options.archiveDir;
+    } else if (arg == "--image") {
+      optional = &options.image;
+    } else {
+      return o.usage(fmt::format("unknown argument '{}'", arg));
+    }
+    if (i + 1 >= args.size() || args[i + 1].empty()) {
+      return o.usage(fmt::format("{} needs a value", arg));
+    }
+    if ((text && !text->empty()) || (optional && *optional)) {
+      return o.usage(fmt::format("{} is given twice", arg));
+    }
+    if (text) {
+      *text = args[++i];
+    } else {
+      *optional = args[++i];
+    }
+  }
+  for (auto [value, flag] : {std::pair{&options.metadata, "--metadata FILE"},
+                             std::pair{&options.configOut, "--config-out PATH"},
+                             std::pair{&options.manifestDir, "--manifest-dir DIR"}}) {
+    if (value->empty()) {
+      return o.usage(fmt::format("{} is required", flag));
+    }
+  }
+  return options;
+}
+
+// Absolute, normal, without a trailing '/': "manifests/" and "./manifests" name one directory.
+fs::path directoryPath(std::string_view text) {
+  fs::path p = fs::absolute(fs::path(std::string(text))).lexically_normal();
+  if (!p.has_filename() && p != p.root_path()) {
+    p = p.parent_path();
+  }
+  return p;
+}
+
+// `inner` is `outer` or inside it, after resolving symbolic links of the parts that exist.
+bool isWithin(const fs::path& inner, const fs::path& outer) {
+  std::error_code ec1;
+  std::error_code ec2;
+  fs::path a = fs::weakly_canonical(inner, ec1);
+  fs::path b = fs::weakly_canonical(outer, ec2);
+  if (ec1 || ec2) {
+    a = inner;
+    b = outer;
+  }
+  fs::path relative = a.lexically_relative(b);
+  return !relative.empty() && *relative.begin() != "..";
+}
+
+}  // namespace
+
+int runRenderCommand(const std::vector<std::string>& args) {
+  RenderEnvironment env{generated::kStaticPodTemplate,
+                        fmt::format("{} (built into vipd)", generated::kStaticPodTemplateSource),
+                        &std::cout, &std::cerr, [] { return std::chrono::system_clock::now(); }};
+  return runRenderCommand(args, env);
+}
+
+int runRenderCommand(const std::vector<std::string>& args, const RenderEnvironment& env) {
+  Output o{env};
+  auto parsed = parseOptions(args, o);
+  if (const int* exitCode = std::get_if<int>(&parsed)) {
+    return *exitCode;
+  }
+  const Options& options = std::get<Options>(parsed);
+  if (auto problem = configOutProblem(options.configOut)) {
+    return o.usage(*problem);
+  }
+  const fs::path configPath(options.configOut);
+  const fs::path configDir = configPath.parent_path();
+  const fs::path manifestDir = directoryPath(options.manifestDir);
+  const fs::path manifestPath = manifestDir / kManifestFileName;
+  const fs::path archiveDir = options.archiveDir
+                                  ? directoryPath(*options.archiveDir)
+                                  : manifestDir.parent_path() / "vipd-manifest-archive";
+  if (isWithin(configDir, manifestDir)) {
+    return o.usage(
+        fmt::format("--config-out {} is in the manifest directory {}; kubelet would "
+                    "read the config as a pod: put it elsewhere, such as "
+                    "/etc/vipd/vipd.yaml",
+                    configPath.string(), manifestDir.string()));
+  }
+  if (isWithin(archiveDir, manifestDir)) {
+    return o.usage(
+        fmt::format("the archive directory {} is in the manifest directory {}, where "
+                    "kubelet would read old manifests as pods; pass --archive-dir "
+                    "outside it",
+                    archiveDir.string(), manifestDir.string()));
+  }
+
+  auto metadataText = readFileIfExists(options.metadata);
+  if (!metadataText) {
+    return o.fail(
+        fmt::format("cannot read the metadata: {}; nothing written", metadataText.error()));
+  }
+  if (!*metadataText) {
+    return o.fail(fmt::format("cannot read the metadata {}: no such file; nothing written",
+                              options.metadata));
+  }
+  if ((*metadataText)->size() > kMaxMetadataSize) {
+    return o.fail(
+        fmt::format("the metadata {} is larger than {} KiB; is this the right file? "
+                    "Nothing written",
+                    options.metadata, kMaxMetadataSize >> 10));
+  }
+  auto rendered = render({**metadataText, options.metadata, options.configOut, options.image,
+                          env.manifestTemplate, env.templateName});
+  if (!rendered) {
+    for (const auto& error : rendered.error()) {
+      *env.err << error.toString() << '\n';
+    }
+    return o.fail(
+        fmt::format("{}: {} error(s); nothing written", options.metadata, rendered.error().size()));
+  }
+
+  auto strays = findStrayFiles(manifestDir);
+  if (!strays) {
+    return o.fail(fmt::format("{}; nothing written", strays.error()));
+  }
+  for (const auto& stray : *strays) {
+    o.warning(fmt::format("{}: {}", stray.path.string(), stray.reason));
+  }
+  if (options.strict && !strays->empty()) {
+    return o.fail(
+        fmt::format("--strict: {} holds {} file(s) that are not manifests (named "
+                    "above); move them out and render again; nothing written",
+                    manifestDir.string(), strays->size()));
+  }
+
+  bool enabled = rendered->manifest.has_value();
+  std::error_code ec;
+  bool touchManifestDir = enabled || fs::exists(fs::symlink_status(manifestPath, ec));
+  if (touchManifestDir) {
+    auto archiveFs = filesystemOf(archiveDir);
+    auto manifestFs = filesystemOf(manifestDir);
+    if (!archiveFs || !manifestFs) {
+      return o.fail(
+          fmt::format("{}; nothing written", !archiveFs ? archiveFs.error() : manifestFs.error()));
+    }
+    if (*archiveFs != *manifestFs) {
+      return o.fail(fmt::format(
+          "the archive directory {} is not on the filesystem of the manifest directory {}; old "
+          "manifests are hard-linked and new ones renamed into place, which cannot cross "
+          "filesystems: pass --archive-dir on the same filesystem; nothing written",
+          archiveDir.string(), manifestDir.string()));
+    }
+  }
+
+  std::vector<std::pair<fs::path, mode_t>> directories = {{configDir, kDirectoryMode}};
+  if (touchManifestDir) {
+    directories.emplace_back(archiveDir, kArchiveMode);
+  }
+  if (enabled) {
+    directories.emplace_back(manifestDir, kDirectoryMode);
+  }
+  for (const auto& [dir, mode] : directories) {
+    auto created = ensureDirectory(dir, mode);
+    if (!created) {
+      return o.fail(created.error());
+    }
+    if (*created) {
+      o.line(fmt::format("created directory {}", dir.string()));
+    }
+  }
+
+  // The config first: the manifest refers to it, and a pod started from a new manifest must find
+  // the new config.
+  auto config = writeFileAtomically(configPath, rendered->config, configDir, kConfigMode);
+  if (!config) {
+    return o.fail(fmt::format("{}; the manifest was not changed", config.error()));
+  }
+  o.line(fmt::format("{} {}", *config == WriteOutcome::Written ? "wrote" : "unchanged",
+                     configPath.string()));
+
+  auto now = env.now();
+  if (enabled) {
+    auto change = installManifest(manifestPath, *rendered->manifest, archiveDir, now);
+    if (!change) {
+      return o.fail(fmt::format("{} (the config is written; the manifest is not)", change.error()));
+    }
+    if (change->archivedAs) {
+      o.line(fmt::format("archived {} as {}", manifestPath.string(), change->archivedAs->string()));
+    }
+    o.line(fmt::format("{} {}", change->outcome == WriteOutcome::Written ? "wrote" : "unchanged",
+                       manifestPath.string()));
+    return 0;
+  }
+  auto removed = removeManifest(manifestPath, archiveDir, now);
+  if (!removed) {
+    return o.fail(
+        fmt::format("{} (the config is written; the manifest is still in place)", removed.error()));
+  }
+  if (*removed) {
+    o.line(fmt::format("removed {} (bootstrap.enabled is false); archived as {}",
+                       manifestPath.string(), (*removed)->string()));
+  } else {
+    o.line(fmt::format("no {} to remove (bootstrap.enabled is false)", manifestPath.string()));
+  }
+  return 0;
+}
+
+}  // namespace vipd::bootstrap

@@ -1,0 +1,270 @@
+// The pure renderer: golden config and manifest files (byte-exact), determinism, the check
+// against config::parseConfig, and the template filler's errors.
+//
+// To regenerate the golden files after an intended change, run the test with
+// VIPD_UPDATE_GOLDEN=1 and review the diff.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "bootstrap/renderer.h"
+#include "bootstrap/template_filler.h"
+#include "bootstrap_test_support.h"
+#include "config/config_parser.h"
+
+namespace vipd::bootstrap {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::joined;
+using testing::kDataDir;
+using testing::readFile;
+using testing::strings;
+
+constexpr std::string_view kConfigPath = "/etc/vipd/vipd.yaml";
+
+struct Golden {
+  std::string name;  // tests/data/bootstrap/<name>.metadata.<ext> -> <name>.config.yaml, ...
+  std::string metadataFile;
+  std::optional<std::string> image;  // --image
+};
+
+// Names the case in failure messages instead of dumping its bytes.
+void PrintTo(const Golden& g, std::ostream* os) { *os << g.name; }
+
+Result<Rendered> renderData(const std::string& metadataFile, std::optional<std::string> image,
+                            std::string_view templateText) {
+  std::string text = readFile(kDataDir / metadataFile);
+  // The header names the metadata by the path given; the file name keeps goldens independent
+  // of where the source tree lives.
+  return render({text, metadataFile, std::string(kConfigPath), std::move(image), templateText,
+                 "static-pod-template.yaml"});
+}
+
+void expectGolden(const std::string& fileName, const std::string& actual) {
+  auto path = kDataDir / fileName;
+  if (std::getenv("VIPD_UPDATE_GOLDEN") != nullptr) {
+    testing::writeFile(path, actual);
+  }
+  EXPECT_EQ(actual, readFile(path))
+      << "differs from " << path << " (VIPD_UPDATE_GOLDEN=1 rewrites it)";
+}
+
+class BootstrapGolden : public ::testing::TestWithParam<Golden> {};
+
+TEST_P(BootstrapGolden, ConfigAndManifestAreByteExact) {
+  const Golden& g = GetParam();
+  std::string templateText = testing::testTemplate();
+  auto rendered = renderData(g.metadataFile, g.image, templateText);
+  ASSERT_TRUE(rendered.has_value()) << joined(strings(rendered.error()));
+  expectGolden(g.name + ".config.yaml", rendered->config);
+  ASSERT_TRUE(rendered->manifest.has_value());
+  expectGolden(g.name + ".manifest.yaml", *rendered->manifest);
+}
+
+TEST_P(BootstrapGolden, RenderingTwiceIsByteIdentical) {
+  const Golden& g = GetParam();
+  std::string templateText = testing::testTemplate();
+  auto first = renderData(g.metadataFile, g.image, templateText);
+  auto second = renderData(g.metadataFile, g.image, templateText);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->config, second->config);
+  EXPECT_EQ(first->manifest, second->manifest);
+}
+
+TEST_P(BootstrapGolden, RenderedConfigPassesTheConfigValidator) {
+  const Golden& g = GetParam();
+  std::string templateText = testing::testTemplate();
+  auto rendered = renderData(g.metadataFile, g.image, templateText);
+  ASSERT_TRUE(rendered.has_value());
+  auto config = config::parseConfig(rendered->config, kConfigPath);
+  ASSERT_TRUE(config.has_value()) << joined(strings(config.error()));
+  EXPECT_EQ(config->mode, config::Mode::StaticPod);
+  EXPECT_EQ(config->routerId, bgp::IpAddress::parse("192.0.2.11").value());
+  EXPECT_EQ(config->localAsn, 4200000001u);
+  EXPECT_EQ(config->control.socket, "/run/vipd/static-pod.sock");
+  EXPECT_EQ(config->control.stateDir, "/var/lib/vipd");
+  EXPECT_EQ(config->metrics.port, 9473);
+  EXPECT_EQ(config->metrics.address.toString(), "127.0.0.1");
+  EXPECT_EQ(config->handoff.dir, "/run/vipd");
+  EXPECT_EQ(config->handoff.restartTime, std::chrono::seconds(3));
+  EXPECT_EQ(config->health.type, config::Health::Type::Apiserver);
+  EXPECT_EQ(config->health.caFile, "/etc/kubernetes/pki/ca.crt");
+  for (const auto& vip : config->vips) {
+    EXPECT_EQ(vip.interface, "lo");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Data, BootstrapGolden,
+    ::testing::Values(Golden{"ipv4-only", "ipv4-only.metadata.yaml", std::nullopt},
+                      Golden{"dual-stack", "dual-stack.metadata.yaml",
+                             "registry.example/vipd@sha256:"
+                             "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}),
+    [](const auto& info) { return info.param.name == "ipv4-only" ? "Ipv4Only" : "DualStack"; });
+
+TEST(BootstrapRender, DualStackConfigCarriesNextHopAndPasswordFiles) {
+  std::string templateText = testing::testTemplate();
+  auto rendered = renderData("dual-stack.metadata.yaml", "vipd:1", templateText);
+  ASSERT_TRUE(rendered.has_value()) << joined(strings(rendered.error()));
+  auto config = config::parseConfig(rendered->config, kConfigPath);
+  ASSERT_TRUE(config.has_value()) << joined(strings(config.error()));
+  ASSERT_EQ(config->peers.size(), 2u);
+  // The first IPv4 node address is the router ID although an IPv6 one is listed first.
+  EXPECT_EQ(config->routerId.toString(), "192.0.2.11");
+  for (const auto& peer : config->peers) {
+    EXPECT_EQ(peer.nextHopIpv6, bgp::IpAddress::parse("2001:db8::11"));
+  }
+  EXPECT_EQ(config->peers[0].passwordFile, "/etc/vipd/bgp-password");
+  EXPECT_EQ(config->peers[1].passwordFile, "/etc/vipd/peers/192.0.2.2.password");
+  EXPECT_EQ(config->health.url, "https://[::1]:6443/readyz");
+}
+
+TEST(BootstrapRender, JsonAndYamlMetadataRenderTheSameConfig) {
+  std::string templateText = testing::testTemplate();
+  std::string yaml = readFile(kDataDir / "ipv4-only.metadata.yaml");
+  std::string json = readFile(kDataDir / "ipv4-only.metadata.json");
+  auto fromYaml = render({yaml, "metadata", std::string(kConfigPath), {}, templateText, "t"});
+  auto fromJson = render({json, "metadata", std::string(kConfigPath), {}, templateText, "t"});
+  ASSERT_TRUE(fromYaml && fromJson);
+  EXPECT_EQ(fromYaml->config, fromJson->config);
+  EXPECT_EQ(fromYaml->manifest, fromJson->manifest);
+}
+
+TEST(BootstrapRender, OnlyTheHeaderNamesTheMetadataPath) {
+  std::string templateText = testing::testTemplate();
+  std::string yaml = readFile(kDataDir / "ipv4-only.metadata.yaml");
+  auto a = render({yaml, "/a/metadata.yaml", std::string(kConfigPath), {}, templateText, "t"});
+  auto b = render({yaml, "/b/metadata.yaml", std::string(kConfigPath), {}, templateText, "t"});
+  ASSERT_TRUE(a && b);
+  EXPECT_THAT(a->config, ::testing::StartsWith("# Rendered by `vipd render` from "
+                                               "/a/metadata.yaml; do not edit.\n"));
+  EXPECT_EQ(a->config.substr(a->config.find('\n')), b->config.substr(b->config.find('\n')));
+  // A path cannot break out of its comment line.
+  auto c = render({yaml, "/c/x\nkind: Evil", std::string(kConfigPath), {}, templateText, "t"});
+  ASSERT_TRUE(c.has_value()) << joined(strings(c.error()));
+  EXPECT_THAT(c->config, HasSubstr("from /c/x?kind: Evil; do not edit.\n"));
+}
+
+TEST(BootstrapRender, ConfigDirectoryAndPathGoIntoTheManifest) {
+  std::string templateText = testing::testTemplate();
+  std::string yaml = readFile(kDataDir / "ipv4-only.metadata.yaml");
+  auto rendered = render({yaml, "m", "/var/lib/vipd-config/speaker.yaml", {}, templateText, "t"});
+  ASSERT_TRUE(rendered.has_value()) << joined(strings(rendered.error()));
+  EXPECT_THAT(*rendered->manifest,
+              HasSubstr("\"--config\", \"/var/lib/vipd-config/speaker.yaml\""));
+  EXPECT_THAT(*rendered->manifest, HasSubstr("path: \"/var/lib/vipd-config\""));
+  EXPECT_THAT(*rendered->manifest, HasSubstr("containerPort: 9473\n"));
+  EXPECT_THAT(*rendered->manifest, HasSubstr("\"/run/vipd/static-pod.sock\""));
+}
+
+TEST(BootstrapRender, RulesOfTheConfigSchemaAreCheckedOnTheRenderedConfig) {
+  // Well-formed metadata whose config the validator rejects: AS_TRANS, a covering VIP prefix,
+  // an unknown health type, an IPv4 VIP over an IPv6 session.
+  std::string metadata =
+      "apiVersion: vipd.io/v1alpha1\n"
+      "kind: InstanceMetadata\n"
+      "node: {addresses: [192.0.2.11, \"2001:db8::11\"]}\n"
+      "localAsn: 23456\n"
+      "vips: [203.0.113.0/24, 203.0.113.10/32]\n"
+      "peers: [{address: \"2001:db8::1\", asn: 65000}]\n"
+      "health: {type: http}\n"
+      "image: vipd\n";
+  std::string templateText = testing::testTemplate();
+  auto rendered = render({metadata, "m.yaml", std::string(kConfigPath), {}, templateText, "t"});
+  ASSERT_FALSE(rendered.has_value());
+  EXPECT_THAT(
+      strings(rendered.error()),
+      ElementsAre(
+          "rendered /etc/vipd/vipd.yaml:7:11: localAsn: AS 23456 is AS_TRANS (RFC 6793), a "
+          "placeholder that is never a real ASN (rendered line 7: `localAsn: 23456`)",
+          HasSubstr("rendered /etc/vipd/vipd.yaml:9:14: vips[0].address: a VIP is a single "
+                    "address (/32), but 203.0.113.0/24 is a covering prefix"),
+          HasSubstr("rendered /etc/vipd/vipd.yaml:14:5: peers[0]: IPv4 VIP 203.0.113.10/32 over "
+                    "an IPv6 session needs an IPv4 next hop"),
+          HasSubstr("rendered /etc/vipd/vipd.yaml:17:9: health.type: 'http' is not a health "
+                    "check type; use apiserver, tcp or none")));
+}
+
+TEST(BootstrapRender, BootstrapDisabledRendersTheConfigOnly) {
+  std::string yaml =
+      readFile(kDataDir / "ipv4-only.metadata.yaml") + "bootstrap: {enabled: false}\n";
+  auto rendered = render({yaml, "m", std::string(kConfigPath), {}, std::nullopt, "missing"});
+  ASSERT_TRUE(rendered.has_value()) << joined(strings(rendered.error()));
+  EXPECT_EQ(rendered->manifest, std::nullopt);
+  EXPECT_TRUE(config::parseConfig(rendered->config, kConfigPath).has_value());
+}
+
+TEST(BootstrapRender, AMissingTemplateIsAnErrorWhenBootstrapIsEnabled) {
+  std::string yaml = readFile(kDataDir / "ipv4-only.metadata.yaml");
+  auto rendered = render({yaml, "m", std::string(kConfigPath), {}, std::nullopt, "tpl"});
+  ASSERT_FALSE(rendered.has_value());
+  EXPECT_THAT(strings(rendered.error()),
+              ElementsAre(HasSubstr("tpl: this vipd was built without the static-pod template")));
+}
+
+TEST(BootstrapRender, ABadConfigOutIsRejectedBeforeAnythingElse) {
+  auto rendered = render({"{}", "m", "vipd.yaml", {}, "", "t"});
+  ASSERT_FALSE(rendered.has_value());
+  EXPECT_THAT(strings(rendered.error()),
+              ElementsAre("--config-out: --config-out must be an absolute path, got 'vipd.yaml'"));
+}
+
+TEST(BootstrapRender, AFilledManifestThatIsNotYamlIsAnError) {
+  std::string yaml = readFile(kDataDir / "ipv4-only.metadata.yaml");
+  std::string broken = testing::testTemplate() + "  - [unclosed\n";
+  auto rendered = render({yaml, "m", std::string(kConfigPath), {}, broken, "tpl"});
+  ASSERT_FALSE(rendered.has_value());
+  EXPECT_THAT(strings(rendered.error()),
+              ElementsAre(HasSubstr("the filled manifest is not valid YAML")));
+}
+
+// --- the template filler ---
+
+const std::vector<TemplateValue> kValues = {{"IMAGE", "vipd:1"}, {"PORT", "9473"}};
+
+TEST(BootstrapTemplate, FillsEveryOccurrence) {
+  auto filled =
+      fillTemplate("image: {{IMAGE}}\nports: [{{PORT}}, {{PORT}}]\n{ not: a } }}\n", "t", kValues);
+  ASSERT_TRUE(filled.has_value()) << joined(strings(filled.error()));
+  EXPECT_EQ(*filled, "image: vipd:1\nports: [9473, 9473]\n{ not: a } }}\n");
+}
+
+TEST(BootstrapTemplate, EveryProblemAtOnce) {
+  auto filled = fillTemplate(
+      "image: {{IMAGE}}\n"         // 1
+      "x: {{IMAGES}}\n"            // 2
+      "y: {{ IMAGE }} {{port}}\n"  // 3
+      "z: {{IMAGE\n",              // 4
+      "tpl.yaml", kValues);
+  ASSERT_FALSE(filled.has_value());
+  EXPECT_THAT(strings(filled.error()),
+              ElementsAre("tpl.yaml:2:4: unknown placeholder {{IMAGES}}; vipd render fills only "
+                          "{{IMAGE}}, {{PORT}}",
+                          "tpl.yaml:3:4: malformed placeholder {{ IMAGE }}; vipd render fills "
+                          "only {{IMAGE}}, {{PORT}}",
+                          "tpl.yaml:3:16: malformed placeholder {{port}}; vipd render fills only "
+                          "{{IMAGE}}, {{PORT}}",
+                          "tpl.yaml:4:4: '{{' without a closing '}}' on the same line",
+                          "tpl.yaml: the template never uses {{PORT}}, which vipd render fills; "
+                          "the template and this vipd disagree"));
+}
+
+TEST(BootstrapTemplate, TheStandInTemplateUsesExactlyWhatTheRendererFills) {
+  // The renderer's values against the test template: a placeholder renamed on either side fails.
+  std::string yaml = readFile(kDataDir / "ipv4-only.metadata.yaml");
+  std::string templateText = testing::testTemplate();
+  std::string renamed = templateText;
+  renamed.replace(renamed.find("{{METRICS_PORT}}"), 16, "{{METRICSPORT}}");
+  auto rendered = render({yaml, "m", std::string(kConfigPath), {}, renamed, "tpl"});
+  ASSERT_FALSE(rendered.has_value());
+  EXPECT_THAT(strings(rendered.error()),
+              ElementsAre(HasSubstr("unknown placeholder {{METRICSPORT}}"),
+                          HasSubstr("the template never uses {{METRICS_PORT}}")));
+}
+
+}  // namespace
+}  // namespace vipd::bootstrap
