@@ -50,6 +50,15 @@ std::chrono::steady_clock::duration stuckAfter(const config::Peer& peer) {
 
 void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply reply) {
   const auto command = request["command"].get<std::string>();
+  if (command == "withdraw" && !request.value("persist", true) && role_ != Role::Active) {
+    // A pod's preStop hook on an instance that is not speaking: there is nothing to drain, and
+    // failing the hook would only raise a FailedPreStopHook event.
+    reply({{"ok", true},
+           {"acknowledged", true},
+           {"detail", fmt::format("this instance is {} and announces nothing; nothing to drain",
+                                  roleName())}});
+    return;
+  }
   if ((command == "withdraw" || command == "announce") && role_ != Role::Active) {
     auto holder = lock_ ? lock_->holder() : std::nullopt;
     reply({{"error",

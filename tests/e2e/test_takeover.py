@@ -241,6 +241,14 @@ def test() -> None:
         refused_takeover(L, topo, n1, bird, static, ds_cfg)
         ds, _ = takeover(L, topo, n1, bird, static, ds_cfg, "ds-1", expect_gapless=True)
         lab.check(static.metric("vipd_role", role="standby") == 1.0, "vipd_role standby")
+        # The static pod's preStop hook on a standby instance succeeds and drains nothing; an
+        # operator's persisted withdraw is pointed at the instance that speaks.
+        hook = static.vipctl_run("withdraw", "--wait", "--transient")
+        lab.check(hook.returncode == 0 and "nothing to drain" in hook.stdout + hook.stderr,
+                  f"preStop on the standby: {hook.returncode} {hook.stdout}{hook.stderr}")
+        persisted = static.vipctl_run("withdraw")
+        lab.check(persisted.returncode == 1 and "vipd.sock" in persisted.stderr,
+                  f"withdraw on the standby names the active socket: {persisted.stderr}")
         code, _ = static.http("/readyz")
         lab.check(code == 200, f"a standby static-pod instance is ready, got {code}")
 

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""The Containerfile installs exactly the runtime packages the binaries need. No container engine
+is needed: the check reads the Containerfile and the built binaries.
+
+Asserts:
+- every shared library of $VIPD_BUILD_DIR/daemon/vipd and vipctl (`ldd`) resolves, and maps to a
+  Debian package (`dpkg -S`);
+- the runtime stage (FROM debian:12-slim) installs exactly those packages, less the ones
+  debian:12-slim already has (BASE_PACKAGES below): none missing, nothing else (no -dev package,
+  no compiler);
+- the build stage (FROM debian:12 AS build) installs only packages that scripts/dev.sh installs
+  too, so the two lists cannot drift apart, and none of the test-only ones;
+- every file the runtime stage copies out of the build stage is where `meson install --destdir
+  /out` puts it (`meson introspect --installed` of the build directory), and the image runs vipd
+  as its entrypoint, as root.
+The build host is Debian 12 like both stages, so its library packages are the image's.
+Needs ldd and dpkg (missing: skip outside CI, fail with CI=true) and the built binaries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+
+from checks import BUILD_DIR, SOURCE_DIR, Checks, main, missing, run
+
+CONTAINERFILE = os.path.join(SOURCE_DIR, "Containerfile")
+DEV_SH = os.path.join(SOURCE_DIR, "scripts", "dev.sh")
+BINARIES = ["vipd", "vipctl"]
+DESTDIR = "/out"  # the build stage's `meson install --destdir`
+
+# Packages debian:12-slim ships (priority required, or apt's own dependencies), so the runtime
+# stage must not install them again: the C library (and its loader), and GCC's C++ runtime.
+BASE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6"}
+
+# scripts/dev.sh packages that only the tests use: never in the image's build stage.
+TEST_ONLY = {"libgtest-dev", "libgmock-dev", "openssl", "util-linux", "iproute2", "procps",
+             "tcpdump", "bird2", "frr", "gobgpd", "exabgp", "python3-yaml", "kubernetes-client"}
+
+COMPILERS = {"g++", "gcc", "clang", "cpp", "meson", "ninja-build", "pkg-config", "make"}
+
+
+def libraries(binary: str) -> tuple[list[str], list[str]]:
+    """The resolved shared-library paths of binary, and the names ldd could not resolve."""
+    p = run(["ldd", binary])
+    paths, unresolved = [], []
+    for line in p.stdout.splitlines():
+        line = line.strip()
+        if "=> not found" in line:
+            unresolved.append(line.split()[0])
+        elif "=>" in line:
+            target = line.split("=>", 1)[1].split("(")[0].strip()
+            if target:  # linux-vdso has none: it is the kernel's
+                paths.append(target)
+        elif line.startswith("/"):  # the dynamic loader
+            paths.append(line.split()[0])
+    return paths, unresolved
+
+
+def package_of(path: str) -> str | None:
+    """The Debian package that owns path, trying the spellings merged /usr allows."""
+    candidates = []
+    for p in (path, os.path.realpath(path)):
+        candidates += [p, p[4:] if p.startswith("/usr/") else "/usr" + p]
+    for candidate in dict.fromkeys(candidates):
+        p = run(["dpkg", "-S", candidate])
+        for line in p.stdout.splitlines():
+            if p.returncode == 0 and not line.startswith("diversion"):
+                return line.split(":", 1)[0]
+    return None
+
+
+def stages(text: str) -> list[list[str]]:
+    """The Containerfile's instructions per stage, continuation lines joined, comments dropped."""
+    joined = re.sub(r"\\\n", " ", "\n".join(l for l in text.splitlines()
+                                            if not l.lstrip().startswith("#")))
+    out: list[list[str]] = []
+    for line in joined.splitlines():
+        line = " ".join(line.split())
+        if not line:
+            continue
+        if line.upper().startswith("FROM "):
+            out.append([])
+        if out:
+            out[-1].append(line)
+    return out
+
+
+def apt_installs(stage: list[str]) -> list[str]:
+    """Package names given to `apt-get install` in the stage's RUN instructions."""
+    packages = []
+    for line in stage:
+        if not line.upper().startswith("RUN "):
+            continue
+        words = shlex.split(line[4:])
+        for i in range(len(words) - 1):
+            if words[i] == "apt-get" and "install" in words[i + 1:i + 4]:
+                for word in words[words.index("install", i) + 1:]:
+                    if word in ("&&", "||", ";", "|"):
+                        break
+                    if not word.startswith("-"):
+                        packages.append(word)
+    return packages
+
+
+def dev_sh_packages() -> set[str]:
+    with open(DEV_SH) as f:
+        body = re.search(r"^packages=\((.*?)^\)", f.read(), re.S | re.M)
+    assert body, f"{DEV_SH}: no packages=( ... ) list"
+    words = " ".join(l.split("#", 1)[0] for l in body.group(1).splitlines()).split()
+    return {w for w in words if re.fullmatch(r"[a-z0-9][a-z0-9.+-]+", w)}
+
+
+def test(c: Checks) -> None:
+    for tool in ("ldd", "dpkg"):
+        if not shutil.which(tool):
+            missing(f"{tool} is not installed")
+
+    needed: dict[str, set[str]] = {}  # package -> the libraries it provides to us
+    for name in BINARIES:
+        binary = os.path.join(BUILD_DIR, "daemon", name)
+        if not c.expect(os.access(binary, os.X_OK), f"{binary} is built"):
+            continue
+        paths, unresolved = libraries(binary)
+        c.equal(unresolved, [], f"{name}: every shared library resolves")
+        for path in paths:
+            package = package_of(path)
+            if c.expect(package is not None, f"{name}: {path} belongs to a Debian package"):
+                needed.setdefault(package, set()).add(os.path.basename(path))
+    for package, libs in sorted(needed.items()):
+        print(f"  {package}: {', '.join(sorted(libs))}")
+
+    with open(CONTAINERFILE) as f:
+        all_stages = stages(f.read())
+    if not c.equal(len(all_stages), 2, "Containerfile: a build stage and a runtime stage"):
+        return
+    build, runtime = all_stages
+    c.equal(build[0], "FROM docker.io/library/debian:12 AS build", "build stage: Debian 12")
+    c.equal(runtime[0], "FROM docker.io/library/debian:12-slim", "runtime stage: Debian 12 slim")
+
+    installed = apt_installs(runtime)
+    expected = set(needed) - BASE_PACKAGES
+    c.equal(sorted(expected - set(installed)), [], "runtime stage: no needed package missing")
+    c.equal(sorted(set(installed) - expected), [], "runtime stage: no package beyond the needed")
+    c.equal(len(installed), len(set(installed)), "runtime stage: each package named once")
+    c.expect(not any(p.endswith("-dev") or p in COMPILERS for p in installed),
+             "runtime stage: no -dev package, no compiler")
+    c.expect(not BASE_PACKAGES & set(installed), "runtime stage: nothing the base already has")
+
+    build_packages = set(apt_installs(build))
+    c.expect(bool(build_packages), "build stage: installs its build dependencies")
+    c.equal(sorted(build_packages - dev_sh_packages()), [],
+            "build stage: every package is also in scripts/dev.sh")
+    c.equal(sorted(build_packages & TEST_ONLY), [], "build stage: no test-only package")
+    c.expect(any("-Dtests=false" in l for l in build), "build stage: meson -Dtests=false")
+
+    p = run(["meson", "introspect", BUILD_DIR, "--installed"])
+    installed_files = set(json.loads(p.stdout).values()) if p.returncode == 0 else set()
+    c.expect(bool(installed_files), f"meson introspect {BUILD_DIR} --installed lists files")
+    copies = [l.split()[2:-1] for l in runtime if l.startswith("COPY --from=build ")]
+    sources = [s for sources in copies for s in sources]
+    c.equal(sorted(os.path.basename(s) for s in sources), sorted(BINARIES),
+            "runtime stage: copies vipd and vipctl from the build stage")
+    for source in sources:
+        c.expect(source.startswith(DESTDIR + "/") and source[len(DESTDIR):] in installed_files,
+                 f"runtime stage: {source} is where meson installs it")
+    c.expect("USER 0" in runtime, "runtime stage: USER 0")
+    c.equal([l for l in runtime if l.startswith("ENTRYPOINT")], ['ENTRYPOINT ["vipd"]'],
+            "runtime stage: ENTRYPOINT vipd")
+
+
+if __name__ == "__main__":
+    main(test)

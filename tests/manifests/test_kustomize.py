@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""The Kubernetes manifests: what `kubectl kustomize manifests/` builds, and the static-pod
+template that `vipd render` fills.
+
+Asserts:
+- `kubectl kustomize manifests/` and `manifests/daemonset` build, the same objects, with nothing
+  on stderr but kustomize's own deprecation notice for `bases` (which kubectl 1.20 needs); they
+  are exactly the DaemonSet and its ConfigMap (the static-pod template is not picked up);
+- the DaemonSet: kube-system, hostNetwork, system-node-critical, the control-plane role label as
+  nodeSelector and tolerations, RollingUpdate maxUnavailable 1, capabilities exactly
+  NET_ADMIN + NET_RAW with ALL dropped, not privileged, no privilege escalation, read-only root,
+  the preStop `vipctl ... withdraw --wait --transient` on the config's control socket, probes on
+  127.0.0.1 and the config's metrics port, NODE_IP from status.hostIP passed as --router-id, the
+  ConfigMap mounted where --config points, hostPaths for every directory the config names, a
+  selector that does not match the static pod, and a grace period above the config's drain;
+- the ConfigMap's vipd.yaml: no routerId, no sourceAddress, mode daemonset, the socket and
+  metrics address above, TEST-NET example values, the apiserver check against the mounted CA;
+  `vipd validate --router-id 192.0.2.11` accepts it, and rejects it once routerId is also in the
+  file, or when neither gives one;
+- the static-pod template holds exactly the five placeholders, is YAML as it stands, and after
+  substitution is a Pod with the same security fields, probes on METRICS_PORT and the preStop
+  on CONTROL_SOCKET.
+Needs kubectl and PyYAML (missing: skip outside CI, fail with CI=true) and the built vipd.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+
+from checks import BUILD_DIR, SOURCE_DIR, Checks, main, missing, run, seconds, yaml_module
+
+yaml = yaml_module()
+
+MANIFESTS = os.path.join(SOURCE_DIR, "manifests")
+STATIC_POD = os.path.join(MANIFESTS, "static-pod", "vipd.yaml")
+VIPD = os.path.join(BUILD_DIR, "daemon", "vipd")
+ROUTER_ID = "192.0.2.11"  # what the downward API would give as status.hostIP
+
+# kustomize v5 (kubectl >= 1.27) still builds `bases:` but says so on stderr; v2.0.3 (kubectl
+# 1.20, Debian 12) accepts a directory only there.
+BASES_NOTICE = re.compile(r"^# Warning: 'bases' is deprecated\.")
+
+PLACEHOLDERS = {
+    "IMAGE": "registry.example/vipd:test",
+    "CONFIG_PATH": "/etc/vipd/vipd.yaml",
+    "CONFIG_DIR": "/etc/vipd",
+    "METRICS_PORT": "9473",
+    "CONTROL_SOCKET": "/run/vipd/static-pod.sock",
+}
+
+CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
+CONFIG_MOUNT = "/etc/vipd/config"
+CONFIG_FILE = CONFIG_MOUNT + "/vipd.yaml"
+CA_FILE = "/etc/kubernetes/pki/ca.crt"
+
+
+def kubectl() -> str:
+    path = os.environ.get("KUBECTL") or shutil.which("kubectl")
+    if not path:
+        missing("kubectl is not installed (Debian: apt-get install kubernetes-client)")
+    return path
+
+
+def kustomize(c: Checks, directory: str) -> list[dict]:
+    p = run([kubectl(), "kustomize", directory])
+    c.equal(p.returncode, 0, f"kubectl kustomize {directory} exits 0")
+    noise = [l for l in p.stderr.splitlines() if l.strip() and not BASES_NOTICE.match(l)]
+    c.equal(noise, [], f"kubectl kustomize {directory} prints nothing else on stderr")
+    return [d for d in yaml.safe_load_all(p.stdout) if d]
+
+
+def container_of(pod_spec: dict) -> dict:
+    containers = pod_spec.get("containers", [])
+    assert len(containers) == 1, f"one container expected, got {len(containers)}"
+    return containers[0]
+
+
+def host_paths(pod_spec: dict, container: dict) -> dict[str, tuple[str, bool, str]]:
+    """mountPath -> (host path, readOnly, hostPath type) for each hostPath volume mounted."""
+    volumes = {v["name"]: v for v in pod_spec.get("volumes", [])}
+    out = {}
+    for m in container.get("volumeMounts", []):
+        v = volumes.get(m["name"], {})
+        if "hostPath" in v:
+            out[m["mountPath"]] = (v["hostPath"]["path"], bool(m.get("readOnly", False)),
+                                   v["hostPath"].get("type", ""))
+    return out
+
+
+def check_pod_common(c: Checks, who: str, spec: dict, port: int, socket: str) -> dict:
+    """What the DaemonSet's pod and the static pod share: security, probes, drain, host paths."""
+    ctr = container_of(spec)
+    c.equal(spec.get("hostNetwork"), True, f"{who}: hostNetwork")
+    c.equal(spec.get("priorityClassName"), "system-node-critical", f"{who}: priority class")
+    c.equal(spec.get("automountServiceAccountToken"), False, f"{who}: no API token mounted")
+    c.expect(isinstance(spec.get("terminationGracePeriodSeconds"), int),
+             f"{who}: terminationGracePeriodSeconds is set")
+
+    sc = ctr.get("securityContext", {})
+    caps = sc.get("capabilities", {})
+    c.equal(sorted(caps.get("add", [])), ["NET_ADMIN", "NET_RAW"],
+            f"{who}: capabilities added are exactly NET_ADMIN and NET_RAW")
+    c.equal(caps.get("drop"), ["ALL"], f"{who}: every other capability dropped")
+    c.equal(sc.get("privileged"), False, f"{who}: not privileged")
+    c.equal(sc.get("allowPrivilegeEscalation"), False, f"{who}: no privilege escalation")
+    c.equal(sc.get("readOnlyRootFilesystem"), True, f"{who}: read-only root filesystem")
+    c.equal(sc.get("runAsUser"), 0, f"{who}: runs as root (for the capabilities)")
+
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        get = ctr.get(probe, {}).get("httpGet", {})
+        c.equal((get.get("host"), get.get("path"), get.get("port")), ("127.0.0.1", path, port),
+                f"{who}: {probe} GET 127.0.0.1:{port}{path}")
+    c.equal([p.get("containerPort") for p in ctr.get("ports", [])], [port],
+            f"{who}: declares the metrics port {port}")
+
+    pre_stop = ctr.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command")
+    c.equal(pre_stop, ["vipctl", "--socket", socket, "withdraw", "--wait", "--transient"],
+            f"{who}: preStop drains this instance without persisting the withdraw")
+
+    mounts = host_paths(spec, ctr)
+    c.equal(mounts.get("/run/vipd"), ("/run/vipd", False, "DirectoryOrCreate"),
+            f"{who}: hostPath /run/vipd (handoff lock, control sockets)")
+    c.equal(mounts.get("/var/lib/vipd"), ("/var/lib/vipd", False, "DirectoryOrCreate"),
+            f"{who}: hostPath /var/lib/vipd (withdrawn state)")
+    c.equal(mounts.get(CA_FILE), (CA_FILE, True, "File"),
+            f"{who}: the cluster CA certificate read-only from the host")
+    c.expect(not any(p.startswith("/etc/kubernetes/pki") and p != CA_FILE
+                     for p, _, _ in mounts.values()),
+             f"{who}: nothing else under /etc/kubernetes/pki (the CA key stays on the host)")
+    return ctr
+
+
+def check_config(c: Checks, text: str, ds_spec: dict, ctr: dict) -> dict:
+    cfg = yaml.safe_load(text)
+    c.expect("routerId" not in cfg, "ConfigMap: no routerId (it comes only from --router-id)")
+    c.equal(cfg.get("mode"), "daemonset", "ConfigMap: mode daemonset")
+    c.equal(cfg.get("control", {}).get("socket"), "/run/vipd/vipd.sock", "ConfigMap: socket")
+    c.equal(cfg.get("control", {}).get("stateDir", "/var/lib/vipd"), "/var/lib/vipd",
+            "ConfigMap: stateDir is the hostPath")
+    c.equal(cfg.get("handoff", {}).get("dir", "/run/vipd"), "/run/vipd",
+            "ConfigMap: handoff.dir is the hostPath")
+    c.equal(cfg.get("metrics", {}).get("listen"), "127.0.0.1:9472", "ConfigMap: metrics.listen")
+    c.expect(all("sourceAddress" not in p for p in cfg.get("peers", [])),
+             "ConfigMap: no peers[].sourceAddress (node-specific)")
+    c.equal(cfg.get("localAsn"), 64513, "ConfigMap: example localAsn")
+    c.equal([v.get("address") for v in cfg.get("vips", [])], ["203.0.113.10/32"],
+            "ConfigMap: example VIP")
+    c.equal([(p.get("address"), p.get("asn")) for p in cfg.get("peers", [])],
+            [("192.0.2.1", 64512), ("192.0.2.2", 64512)], "ConfigMap: example peers")
+    health = cfg.get("health", {})
+    c.equal((health.get("type"), health.get("caFile")), ("apiserver", CA_FILE),
+            "ConfigMap: apiserver health check against the cluster CA")
+
+    drain = cfg.get("drain", {})
+    total = (seconds(drain.get("gracefulShutdownTime", "2s")) + seconds(drain.get("timeout", "10s"))
+             + seconds(drain.get("unbindDelay", "1s")))
+    grace = ds_spec.get("terminationGracePeriodSeconds", 30)
+    c.expect(grace > total, f"DaemonSet: grace period {grace}s > the drain's {total:g}s")
+    return cfg
+
+
+def check_validate(c: Checks, text: str) -> None:
+    if not os.access(VIPD, os.X_OK):
+        c.expect(False, f"{VIPD} is built (set VIPD_BUILD_DIR)")
+        return
+    tmp = tempfile.mkdtemp(prefix="vipd-manifests-")
+    try:
+        config = os.path.join(tmp, "vipd.yaml")
+        with open(config, "w") as f:
+            f.write(text)
+        p = run([VIPD, "validate", "--config", config, "--router-id", ROUTER_ID])
+        c.equal(p.returncode, 0, f"ConfigMap's vipd.yaml validates with --router-id: "
+                f"{(p.stdout + p.stderr).strip()}")
+
+        p = run([VIPD, "validate", "--config", config])
+        c.expect(p.returncode != 0 and "routerId" in p.stdout + p.stderr,
+                 f"without --router-id it is refused (no router ID at all): exit {p.returncode}")
+
+        twice = os.path.join(tmp, "router-id-twice.yaml")
+        with open(twice, "w") as f:
+            f.write(text.replace("kind: SpeakerConfiguration\n",
+                                 f"kind: SpeakerConfiguration\nrouterId: {ROUTER_ID}\n", 1))
+        p = run([VIPD, "validate", "--config", twice, "--router-id", ROUTER_ID])
+        out = (p.stdout + p.stderr).strip()
+        c.expect(p.returncode == 1 and "routerId" in out,
+                 f"routerId in the file and --router-id is an error: exit {p.returncode}: {out}")
+    finally:
+        shutil.rmtree(tmp)
+
+
+def check_daemonset(c: Checks, objects: list[dict]) -> dict:
+    """Returns the DaemonSet's selector, for the static pod's check."""
+    kinds = sorted(o.get("kind", "") for o in objects)
+    c.equal(kinds, ["ConfigMap", "DaemonSet"], "manifests/ builds exactly a ConfigMap and a "
+            "DaemonSet (not the static-pod template)")
+    ds = next((o for o in objects if o.get("kind") == "DaemonSet"), None)
+    cm = next((o for o in objects if o.get("kind") == "ConfigMap"), None)
+    if ds is None or cm is None:
+        return {}
+
+    c.equal((ds["metadata"].get("name"), ds["metadata"].get("namespace")), ("vipd", "kube-system"),
+            "DaemonSet: kube-system/vipd")
+    c.equal(cm["metadata"].get("namespace"), "kube-system", "ConfigMap: in kube-system")
+    c.expect(cm["metadata"].get("name", "").startswith("vipd-config"),
+             "ConfigMap: named vipd-config (plus kustomize's content hash)")
+
+    strategy = ds["spec"].get("updateStrategy", {})
+    c.equal((strategy.get("type"), strategy.get("rollingUpdate", {}).get("maxUnavailable")),
+            ("RollingUpdate", 1), "DaemonSet: RollingUpdate, maxUnavailable 1")
+    selector = ds["spec"].get("selector", {}).get("matchLabels", {})
+    template_labels = ds["spec"]["template"].get("metadata", {}).get("labels", {})
+    c.expect(selector.items() <= template_labels.items(), "DaemonSet: selector matches its pods")
+
+    spec = ds["spec"]["template"]["spec"]
+    c.equal(spec.get("nodeSelector"), {CONTROL_PLANE: ""},
+            "DaemonSet: control-plane nodes by role label only")
+    c.expect("nodeName" not in spec and "affinity" not in spec, "DaemonSet: no node names")
+    tolerations = {(t.get("key"), t.get("operator"), t.get("effect"))
+                   for t in spec.get("tolerations", [])}
+    c.expect((CONTROL_PLANE, "Exists", "NoSchedule") in tolerations,
+             "DaemonSet: tolerates the control-plane NoSchedule taint")
+
+    ctr = check_pod_common(c, "DaemonSet", spec, 9472, "/run/vipd/vipd.sock")
+    env = {e["name"]: e for e in ctr.get("env", [])}
+    c.equal(env.get("NODE_IP", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath"),
+            "status.hostIP", "DaemonSet: NODE_IP from the downward API's status.hostIP")
+    c.equal(ctr.get("args"), ["--config", CONFIG_FILE, "--router-id", "$(NODE_IP)"],
+            "DaemonSet: args --config and --router-id $(NODE_IP)")
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    config_mounts = [m for m in ctr.get("volumeMounts", []) if m.get("mountPath") == CONFIG_MOUNT]
+    config_volume = volumes.get(config_mounts[0]["name"], {}) if config_mounts else {}
+    c.equal(config_volume.get("configMap", {}).get("name"), cm["metadata"].get("name"),
+            f"DaemonSet: the generated ConfigMap is mounted at {CONFIG_MOUNT}")
+
+    text = cm.get("data", {}).get("vipd.yaml")
+    if c.expect(isinstance(text, str), "ConfigMap: has the key vipd.yaml"):
+        check_config(c, text, spec, ctr)
+        check_validate(c, text)
+    return selector
+
+
+def check_static_pod(c: Checks, daemonset_selector: dict) -> None:
+    with open(STATIC_POD) as f:
+        template = f.read()
+    # Comments name the placeholders without braces, or render would fill them there too.
+    found = set(re.findall(r"\{\{([A-Za-z_]+)\}\}", template))
+    c.equal(found, set(PLACEHOLDERS), "static pod: exactly the placeholders vipd render fills")
+    try:
+        yaml.compose(template)
+        parses = True
+    except yaml.YAMLError:
+        parses = False
+    c.expect(parses, "static pod: the template itself is YAML")
+
+    rendered = template
+    for name, value in PLACEHOLDERS.items():
+        rendered = rendered.replace("{{" + name + "}}", value)
+    pod = yaml.safe_load(rendered)
+    c.equal((pod.get("apiVersion"), pod.get("kind")), ("v1", "Pod"), "static pod: a v1 Pod")
+    meta = pod.get("metadata", {})
+    c.equal((meta.get("name"), meta.get("namespace")), ("vipd-bootstrap", "kube-system"),
+            "static pod: kube-system/vipd-bootstrap")
+    labels = meta.get("labels", {})
+    c.equal((labels.get("app.kubernetes.io/name"), labels.get("app.kubernetes.io/component")),
+            ("vipd", "bootstrap"), "static pod: labels")
+    c.expect(not daemonset_selector.items() <= labels.items(),
+             "static pod: the DaemonSet's selector does not match it")
+    spec = pod.get("spec", {})
+    c.equal(spec.get("terminationGracePeriodSeconds"), 30, "static pod: grace period 30s")
+    ctr = check_pod_common(c, "static pod", spec, int(PLACEHOLDERS["METRICS_PORT"]),
+                           PLACEHOLDERS["CONTROL_SOCKET"])
+    c.equal(ctr.get("image"), PLACEHOLDERS["IMAGE"], "static pod: image")
+    c.equal(ctr.get("command"), ["vipd", "--config", PLACEHOLDERS["CONFIG_PATH"]],
+            "static pod: command vipd --config CONFIG_PATH")
+    c.equal(host_paths(spec, ctr).get(PLACEHOLDERS["CONFIG_DIR"]),
+            (PLACEHOLDERS["CONFIG_DIR"], True, "Directory"),
+            "static pod: CONFIG_DIR read-only at the same path")
+
+
+def test(c: Checks) -> None:
+    p = run([kubectl(), "version", "--client"])
+    print(p.stdout.strip() or p.stderr.strip())
+    objects = kustomize(c, MANIFESTS)
+    base = kustomize(c, os.path.join(MANIFESTS, "daemonset"))
+    c.expect(base == objects, "manifests/ builds the same objects as its daemonset/ base")
+    selector = check_daemonset(c, objects)
+    check_static_pod(c, selector)
+
+
+if __name__ == "__main__":
+    main(test)
