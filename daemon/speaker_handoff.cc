@@ -112,8 +112,13 @@ bool Speaker::acquireLock() {
     why = "took over from the static-pod instance";
   } else {
     ++handoff_.tookBack;
-    why = restarting ? "took the node back: the instance it yielded to never took the lock"
-                     : "took the node back: the instance that held the speaker lock is gone";
+    if (restarting) {
+      why = "took the node back: the instance it yielded to never took the lock";
+    } else if (role_ == Role::Contending) {
+      why = "the static-pod instance that held the speaker lock is gone";
+    } else {
+      why = "took the node back: the instance that held the speaker lock is gone";
+    }
   }
   handoff_.expectLockUntil = {};
   if (auto active = becomeActive(restarting, why); !active) {

@@ -12,7 +12,9 @@ sharing one handoff directory (the hostPath /run/vipd) and one state directory:
 4. SIGTERM to the daemonset instance: it drains, and the standby takes the node back (the gap,
    while node 2 carries the traffic, is printed).
 5. a second takeover, then SIGTERM to the standby static-pod instance: nothing is withdrawn.
-6. the same takeover against a BIRD with graceful restart off: the gap is measured and printed.
+6. SIGKILL of the daemonset instance, now alone: BIRD drops the stale path within the restart
+   time (3 s).
+7. the same takeover against a BIRD with graceful restart off: the gap is measured and printed.
 """
 import re
 import signal
@@ -280,6 +282,16 @@ def test() -> None:
         lab.check(ds2.vip_status(lab.VIP4)["bound"], "the standby left the VIP bound")
         lab.check(static.log_lines(r"nothing is withdrawn"), "the standby says it withdrew nothing")
         lab.log("SIGTERM to the standby: node 1's next hop stayed")
+
+        # 6. A crash (SIGKILL: no NOTIFICATION is possible) of the only instance: BIRD keeps the
+        # path as stale for at most the restart time (3s), then drops it.
+        ds2.proc.signal(signal.SIGKILL)
+        took = lab.timed_wait(lambda: n1.v4 not in topo.fabric.kernel_nexthops(lab.VIP4), 10,
+                              0.02, "the fabric to drop the crashed node's stale path")
+        print(f"crash of the speaking instance (graceful restart on, restartTime 3s): the fabric "
+              f"dropped node 1's stale path after {took:.2f}s")
+        lab.check(took < 3 + 1.5,
+                  "a crashed instance's path must not outlive the restart time")
 
     with lab.Lab("takeover-nogr") as L:
         topo, n1, n2, bird, other, static, ds_cfg = start_lab(L, graceful_restart=False)
