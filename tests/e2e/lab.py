@@ -536,14 +536,51 @@ class Origin:
     large: list[str] = field(default_factory=lambda: list(LARGE_COMMUNITIES))
 
 
+@dataclass
+class BfdTimers:
+    """One side's BFD (RFC 5880 6.8.1) timers: bfd.DesiredMinTxInterval, bfd.RequiredMinRxInterval
+    and bfd.DetectMult. The same object configures BIRD (`protocol bfd`), FRR (a bfdd profile)
+    and vipd (peers[].bfd, via vipd())."""
+    min_tx_ms: int = 300
+    min_rx_ms: int = 300
+    multiplier: int = 3
+
+    def vipd(self, multihop: Optional[bool] = None) -> dict:
+        """vipd's peers[].bfd block (every key spelled out, defaults included)."""
+        d = {"enabled": True, "minTx": f"{self.min_tx_ms}ms", "minRx": f"{self.min_rx_ms}ms",
+             "multiplier": self.multiplier}
+        if multihop is not None:
+            d["multihop"] = multihop
+        return d
+
+    def detection_ms(self, remote: "BfdTimers") -> int:
+        """The detection time this side applies (RFC 5880 6.8.4, asynchronous mode): the remote
+        multiplier times max(our RequiredMinRxInterval, the remote DesiredMinTxInterval)."""
+        return remote.multiplier * max(self.min_rx_ms, remote.min_tx_ms)
+
+    def tx_ms(self, remote: "BfdTimers") -> int:
+        """The interval this side transmits at once Up (RFC 5880 6.8.7): max(our
+        DesiredMinTxInterval, the remote RequiredMinRxInterval), before jitter."""
+        return max(self.min_tx_ms, remote.min_rx_ms)
+
+    def __str__(self) -> str:
+        if self.min_tx_ms == self.min_rx_ms:
+            return f"{self.min_tx_ms}ms x {self.multiplier}"
+        return f"tx {self.min_tx_ms}ms/rx {self.min_rx_ms}ms x {self.multiplier}"
+
+
 class Bird:
     binaries = ["bird", "birdc"]
 
     def __init__(self, lab: Lab, ns: Namespace, router_id: str, asn: int,
                  neighbors: list[Neighbor], interfaces: Iterable[str] = ("br0",),
                  origins: Iterable[Origin] = (), next_hop_v6: Optional[str] = None,
-                 name: str = "bird", hold_time: int = 9):
+                 name: str = "bird", hold_time: int = 9, bfd: Optional[BfdTimers] = None):
+        """bfd: run `protocol bfd` on interfaces with these timers and put `bfd on` in every
+        BGP protocol (BIRD then asks for a single-hop session to each neighbour and stops the
+        BGP session when it goes from Up to Down)."""
         self.lab, self.ns, self.name = lab, ns, name
+        self.bfd = bfd
         self.conf = lab.path(f"{name}.conf")
         self.sock = lab.path(f"{name}.ctl")
         self.neighbors = neighbors
@@ -558,6 +595,23 @@ class Bird:
             # ECMP into the kernel: one multipath route per prefix from mergeable BGP paths.
             "protocol kernel kernel4 { ipv4 { import none; export where source = RTS_BGP; }; merge paths on limit 16; }",
             "protocol kernel kernel6 { ipv6 { import none; export where source = RTS_BGP; }; merge paths on limit 16; }",
+        ]
+        if bfd:
+            lines += [
+                # Millisecond log timestamps: when BIRD's BFD declared a session down.
+                'timeformat log "%F %T.%3f";',
+                "protocol bfd {",
+                # "events" logs "Session to A expired" (detection time) apart from "changed
+                # state from Up to Down" (which a received AdminDown or Down also causes).
+                "  debug { states, events };",
+                "  interface " + ", ".join(f'"{i}"' for i in interfaces) + " {",
+                f"    min rx interval {bfd.min_rx_ms} ms;",
+                f"    min tx interval {bfd.min_tx_ms} ms;",
+                f"    multiplier {bfd.multiplier};",
+                "  };",
+                "}",
+            ]
+        lines += [
             "filter bgp_in {",
             "  if (65535, 0) ~ bgp_community then bgp_local_pref = 0;  # RFC 8326 GRACEFUL_SHUTDOWN",
             "  accept;",
@@ -587,6 +641,7 @@ class Bird:
                 "  connect retry time 1;",
                 "  connect delay time 1;",
                 f"  hold time {hold_time};",
+                *(["  bfd on;"] if bfd else []),
                 *(f"  {o}" for o in nb.bird_options),
                 f"  ipv4 {{ import filter bgp_in; export {export}; }};",
                 # IPv6 routes over an IPv4 session: BIRD needs a global IPv6 next hop on a
@@ -708,25 +763,69 @@ class Bird:
     def kernel_nexthops(self, prefix: str) -> list[str]:
         return self.ns.kernel_nexthops(prefix)
 
+    def bfd_sessions(self) -> dict[str, dict]:
+        """`show bfd sessions`, parsed: address -> {"interface", "state", "since",
+        "intervalMs" (the TX interval in use), "timeoutMs" (the detection time)}.
+        BIRD 2.0.12 shows its own state only, no remote state or diagnostic: tell a received
+        AdminDown from a detection-time expiry with bfd_events()."""
+        out = {}
+        for line in self.birdc("show", "bfd", "sessions").splitlines():
+            m = re.match(r"\s*([0-9a-fA-F:.]+)\s+(\S+)\s+(AdminDown|Down|Init|Up)\s+(.*?)\s+"
+                         r"(\d+)\.(\d{3})\s+(\d+)\.(\d{3})\s*$", line)
+            if m:
+                out[m.group(1)] = {
+                    "interface": m.group(2), "state": m.group(3), "since": m.group(4),
+                    "intervalMs": int(m.group(5)) * 1000 + int(m.group(6)),
+                    "timeoutMs": int(m.group(7)) * 1000 + int(m.group(8)),
+                }
+        return out
+
+    def bfd_state(self, addr: str) -> str:
+        """BIRD's BFD state for the session to addr ("Up", "Down", ...; "absent": none)."""
+        return self.bfd_sessions().get(addr, {}).get("state", "absent")
+
+    def bfd_events(self, addr: str) -> list[tuple[float, str]]:
+        """(wall-clock time, text) of each BFD event BIRD logged for the session to addr, in
+        order: "added", "removed", "expired" (the detection time ran out: a failure),
+        "changed state from X to Y". Needs bfd= (which turns the millisecond log on)."""
+        out = []
+        pat = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\.(\d{3}) .*?"
+                         r"Session to " + re.escape(addr) + r" (.*)$")
+        for line in self.proc.log_text().splitlines():
+            m = pat.match(line)
+            if m:
+                ts = time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S"))
+                out.append((ts + int(m.group(2)) / 1000, m.group(3).strip()))
+        return out
+
     def stop(self) -> None:
         self.proc.stop()
 
 
 class Frr:
-    """zebra + bgpd in a namespace, with their own pathspace (-N) and vty socket dir.
+    """zebra + bgpd (+ bfdd with bfd=) in a namespace, with their own pathspace (-N) and vty
+    socket dir.
 
     Quirks (FRR 8.4 Debian): zebra refuses `-u root` ("root is not part of vty group frrvty")
     and has no -S, so both daemons run `-u frr -g frr` from a frr-owned state dir; -N creates
     /var/run/frr/<name>/, which we remove afterwards; vtysh must be given --vty_socket without
     -N (with -N it looks for /etc/frr/<name>/vtysh.conf and finds no daemons).
+    bfdd takes the same options plus --bfdctl (its control socket, else shared
+    /var/run/frr/bfdd.sock); bgpd reaches it through zebra (same -z socket), so zebra starts
+    first, then bfdd, then bgpd.
     """
     binaries = [f"{FRR_DIR}/zebra", f"{FRR_DIR}/bgpd", "vtysh"]
+    bfd_binaries = binaries + [f"{FRR_DIR}/bfdd"]
+    BFD_PROFILE = "lab"
 
     def __init__(self, lab: Lab, ns: Namespace, router_id: str, asn: int,
                  neighbors: list[Neighbor], origins: Iterable[Origin] = (),
                  next_hop_v6: Optional[str] = None, name: str = "frr", hold_time: int = 9,
-                 maximum_paths: int = 16):
+                 maximum_paths: int = 16, bfd: Optional[BfdTimers] = None):
+        """bfd: also run bfdd with a profile of these timers, and `neighbor X bfd` + `neighbor X
+        bfd profile` for every neighbour (single hop for a directly connected eBGP peer)."""
         self.lab, self.ns, self.neighbors = lab, ns, neighbors
+        self.bfd = bfd
         self.pathspace = f"{lab.prefix}{name}"
         self.dir = lab.path(name)
         os.makedirs(self.dir, exist_ok=True)
@@ -750,6 +849,9 @@ class Frr:
                   f" neighbor {nb.address} advertisement-interval 0"]
             if nb.passive:
                 c.append(f" neighbor {nb.address} passive")
+            if bfd:
+                c += [f" neighbor {nb.address} bfd",
+                      f" neighbor {nb.address} bfd profile {self.BFD_PROFILE}"]
         for afi in ("ipv4", "ipv6"):
             c.append(f" address-family {afi} unicast")
             c.append(f"  maximum-paths {maximum_paths}")
@@ -780,6 +882,22 @@ class Frr:
         with open(self.zebra_conf, "w") as f:
             f.write(f"hostname {name}\n")
         shutil.copy(self.bgpd_conf, lab.path(f"{name}-bgpd.conf"))  # dumped on failure
+        if bfd:
+            self.bfdd_conf = os.path.join(self.dir, "bfdd.conf")
+            with open(self.bfdd_conf, "w") as f:
+                f.write("\n".join([
+                    f"hostname {name}",
+                    "log stdout debugging",
+                    "!",
+                    "bfd",
+                    f" profile {self.BFD_PROFILE}",
+                    f"  transmit-interval {bfd.min_tx_ms}",
+                    f"  receive-interval {bfd.min_rx_ms}",
+                    f"  detect-multiplier {bfd.multiplier}",
+                    " exit",
+                    "exit",
+                ]) + "\n")
+            shutil.copy(self.bfdd_conf, lab.path(f"{name}-bfdd.conf"))
         run(["chown", "-R", "frr:frr", self.dir])
         zsock = os.path.join(self.dir, "zserv.api")
         common = ["-N", self.pathspace, "--vty_socket", self.dir, "-z", zsock,
@@ -788,11 +906,18 @@ class Frr:
         self.zebra = lab.start(ns, f"{name}-zebra", [f"{FRR_DIR}/zebra", "-f", self.zebra_conf,
                                                      "-i", os.path.join(self.dir, "zebra.pid")] + common)
         wait_until(lambda: os.path.exists(zsock), 10, 0.1, "zebra's zserv socket")
+        self.bfdd: Optional[Proc] = None
+        if bfd:
+            self.bfdd = lab.start(ns, f"{name}-bfdd", [
+                f"{FRR_DIR}/bfdd", "-f", self.bfdd_conf, "-i", os.path.join(self.dir, "bfdd.pid"),
+                "--bfdctl", os.path.join(self.dir, "bfdd.sock")] + common)
+            wait_until(lambda: os.path.exists(os.path.join(self.dir, "bfdd.vty")), 10, 0.1,
+                       "bfdd's vty socket")
         self.bgpd = lab.start(ns, f"{name}-bgpd", [f"{FRR_DIR}/bgpd", "-f", self.bgpd_conf,
                                                    "-i", os.path.join(self.dir, "bgpd.pid")] + common)
         wait_until(lambda: os.path.exists(os.path.join(self.dir, "bgpd.vty")), 10, 0.1,
                    "bgpd's vty socket")
-        self.procs = [self.zebra, self.bgpd]
+        self.procs = [self.zebra] + ([self.bfdd] if self.bfdd else []) + [self.bgpd]
 
     def vtysh(self, *commands: str) -> str:
         argv = ["vtysh", "--vty_socket", self.dir]
@@ -832,8 +957,28 @@ class Frr:
     def kernel_nexthops(self, prefix: str) -> list[str]:
         return self.ns.kernel_nexthops(prefix)
 
+    def bfd_peers(self) -> list[dict]:
+        """bfdd's `show bfd peers json`: one dict per session with (FRR 8.4) "peer", "local",
+        "interface", "status" ("up", "down", "init", "shutdown"), "diagnostic",
+        "remote-diagnostic", "id", "remote-id", "receive-interval", "transmit-interval",
+        "detect-multiplier" (ours, ms) and "remote-receive-interval", "remote-transmit-interval",
+        "remote-detect-multiplier" (the peer's, as last received)."""
+        d = self.vtysh_json("show bfd peers json")
+        return d if isinstance(d, list) else []
+
+    def bfd_peer(self, addr: str) -> Optional[dict]:
+        """bfdd's session with addr (None: no session)."""
+        return next((p for p in self.bfd_peers() if p.get("peer") == addr), None)
+
+    def bfd_peer_state(self, addr: str) -> str:
+        """bfdd's state of the session with addr ("up", "down", "init", ...; "absent": none)."""
+        p = self.bfd_peer(addr)
+        return p.get("status", "unknown") if p else "absent"
+
     def stop(self) -> None:
         self.bgpd.stop()
+        if self.bfdd:
+            self.bfdd.stop()
         self.zebra.stop()
 
 
@@ -1198,6 +1343,84 @@ class TcpCapture:
         self.proc.stop()
 
 
+class BfdCapture:
+    """tcpdump -v of BFD control packets (UDP 3784, single hop) on ifname in ns, decoded by
+    tcpdump's BFD printer into its log (a text log, not a pcap: TcpCapture's parser is TCP
+    only). packets() gives what each packet carried on the wire: TTL, ports, state, diagnostic,
+    multiplier, discriminators and intervals."""
+    binaries = ["tcpdump"]
+
+    def __init__(self, lab: Lab, ns: Namespace, ifname: str, bpf: str = "udp port 3784",
+                 name: str = "tcpdump-bfd"):
+        self.proc = lab.start(ns, name, ["tcpdump", "-i", ifname, "-n", "-l", "-v",
+                                         "--immediate-mode", "-tt", bpf])
+        self.procs = [self.proc]
+        wait_until(lambda: "listening on" in self.proc.log_text(), 10, 0.05,
+                   lambda: f"{name} to listen: {self.proc.log_text()!r}")
+
+    _HEAD = re.compile(r"^(\d+\.\d+) IP \(.*?\bttl (\d+),.*\)$")
+    _ADDRS = re.compile(r"^\s+([0-9.]+)\.(\d+) > ([0-9.]+)\.(\d+): BFDv(\d)")
+
+    def packets(self) -> list[dict]:
+        """One dict per captured IPv4 BFD control packet: "time" (wall clock), "ttl", "src",
+        "sport", "dst", "dport", "version", "state" ("AdminDown", "Down", "Init", "Up"),
+        "diagnostic" (code), "flags" (tcpdump's text), "multiplier", "myDisc", "yourDisc",
+        "minTxMs", "minRxMs"."""
+        out: list[dict] = []
+        cur: Optional[dict] = None
+        for line in self.proc.log_text().splitlines():
+            m = self._HEAD.match(line)
+            if m:
+                cur = {"time": float(m.group(1)), "ttl": int(m.group(2))}
+                continue
+            if cur is None:
+                continue
+            m = self._ADDRS.match(line)
+            if m:
+                cur.update(src=m.group(1), sport=int(m.group(2)), dst=m.group(3),
+                           dport=int(m.group(4)), version=int(m.group(5)))
+                out.append(cur)
+                continue
+            m = re.search(r"Control, State (\w+), Flags: \[([^\]]*)\], Diagnostic: .*\(0x([0-9a-f]+)\)",
+                          line)
+            if m:
+                cur.update(state=m.group(1), flags=m.group(2), diagnostic=int(m.group(3), 16))
+            m = re.search(r"Detection Timer Multiplier: (\d+)", line)
+            if m:
+                cur["multiplier"] = int(m.group(1))
+            m = re.search(r"My Discriminator: 0x([0-9a-f]+), Your Discriminator: 0x([0-9a-f]+)", line)
+            if m:
+                cur.update(myDisc=int(m.group(1), 16), yourDisc=int(m.group(2), 16))
+            m = re.search(r"Desired min T(?:x|ransmit) Interval:\s+(\d+) ms", line)
+            if m:
+                cur["minTxMs"] = int(m.group(1))
+            m = re.search(r"Required min R(?:x|eceive) Interval:\s+(\d+) ms", line)
+            if m:
+                cur["minRxMs"] = int(m.group(1))
+        return [p for p in out if "state" in p]
+
+    def from_addr(self, src: str, since: float = 0.0) -> list[dict]:
+        """packets() sent by src at or after the wall-clock time since."""
+        return [p for p in self.packets() if p["src"] == src and p["time"] >= since]
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+def check_bfd_single_hop(packets: list[dict], who: str, source_port: bool = True) -> None:
+    """Asserts RFC 5881 single-hop framing on every packet: version 1, TTL 255, destination
+    port 3784 and (source_port) a source port in 49152-65535 (RFC 5881 section 4). BIRD 2.0.12
+    sends from an ordinary ephemeral port (32768-60999), so its packets are checked with
+    source_port=False; a receiver must not insist on the range."""
+    check(packets, f"no BFD packets captured from {who}")
+    for p in packets:
+        ok = p["version"] == 1 and p["ttl"] == 255 and p["dport"] == 3784
+        if source_port:
+            ok = ok and 49152 <= p["sport"] <= 65535
+        check(ok, f"{who} sent a BFD packet that is not RFC 5881 single-hop (version 1, "
+              f"TTL 255, UDP {'49152-65535 ' if source_port else ''}-> 3784): {p}")
+
+
 BGP_UPDATE = 2
 GRACEFUL_SHUTDOWN = "65535:0"  # RFC 8326 well-known community
 
@@ -1504,6 +1727,12 @@ class Vipd:
                 return p
         raise KeyError(f"peer {addr} not in vipd's status")
 
+    def bfd_status(self, addr: str) -> dict:
+        """The "bfd" object of the peer at addr in `vipctl status --json` (enabled, state,
+        remoteState, diagnostic, discriminators, txIntervalMs, detectionTimeMs, transition and
+        packet counters)."""
+        return self.peer_status(addr)["bfd"]
+
     def vip_status(self, prefix: str) -> dict:
         want = ipaddress.ip_network(prefix)
         for v in self.status()["vips"]:
@@ -1647,9 +1876,11 @@ class EcmpLab:
 
 
 def build_ecmp(lab: Lab, speaker_kinds: list[str], timeout: float = 60,
-               vipd_edit: Optional[Callable[[dict, Node], None]] = None) -> EcmpLab:
+               vipd_edit: Optional[Callable[[dict, Node], None]] = None,
+               bird_bfd: Optional[BfdTimers] = None) -> EcmpLab:
     """BIRD fabric (AS 65000) + one speaker per node, each node in its own AS (65001, ...);
-    vipd_edit(config, node) changes each vipd's config before it starts.
+    vipd_edit(config, node) changes each vipd's config before it starts. bird_bfd: BIRD runs
+    BFD with these timers towards every node (Bird(bfd=)); the vipd side is vipd_edit's.
 
     Per-node ASNs: BIRD merges eBGP paths from different neighbour ASNs into one multipath kernel
     route when local-pref, AS-path length, origin and MED match (they do: every node sends a
@@ -1660,7 +1891,8 @@ def build_ecmp(lab: Lab, speaker_kinds: list[str], timeout: float = 60,
     topo = lab.fabric_with_nodes(len(speaker_kinds))
     neighbors = [Neighbor(n.v4, n.asn, passive=speaker_dials(k), name=f"node{n.index}")
                  for n, k in zip(topo.nodes, speaker_kinds)]
-    bird = Bird(lab, topo.fabric, topo.fabric_v4, FABRIC_ASN, neighbors, interfaces=[topo.fabric_if])
+    bird = Bird(lab, topo.fabric, topo.fabric_v4, FABRIC_ASN, neighbors, interfaces=[topo.fabric_if],
+                bfd=bird_bfd)
     speakers = [start_speaker(k, lab, n, n.asn, topo.fabric_v4, FABRIC_ASN, f"{k}-n{n.index}",
                               vipd_edit)
                 for n, k in zip(topo.nodes, speaker_kinds)]
@@ -1699,6 +1931,96 @@ def ecmp_withdraw_on_stop(e: EcmpLab, index: int = 0, bound: float = 15) -> floa
           f"after stopping node {node.index}, {VIP6} should be via {rest6}: "
           f"{e.topo.fabric.route_show(VIP6)}")
     return dt
+
+
+def time_nexthop(ns: Namespace, prefix: str, hop: str, present: bool, t0: float,
+                 timeout: float = 15, interval: float = 0.01) -> float:
+    """Polls ns's kernel route for prefix every interval seconds (default 10 ms, plus the ~5 ms
+    an `ip route show` takes) until hop is (present=True) or is no longer (False) one of its
+    next hops; returns the seconds since t0, a time.monotonic() taken just before the event.
+    timeout is a safety net, not the bound under test: callers compare the figure themselves,
+    so a slow result is printed before it fails."""
+    word = "back in" if present else "gone from"
+    wait_until(lambda: (hop in ns.kernel_nexthops(prefix)) == present, timeout, interval,
+               lambda: f"{hop} {word} {ns.name}'s kernel route {prefix} "
+               f"(have: {ns.route_show(prefix).strip()!r})")
+    return time.monotonic() - t0
+
+
+def bfd_selfcheck(timers: Optional[BfdTimers] = None, name: str = "bfd-selfcheck") -> dict:
+    """Harness self-check of the BFD configs, no vipd: BIRD on the fabric (AS 65000) and FRR
+    (zebra, bfdd, bgpd) on node 1 (AS 65001) run BFD with timers over their eBGP session.
+    Asserts: both see the session Up; FRR's negotiated intervals and multiplier are timers; FRR's
+    VIP4 reaches the fabric kernel. Then freezes the node's FRR (SIGSTOP to all three daemons)
+    and asserts BIRD logs the detection-time expiry and drops the route within the detection
+    time + 300 ms, and that SIGCONT brings BFD, BGP and the route back. Returns the figures
+    (seconds): "up", "drop", "expired" (BIRD's log time of the expiry), "back"."""
+    timers = timers or BfdTimers()
+    out = {}
+    with Lab(name) as L:
+        topo = L.fabric_with_nodes(1)
+        node = topo.nodes[0]
+        bird = Bird(L, topo.fabric, topo.fabric_v4, FABRIC_ASN,
+                    [Neighbor(node.v4, node.asn, passive=True, name="node1")],
+                    interfaces=[topo.fabric_if], bfd=timers)
+        cap = BfdCapture(L, topo.fabric, topo.fabric_if)
+        frr = Frr(L, node.ns, node.v4, node.asn, [Neighbor(topo.fabric_v4, FABRIC_ASN, passive=False)],
+                  origins=[Origin(VIP4)], name="frr-n1", bfd=timers)
+        t0 = time.monotonic()
+        wait_established(bird, [node.v4], 30)
+        wait_until(lambda: bird.bfd_state(node.v4) == "Up", 15, 0.1,
+                   lambda: f"BIRD's BFD session to {node.v4} Up (have {bird.bfd_sessions()})")
+        wait_until(lambda: frr.bfd_peer_state(topo.fabric_v4) == "up", 15, 0.1,
+                   lambda: f"FRR's BFD peer {topo.fabric_v4} up (have {frr.bfd_peers()})")
+        time_nexthop(topo.fabric, VIP4, node.v4, True, t0, 30)
+        out["up"] = time.monotonic() - t0
+        bs, fp = bird.bfd_sessions()[node.v4], frr.bfd_peer(topo.fabric_v4)
+        log(f"self-check {timers}: BIRD {bs}; FRR status={fp['status']} "
+            f"tx={fp['transmit-interval']} rx={fp['receive-interval']} "
+            f"mult={fp['detect-multiplier']} remote tx={fp['remote-transmit-interval']} "
+            f"rx={fp['remote-receive-interval']} mult={fp['remote-detect-multiplier']}")
+        check((fp["transmit-interval"], fp["receive-interval"], fp["detect-multiplier"]) ==
+              (timers.min_tx_ms, timers.min_rx_ms, timers.multiplier),
+              f"FRR's BFD timers {fp} are not {timers}")
+        check((fp["remote-transmit-interval"], fp["remote-receive-interval"],
+               fp["remote-detect-multiplier"]) ==
+              (timers.min_tx_ms, timers.min_rx_ms, timers.multiplier),
+              f"FRR's view of BIRD's BFD timers {fp} is not {timers}")
+        check(bs["timeoutMs"] == timers.detection_ms(timers),
+              f"BIRD's detection time {bs['timeoutMs']} ms != {timers.detection_ms(timers)} ms")
+        check_bfd_single_hop(cap.from_addr(node.v4), "FRR")
+        check_bfd_single_hop(cap.from_addr(topo.fabric_v4), "BIRD", source_port=False)
+        last = cap.from_addr(node.v4)[-1]
+        check((last["state"], last["minTxMs"], last["minRxMs"], last["multiplier"]) ==
+              ("Up", timers.min_tx_ms, timers.min_rx_ms, timers.multiplier),
+              f"the capture's last packet from FRR is not Up with {timers}: {last}")
+
+        bound = timers.detection_ms(timers) / 1000 + 0.3
+        wall0, t0 = time.time(), time.monotonic()
+        for p in frr.procs:
+            p.signal(signal.SIGSTOP)
+        try:
+            out["drop"] = time_nexthop(topo.fabric, VIP4, node.v4, False, t0)
+            expired = [t for t, e in bird.bfd_events(node.v4) if e == "expired" and t >= wall0 - 0.01]
+            out["expired"] = expired[0] - wall0 if expired else None
+        finally:
+            for p in frr.procs:
+                p.signal(signal.SIGCONT)
+        log(f"self-check {timers}: FRR frozen; BIRD's BFD expired after "
+            f"{out['expired'] if out['expired'] is None else round(out['expired'], 3)} s, fabric "
+            f"dropped the route after {out['drop']:.3f} s (bound {bound:.2f} s)")
+        check(out["expired"] is not None, f"BIRD logged no expiry of the session to {node.v4}: "
+              f"{bird.bfd_events(node.v4)}")
+        check(out["drop"] <= bound, f"fabric dropped the route after {out['drop']:.3f} s, "
+              f"more than the detection time + 300 ms ({bound:.2f} s)")
+        t0 = time.monotonic()
+        wait_until(lambda: bird.bfd_state(node.v4) == "Up"
+                   and frr.bfd_peer_state(topo.fabric_v4) == "up", 30, 0.1,
+                   lambda: f"BFD Up again (BIRD {bird.bfd_sessions()}, FRR {frr.bfd_peers()})")
+        out["back"] = time_nexthop(topo.fabric, VIP4, node.v4, True, t0, 30)
+        log(f"self-check {timers}: after SIGCONT, BFD Up and the route back in "
+            f"{out['back']:.2f} s")
+    return out
 
 
 @dataclass
