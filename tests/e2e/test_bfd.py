@@ -175,7 +175,9 @@ def run_set(timers: lab.BfdTimers, margin: float) -> dict:
                 f"{b.e.times['established']:.2f} s, ECMP after {b.e.times['ecmp']:.2f} s)")
         print(b.bird.birdc("show", "bfd", "sessions"), flush=True)
         for i, n in enumerate(b.nodes()):
-            pk = b.cap.from_addr(n.v4)
+            # The capture started once ECMP was up: give each node a few packets' time.
+            pk = lab.wait_until(lambda n=n: (lambda p: p if len(p) >= 3 else None)(
+                b.cap.from_addr(n.v4)), 5, 0.1, f"3 BFD packets from node {i + 1} captured")
             lab.check_bfd_single_hop(pk, f"vipd on node {i + 1}")
             last = pk[-1]
             lab.check((last["state"], last["minTxMs"], last["minRxMs"], last["multiplier"]) ==
