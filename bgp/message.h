@@ -215,6 +215,8 @@ inline constexpr uint8_t kConnectionRejected = 5;
 inline constexpr uint8_t kOtherConfigurationChange = 6;
 inline constexpr uint8_t kConnectionCollisionResolution = 7;
 inline constexpr uint8_t kOutOfResources = 8;
+inline constexpr uint8_t kHardReset = 9;  // RFC 8538
+inline constexpr uint8_t kBfdDown = 10;   // RFC 9384
 // ROUTE-REFRESH errors (code 7, RFC 7313).
 inline constexpr uint8_t kInvalidMessageLength = 1;
 }  // namespace subcode

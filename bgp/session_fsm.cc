@@ -114,6 +114,21 @@ Actions SessionFsm::stop(std::string_view shutdownCommunication) {
   return out;
 }
 
+Actions SessionFsm::onBfdDown(std::string_view why) {
+  Actions out;
+  if (incomingFramer_) {
+    rejectIncoming(out, std::nullopt, "BFD session down");
+  }
+  // Without an OPEN exchanged there is nothing to tear down; a connection being dialled goes on,
+  // and the announcement gate keeps routes back until BFD is Up again.
+  if (!hasSession()) {
+    return out;
+  }
+  sendNotification(out, {static_cast<uint8_t>(ErrorCode::Cease), subcode::kBfdDown, {}});
+  failSession(out, fmt::format("BFD session down: {}", why));
+  return out;
+}
+
 void SessionFsm::beginConnect(Actions& out, std::string reason) {
   transition(out, SessionState::Connect, std::move(reason));
   out.push_back(Connect{});

@@ -186,6 +186,11 @@ class SessionFsm {
   // when the connection closes).
   [[nodiscard]] Actions yieldForRestart(bool& peerKeepsRoutes);
 
+  // The BFD session that protects this BGP session went down (RFC 5882 section 4.3, RFC 9384):
+  // send Cease / BFD Down (6/10) if a session is open, close at once, and try again after the
+  // ConnectRetry time like any other failure. The peer's own BFD tears its side down as well.
+  [[nodiscard]] Actions onBfdDown(std::string_view why);
+
   SessionState state() const { return state_; }
   const SessionCounters& counters() const { return counters_; }
   const std::optional<Negotiated>& negotiated() const { return negotiated_; }

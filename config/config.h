@@ -34,6 +34,21 @@ struct Vip {
   auto operator<=>(const Vip&) const = default;
 };
 
+// BFD (RFC 5880, asynchronous mode) protecting one BGP session: RFC 5881 single hop (UDP 3784,
+// TTL 255 checked on receive) or RFC 5883 multihop (UDP 4784). While enabled, the session's
+// routes are announced only while BFD is Up, and BFD Down tears the BGP session down at once.
+struct Bfd {
+  bool enabled = false;
+  milliseconds minTx{300};  // bfd.DesiredMinTxInterval
+  milliseconds minRx{300};  // bfd.RequiredMinRxInterval
+  uint8_t multiplier = 3;   // bfd.DetectMult
+  bool multihop = false;
+  auto operator<=>(const Bfd&) const = default;
+};
+
+inline constexpr milliseconds kMinBfdInterval{50};
+inline constexpr milliseconds kMaxBfdInterval{10000};
+
 struct Peer {
   bgp::IpAddress address;
   uint32_t asn = 0;
@@ -46,6 +61,7 @@ struct Peer {
   std::optional<bgp::IpAddress> nextHopIpv6;    // IPv6 next hop for /128 VIPs
   // TCP-MD5 (RFC 2385) key, read from this file at start; never inline in the config.
   std::optional<std::string> passwordFile;
+  Bfd bfd;
   auto operator<=>(const Peer&) const = default;
 };
 

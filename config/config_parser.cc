@@ -298,6 +298,7 @@ class ConfigReader {
   void readListen(const Field& f, Listen& listen);
   void readControl(const Field& f, Control& control);
   void readDrain(const Field& f, Drain& drain);
+  void readBfd(const Field& f, Peer& peer);
   void readHealth(const Field& f, Health& health);
   void readMetrics(const Field& f, Metrics& metrics);
   std::optional<std::string> readAbsolutePath(const Field& f, std::string_view what);
@@ -781,7 +782,7 @@ std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::st
                                            const std::vector<Vip>& vips) {
   auto m = readMapping(node, path,
                        {"address", "asn", "port", "sourceAddress", "holdTime", "keepaliveTime",
-                        "connectRetryTime", "ebgpMultihop", "nextHopIpv6", "passwordFile"});
+                        "connectRetryTime", "ebgpMultihop", "nextHopIpv6", "passwordFile", "bfd"});
   if (!m) {
     return std::nullopt;
   }
@@ -875,6 +876,9 @@ std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::st
     // The file itself (its presence and mode) is checked when the daemon starts: the config is
     // validated on machines, such as a render host, that do not hold the key.
     peer.passwordFile = readAbsolutePath(*f, "TCP-MD5 password file");
+  }
+  if (const Field* f = m->find("bfd")) {
+    readBfd(*f, peer);
   }
   // RFC 4760/2545: every announced route needs a next hop of its own family. An IPv6 session
   // supplies its own local address for /128 VIPs; an IPv4 session supplies one for /32 VIPs.
@@ -1050,6 +1054,50 @@ std::optional<std::string> ConfigReader::readAbsolutePath(const Field& f, std::s
     return std::nullopt;
   }
   return path;
+}
+
+void ConfigReader::readBfd(const Field& f, Peer& peer) {
+  auto m = readMapping(f.value, f.path, {"enabled", "minTx", "minRx", "multiplier", "multihop"});
+  if (!m) {
+    return;
+  }
+  Bfd& bfd = peer.bfd;
+  // Written out, a bfd block means BFD is wanted: `enabled: false` turns it off explicitly.
+  bfd.enabled = true;
+  if (const Field* e = m->find("enabled")) {
+    if (auto enabled = readBool(*e)) {
+      bfd.enabled = *enabled;
+    }
+  }
+  if (const Field* t = m->find("minTx")) {
+    if (auto d = readBoundedDuration(*t, kMinBfdInterval, kMaxBfdInterval)) {
+      bfd.minTx = *d;
+    }
+  }
+  if (const Field* r = m->find("minRx")) {
+    if (auto d = readBoundedDuration(*r, kMinBfdInterval, kMaxBfdInterval)) {
+      bfd.minRx = *d;
+    }
+  }
+  if (const Field* x = m->find("multiplier")) {
+    if (auto mult = readUnsigned(*x, 1, 255)) {
+      bfd.multiplier = static_cast<uint8_t>(*mult);
+    }
+  }
+  const Field* hop = m->find("multihop");
+  if (hop) {
+    if (auto multihop = readBool(*hop)) {
+      bfd.multihop = *multihop;
+    }
+  }
+  // RFC 5881 single hop needs the peer on the link (TTL 255 both ways); a session configured
+  // as multi-hop eBGP is not, and single-hop packets would be dropped at the first router.
+  if (bfd.enabled && !bfd.multihop && peer.ebgpMultihop > 1) {
+    error(hop ? *hop : f,
+          fmt::format("this peer is {} hops away (ebgpMultihop {}) but BFD is single hop; set "
+                      "bfd.multihop: true (RFC 5883, UDP 4784)",
+                      peer.ebgpMultihop, peer.ebgpMultihop));
+  }
 }
 
 void ConfigReader::readDrain(const Field& f, Drain& drain) {

@@ -149,6 +149,29 @@ Metrics::Metrics()
       // vipd_prefixes_advertised{peer}. Reads: peers[].prefixesAdvertised.
       prefixesAdvertised_(gauge(*registry_, "vipd_prefixes_advertised",
                                 "Prefixes (VIPs) currently advertised to the peer.")),
+      // BFD, for peers with bfd.enabled only (no series for the others).
+      // vipd_bfd_state{peer,state}: one series per RFC 5880 state, 1 for the current one.
+      // Reads: peers[].bfd.enabled, peers[].bfd.state.
+      bfdState_(gauge(*registry_, "vipd_bfd_state",
+                      "BFD session state towards the peer: 1 for the current state.")),
+      // vipd_bfd_detection_time_seconds{peer}: the detection time this end applies (RFC 5880
+      // section 6.8.4). Reads: peers[].bfd.detectionTimeMs.
+      bfdDetectionTime_(gauge(*registry_, "vipd_bfd_detection_time_seconds",
+                              "BFD detection time: the peer is declared down after this long "
+                              "without a packet.")),
+      // vipd_bfd_tx_interval_seconds{peer}: the negotiated transmit interval before jitter.
+      // Reads: peers[].bfd.txIntervalMs.
+      bfdTxInterval_(gauge(*registry_, "vipd_bfd_tx_interval_seconds",
+                           "Negotiated BFD transmit interval (before jitter).")),
+      // vipd_bfd_transitions_total{peer,to}: state changes by new state (AdminDown, Down, Init,
+      // Up). Reads: peers[].bfd.transitionsTo.
+      bfdTransitions_(counter(*registry_, "vipd_bfd_transitions_total",
+                              "BFD session state changes, by the state entered.")),
+      // vipd_bfd_packets_total{peer,direction}: sent, received (accepted by the session) and
+      // dropped (failed a check: wrong discriminator, TTL, malformed). Reads:
+      // peers[].bfd.packetsSent, packetsReceived, packetsDropped + malformedReceived.
+      bfdPackets_(counter(*registry_, "vipd_bfd_packets_total",
+                          "BFD control packets, by direction (sent, received, dropped).")),
 
       // vipd_vip_bound{vip,interface}. Reads: vips[].address, vips[].interface, vips[].bound.
       vipBound_(gauge(*registry_, "vipd_vip_bound",
@@ -319,6 +342,44 @@ void Metrics::updatePeer(const json& peer) {
   }
   if (auto n = number(peer, "prefixesAdvertised")) {
     prefixesAdvertised_.Add(labels).Set(*n);
+  }
+  if (const json* bfd = member(peer, "bfd"); bfd != nullptr && bfd->is_object()) {
+    updateBfd(*address, *bfd);
+  }
+}
+
+void Metrics::updateBfd(const std::string& peer, const json& bfd) {
+  if (boolean(bfd, "enabled") != std::optional<bool>(true)) {
+    return;
+  }
+  const Labels labels{{"peer", peer}};
+  if (auto state = string(bfd, "state")) {
+    for (auto name : {"AdminDown", "Down", "Init", "Up"}) {
+      bfdState_.Add({{"peer", peer}, {"state", name}}).Set(flag(*state == name));
+    }
+  }
+  if (auto ms = number(bfd, "detectionTimeMs")) {
+    bfdDetectionTime_.Add(labels).Set(*ms / 1000);
+  }
+  if (auto ms = number(bfd, "txIntervalMs")) {
+    bfdTxInterval_.Add(labels).Set(*ms / 1000);
+  }
+  if (const json* to = member(bfd, "transitionsTo"); to != nullptr && to->is_object()) {
+    for (const auto& [state, count] : to->items()) {
+      if (count.is_number()) {
+        advance(bfdTransitions_, {{"peer", peer}, {"to", state}}, count.get<double>());
+      }
+    }
+  }
+  if (auto n = number(bfd, "packetsSent")) {
+    advance(bfdPackets_, {{"peer", peer}, {"direction", "sent"}}, *n);
+  }
+  if (auto n = number(bfd, "packetsReceived")) {
+    advance(bfdPackets_, {{"peer", peer}, {"direction", "received"}}, *n);
+  }
+  if (auto n = number(bfd, "packetsDropped")) {
+    advance(bfdPackets_, {{"peer", peer}, {"direction", "dropped"}},
+            *n + number(bfd, "malformedReceived").value_or(0));
   }
 }
 

@@ -57,6 +57,7 @@ class Metrics {
   };
 
   void updatePeer(const nlohmann::json& peer);
+  void updateBfd(const std::string& peer, const nlohmann::json& bfd);
   void updateVip(const nlohmann::json& vip);
   void updateHealth(const nlohmann::json& health);
   void updateWithdrawn(const nlohmann::json& withdrawn);
@@ -89,6 +90,11 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& notificationsSent_;
   prometheus::Family<prometheus::Counter>& notificationsReceived_;
   prometheus::Family<prometheus::Gauge>& prefixesAdvertised_;
+  prometheus::Family<prometheus::Gauge>& bfdState_;
+  prometheus::Family<prometheus::Gauge>& bfdDetectionTime_;
+  prometheus::Family<prometheus::Gauge>& bfdTxInterval_;
+  prometheus::Family<prometheus::Counter>& bfdTransitions_;
+  prometheus::Family<prometheus::Counter>& bfdPackets_;
 
   prometheus::Family<prometheus::Gauge>& vipBound_;
   prometheus::Family<prometheus::Gauge>& vipOwned_;

@@ -60,7 +60,37 @@ void PeerSession::yield(std::function<void(bool peerKeepsRoutes)> done) {
 }
 
 void PeerSession::setAnnouncements(std::set<bgp::Prefix> prefixes) {
-  execute(fsm_.setAnnouncements(std::move(prefixes)));
+  wanted_ = std::move(prefixes);
+  execute(fsm_.setAnnouncements(gated(wanted_)));
+}
+
+std::set<bgp::Prefix> PeerSession::gated(std::set<bgp::Prefix> prefixes) const {
+  if (bfdGate_ && !*bfdGate_) {
+    return {};
+  }
+  return prefixes;
+}
+
+void PeerSession::setBfdUp() {
+  if (!bfdGate_ || *bfdGate_) {
+    return;
+  }
+  bfdGate_ = true;
+  if (!wanted_.empty() && fsm_.state() == bgp::SessionState::Established) {
+    log_.info(subject_, "BFD is Up: announcing");
+  }
+  execute(fsm_.setAnnouncements(wanted_));
+}
+
+void PeerSession::bfdDown(std::string_view why) {
+  if (!bfdGate_) {
+    return;
+  }
+  bfdGate_ = false;
+  // Tear down first (nothing more is sent on that session), then clear what the FSM would
+  // announce when the session comes back, so it waits for BFD Up again.
+  execute(fsm_.onBfdDown(why));
+  execute(fsm_.setAnnouncements({}));
 }
 
 void PeerSession::setGracefulShutdown(bool on) { execute(fsm_.setGracefulShutdown(on)); }
@@ -198,7 +228,7 @@ void PeerSession::watch(const std::shared_ptr<Connection>& connection) {
           if (fsm_.state() == bgp::SessionState::OpenConfirm && announceableNow_) {
             // These bytes may hold the KEEPALIVE that establishes the session and triggers the
             // initial announcement: check the bindings first (no-op while not Established).
-            execute(fsm_.setAnnouncements(announceableNow_()));
+            execute(fsm_.setAnnouncements(gated(announceableNow_())));
           }
           execute(fsm_.onBytes(bytes));
         } else if (&c == incoming_.get()) {

@@ -65,6 +65,14 @@ class PeerSession {
     return fsm_.negotiated() && fsm_.negotiated()->peerGracefulRestart.has_value();
   }
   void setAnnouncements(std::set<bgp::Prefix> prefixes);
+  // BFD protects this session (peers[].bfd.enabled): nothing is announced until setBfdUp(),
+  // and bfdDown() tears an open session down at once (Cease 6/10) and withholds the routes
+  // again until BFD is back Up.
+  void useBfdGate() { bfdGate_ = false; }
+  void setBfdUp();
+  void bfdDown(std::string_view why);
+  // nullopt without BFD; else whether BFD lets the routes out.
+  std::optional<bool> bfdGate() const { return bfdGate_; }
   // Drain step (1): re-announce with GRACEFUL_SHUTDOWN (RFC 8326).
   void setGracefulShutdown(bool on);
   // Bytes written to this session that the peer's TCP has not acknowledged yet (vipd's own queue
@@ -87,6 +95,8 @@ class PeerSession {
   void disconnect(const std::string& reason);
   void watch(const std::shared_ptr<Connection>& connection);
   static std::optional<bgp::IpAddress> localAddressOf(tcp::socket& socket);
+  // What may go out now: everything wanted, unless a closed BFD gate holds it all back.
+  std::set<bgp::Prefix> gated(std::set<bgp::Prefix> prefixes) const;
 
   asio::io_context& io_;
   config::Peer peer_;
@@ -104,6 +114,8 @@ class PeerSession {
   std::chrono::steady_clock::time_point downSince_ = std::chrono::steady_clock::now();
   AnnounceableNow announceableNow_;
   std::optional<SessionKey> key_;
+  std::set<bgp::Prefix> wanted_;  // the speaker's last setAnnouncements()
+  std::optional<bool> bfdGate_;
 };
 
 }  // namespace vipd::daemon

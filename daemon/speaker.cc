@@ -91,6 +91,8 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       reconcileTimer_(io),
       housekeepingTimer_(io),
       drainTimer_(io),
+      bfd_(io, log, bfdPeers(), [this](const BfdStateChange& change) { onBfdChange(change); }),
+      deferredStartTimer_(io),
       lockTimer_(io) {
   std::random_device entropy;
   for (const auto& peer : config_.peers) {
@@ -101,8 +103,12 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
           refreshAndAnnounce("a session is about to be established");
           return intendedAnnouncements();
         }));
+    if (peer.bfd.enabled) {
+      peers_.back()->useBfdGate();
+    }
   }
   lastStuckWarning_.resize(peers_.size());
+  deferredStart_.resize(peers_.size());
 }
 
 tl::expected<void, std::string> Speaker::start() {
@@ -179,12 +185,88 @@ tl::expected<void, std::string> Speaker::becomeActive(bool restarting, std::stri
                            "keep this node's path"
                          : "");
   }
-  for (auto& peer : peers_) {
-    peer->setRestarting(restarting);
-    peer->start();
+  if (auto started = bfd_.start(); !started) {
+    return started;
+  }
+  bool deferring = false;
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    peers_[i]->setRestarting(restarting);
+    if (restarting && config_.peers[i].bfd.enabled && peers_[i]->bfdGate() == false) {
+      deferredStart_[i] = true;
+      deferring = true;
+      log_.info("peer " + config_.peers[i].address.toString(),
+                "graceful restart: opening the BGP session once BFD is Up, so the End-of-RIB "
+                "carries the VIPs");
+    } else {
+      peers_[i]->start();
+    }
+  }
+  if (deferring) {
+    // The peer keeps our path for the restart time; open the session in time whatever BFD does.
+    deferredStartTimer_.expires_after(config_.handoff.restartTime / 2);
+    deferredStartTimer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) {
+        startDeferredPeers("BFD is not Up after half the graceful-restart time");
+      }
+    });
   }
   pushAnnouncements();
   return {};
+}
+
+std::vector<BfdPeer> Speaker::bfdPeers() const {
+  std::vector<BfdPeer> out;
+  for (size_t i = 0; i < config_.peers.size(); ++i) {
+    const auto& p = config_.peers[i];
+    if (p.bfd.enabled) {
+      out.push_back({i, p.address, p.sourceAddress, p.bfd});
+    }
+  }
+  return out;
+}
+
+void Speaker::startDeferredPeers(std::string_view why) {
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    if (deferredStart_[i]) {
+      deferredStart_[i] = false;
+      log_.warn("peer " + config_.peers[i].address.toString(), "opening the BGP session: {}",
+                why);
+      peers_[i]->start();
+    }
+  }
+}
+
+void Speaker::onBfdChange(const BfdStateChange& change) {
+  if (role_ != Role::Active || shuttingDown_ || change.peerIndex >= peers_.size()) {
+    return;  // a late report from a BFD run that has been stopped
+  }
+  auto& peer = *peers_[change.peerIndex];
+  const std::string subject = "peer " + peer.address().toString();
+  if (change.to == bfd::State::Up) {
+    if (deferredStart_[change.peerIndex]) {
+      deferredStart_[change.peerIndex] = false;
+      log_.info(subject, "BFD is Up: opening the BGP session (graceful restart)");
+      peer.start();
+    }
+    peer.setBfdUp();
+    return;
+  }
+  if (change.to == bfd::State::AdminDown) {
+    return;  // our own stop(): the BGP side is being stopped or handed over as well
+  }
+  // RFC 5882 section 3.2: a peer that signals AdminDown is turning BFD off, not failing; the
+  // BGP session stays as it is (and keeps its routes) until BFD comes back or BGP itself fails.
+  if (change.remoteState == bfd::State::AdminDown) {
+    log_.info(subject, "the peer turned BFD off (AdminDown); keeping the BGP session");
+    return;
+  }
+  if (change.from == bfd::State::Up || change.from == bfd::State::Init) {
+    log_.warn(subject, "BFD went {} ({}): closing the BGP session and withholding the VIPs "
+              "until BFD is Up again", bfd::stateName(change.to),
+              bfd::diagnosticName(change.diagnostic));
+    peer.bfdDown(fmt::format("BFD {} -> {} ({})", bfd::stateName(change.from),
+                             bfd::stateName(change.to), bfd::diagnosticName(change.diagnostic)));
+  }
 }
 
 tl::expected<void, std::string> Speaker::openBgpListener() {

@@ -21,6 +21,7 @@
 #include <tl/expected.hpp>
 
 #include "config/config.h"
+#include "daemon/bfd_service.h"
 #include "daemon/control_server.h"
 #include "daemon/drain_sequence.h"
 #include "daemon/handoff_protocol.h"
@@ -73,6 +74,10 @@ class Speaker {
   tl::expected<void, std::string> openBgpListener();
   void acceptNext();
   void onHealthChange(bool healthy);
+  // ---- BFD (speaker.cc) ----
+  std::vector<BfdPeer> bfdPeers() const;
+  void onBfdChange(const BfdStateChange& change);
+  void startDeferredPeers(std::string_view why);
 
   // ---- drain, withdraw, announce (speaker_drain.cc) ----
   using DrainSettled = std::function<void(bool acknowledged, std::string detail)>;
@@ -114,6 +119,10 @@ class Speaker {
   const Logger& log_;
   VipBinder binder_;
   std::vector<std::unique_ptr<PeerSession>> peers_;
+  // After a graceful-restart takeover, a session with BFD opens only once its BFD is Up (or
+  // the restart time is half gone): an End-of-RIB sent while BFD still held the routes back
+  // would make the peer drop the path it kept for us.
+  std::vector<bool> deferredStart_;
   ControlServer control_;
   HealthChecker health_;
   Metrics metrics_;
@@ -142,6 +151,10 @@ class Speaker {
   std::vector<std::chrono::steady_clock::time_point> lastStuckWarning_;  // per peer
   bool rebindPending_ = false;
   bool shuttingDown_ = false;
+
+  // Declared after everything its callbacks touch; its thread ends before they are destroyed.
+  BfdService bfd_;
+  asio::steady_timer deferredStartTimer_;
 
   Role role_ = Role::Active;
   std::optional<HostLock> lock_;

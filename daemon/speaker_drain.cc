@@ -247,6 +247,16 @@ void Speaker::stopPeers(std::string shutdownCommunication, std::function<void()>
     boost::system::error_code ignored;
     listener_->close(ignored);
   }
+  deferredStartTimer_.cancel();
+  if (bfd_.running()) {
+    // AdminDown first (RFC 5880 section 6.8.16), so no peer takes the stop for a failure.
+    log_.info("speaker", "sending BFD AdminDown to {} peer(s)", bfd_.status().size());
+    bfd_.stop([this, shutdownCommunication = std::move(shutdownCommunication),
+               done = std::move(done)]() mutable {
+      stopPeers(std::move(shutdownCommunication), std::move(done));
+    });
+    return;
+  }
   log_.info("speaker", "sending Cease 6/2 \"{}\" to {} peer(s)", shutdownCommunication,
             peers_.size());
   auto remaining = std::make_shared<size_t>(peers_.size());

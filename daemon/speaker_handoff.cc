@@ -127,6 +127,7 @@ bool Speaker::acquireLock() {
     for (auto& peer : peers_) {
       peer->stop("vipd: cannot start speaking", nullptr);
     }
+    bfd_.stop(nullptr);
     lock_->release();
     waitForLock(Role::Standby, fmt::format("failed to start: {}", active.error()));
     return false;
@@ -307,7 +308,12 @@ void Speaker::handleHandoffYield(const nlohmann::json& request, ControlServer::R
     finish();
     return;
   }
-  for (auto& peer : peers_) {
+  deferredStartTimer_.cancel();
+  // BFD AdminDown before the sessions close: a peer must not take the handover for a failure
+  // (BFD Down would make it drop the path that graceful restart keeps), and the daemonset
+  // instance needs the BFD ports.
+  bfd_.stop([this, remaining, results, finish] {
+    for (auto& peer : peers_) {
     std::string address = peer->address().toString();
     peer->yield([remaining, results, finish, address, this](bool peerKeepsRoutes) {
       results->push_back({{"address", address}, {"gracefulRestart", peerKeepsRoutes}});
@@ -320,7 +326,8 @@ void Speaker::handleHandoffYield(const nlohmann::json& request, ControlServer::R
         finish();
       }
     });
-  }
+    }
+  });
 }
 
 nlohmann::json Speaker::handoffStatus() const {

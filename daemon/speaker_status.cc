@@ -46,6 +46,41 @@ std::chrono::steady_clock::duration stuckAfter(const config::Peer& peer) {
                             : std::chrono::steady_clock::duration(bound);
 }
 
+double milliseconds(std::chrono::microseconds us) { return static_cast<double>(us.count()) / 1000; }
+
+nlohmann::json bfdJson(const BfdSessionStatus& b) {
+  const auto& c = b.counters;
+  nlohmann::json transitions = nlohmann::json::object();
+  for (auto state : {bfd::State::AdminDown, bfd::State::Down, bfd::State::Init, bfd::State::Up}) {
+    transitions[std::string(bfd::stateName(state))] = b.transitionsTo[static_cast<size_t>(state)];
+  }
+  return {
+      {"enabled", true},
+      {"mode", b.multihop ? "multihop" : "single-hop"},
+      {"running", b.running},
+      {"state", bfd::stateName(b.state)},
+      {"remoteState", bfd::stateName(b.remoteState)},
+      {"diagnostic", bfd::diagnosticName(b.diagnostic)},
+      {"remoteDiagnostic", bfd::diagnosticName(b.remoteDiagnostic)},
+      {"stateFor", formatDuration(std::chrono::steady_clock::now() - b.since)},
+      {"lastReason", b.lastReason},
+      {"localDiscriminator", b.localDiscriminator},
+      {"remoteDiscriminator", b.remoteDiscriminator},
+      {"localEndpoint", b.localEndpoint},
+      {"txIntervalMs", milliseconds(b.txInterval)},
+      {"detectionTimeMs", milliseconds(b.detectionTime)},
+      {"packetsSent", c.packetsSent},
+      {"packetsReceived", c.packetsReceived},
+      {"packetsDropped", c.packetsDropped},
+      {"malformedReceived", b.malformed},
+      {"sendErrors", b.sendErrors},
+      {"lastSendError", b.sendError},
+      {"upTransitions", c.upTransitions},
+      {"downTransitions", c.downTransitions},
+      {"transitionsTo", transitions},
+  };
+}
+
 }  // namespace
 
 void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply reply) {
@@ -149,6 +184,16 @@ std::vector<std::string> Speaker::notReadyReasons() const {
   if (!anyEstablished) {
     reasons.push_back("no BGP session is Established");
   }
+  for (const auto& b : bfd_.status()) {
+    if (b.state != bfd::State::Up && !shuttingDown_) {
+      bool holding = peers_[b.peerIndex]->bfdGate() == false;
+      reasons.push_back(fmt::format("peer {}: BFD is {} ({}){}", b.peer, bfd::stateName(b.state),
+                                    b.lastReason,
+                                    holding ? "; its routes are held back until BFD is Up"
+                                            : "; the peer turned BFD off, so failures are "
+                                              "detected by the hold timer only"));
+    }
+  }
   auto intended = intendedAnnouncements();
   bool wantAnnounced = !shuttingDown_ && !withdrawn_ && !drain_ && health_.healthy();
   for (const auto& binding : binder_.status()) {
@@ -242,7 +287,14 @@ nlohmann::json Speaker::status() const {
       p["peerRouterId"] = bgp::IpAddress::v4(s.negotiated->peerRouterId).toString();
     }
     p["families"] = families;
+    p["bfd"] = nlohmann::json{{"enabled", false}};
+    if (auto gate = peers_[i]->bfdGate()) {
+      p["bfd"]["announcing"] = *gate;
+    }
     peers.push_back(std::move(p));
+  }
+  for (const auto& b : bfd_.status()) {
+    peers[b.peerIndex]["bfd"].update(bfdJson(b));
   }
   nlohmann::json vips = nlohmann::json::array();
   for (const auto& binding : binder_.status()) {

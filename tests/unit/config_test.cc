@@ -1095,3 +1095,81 @@ TEST(ConfigOverrides, BadRouterIdFlagIsNamedAsTheFlag) {
 
 }  // namespace
 }  // namespace vipd::config
+
+namespace vipd::config {
+namespace {
+
+// ---- peers[].bfd (issue 6) ----
+
+TEST(ConfigBfd, OffUnlessWritten) {
+  auto c = parseConfig(withPeer(""), "vipd.yaml");
+  ASSERT_TRUE(c.has_value()) << describeErrors(c.error());
+  EXPECT_EQ(c->peers[0].bfd, Bfd{});
+  EXPECT_FALSE(c->peers[0].bfd.enabled);
+}
+
+TEST(ConfigBfd, ABlockEnablesItWithTheRfcDefaults) {
+  auto c = parseConfig(withPeer("    bfd: {}\n"), "vipd.yaml");
+  ASSERT_TRUE(c.has_value()) << describeErrors(c.error());
+  const Bfd& b = c->peers[0].bfd;
+  EXPECT_TRUE(b.enabled);
+  EXPECT_EQ(b.minTx, milliseconds{300});
+  EXPECT_EQ(b.minRx, milliseconds{300});
+  EXPECT_EQ(b.multiplier, 3);
+  EXPECT_FALSE(b.multihop);
+}
+
+TEST(ConfigBfd, EveryFieldIsRead) {
+  auto c = parseConfig(withPeer("    ebgpMultihop: 4\n"
+                                "    bfd: {enabled: true, minTx: 50ms, minRx: 1s500ms, multiplier: "
+                                "255, multihop: true}\n"),
+                       "vipd.yaml");
+  ASSERT_TRUE(c.has_value()) << describeErrors(c.error());
+  const Bfd& b = c->peers[0].bfd;
+  EXPECT_TRUE(b.enabled);
+  EXPECT_EQ(b.minTx, milliseconds{50});
+  EXPECT_EQ(b.minRx, milliseconds{1500});
+  EXPECT_EQ(b.multiplier, 255);
+  EXPECT_TRUE(b.multihop);
+}
+
+TEST(ConfigBfd, ExplicitlyDisabled) {
+  auto c = parseConfig(withPeer("    bfd: {enabled: false, minTx: 100ms}\n"), "vipd.yaml");
+  ASSERT_TRUE(c.has_value()) << describeErrors(c.error());
+  EXPECT_FALSE(c->peers[0].bfd.enabled);
+}
+
+TEST(ConfigBfd, IntervalsBelow50msOrAbove10sAreRefused) {
+  EXPECT_EQ(onlyError(withPeer("    bfd: {minTx: 49ms}\n")),
+            "vipd.yaml:10:18: peers[0].bfd.minTx: 49ms is out of range; use 50ms to 10s");
+  EXPECT_THAT(onlyError(withPeer("    bfd: {minRx: 11s}\n")),
+              HasSubstr("peers[0].bfd.minRx: 11s is out of range; use 50ms to 10s"));
+  EXPECT_THAT(onlyError(withPeer("    bfd: {minRx: fast}\n")), HasSubstr("peers[0].bfd.minRx"));
+}
+
+TEST(ConfigBfd, MultiplierIs1To255) {
+  EXPECT_THAT(onlyError(withPeer("    bfd: {multiplier: 0}\n")),
+              HasSubstr("peers[0].bfd.multiplier"));
+  EXPECT_THAT(onlyError(withPeer("    bfd: {multiplier: 256}\n")),
+              HasSubstr("peers[0].bfd.multiplier"));
+}
+
+TEST(ConfigBfd, UnknownKeysAndNonMappingsAreErrors) {
+  EXPECT_THAT(onlyError(withPeer("    bfd: {interval: 100ms}\n")),
+              HasSubstr("peers[0].bfd"));
+  EXPECT_THAT(onlyError(withPeer("    bfd: true\n")), HasSubstr("peers[0].bfd"));
+}
+
+TEST(ConfigBfd, SingleHopBfdToAMultihopPeerIsAnError) {
+  EXPECT_THAT(onlyError(withPeer("    ebgpMultihop: 3\n    bfd: {enabled: true}\n")),
+              HasSubstr("ebgpMultihop 3) but BFD is single hop; set bfd.multihop: true"));
+  // Disabled BFD, or ebgpMultihop 1 (directly connected), is fine.
+  EXPECT_TRUE(parseConfig(withPeer("    ebgpMultihop: 3\n    bfd: {enabled: false}\n"),
+                          "vipd.yaml")
+                  .has_value());
+  EXPECT_TRUE(parseConfig(withPeer("    ebgpMultihop: 1\n    bfd: {}\n"), "vipd.yaml")
+                  .has_value());
+}
+
+}  // namespace
+}  // namespace vipd::config

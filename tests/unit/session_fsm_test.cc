@@ -915,6 +915,47 @@ TEST_F(SessionFsmTest, RouteRefreshForANonNegotiatedFamilyIsIgnoredWithANotice) 
   EXPECT_EQ(fsm().state(), SessionState::Established);
 }
 
+// ---- BFD Down (RFC 9384) ----
+
+TEST_F(SessionFsmTest, BfdDownWhenEstablishedSendsCeaseBfdDownAndReconnects) {
+  (void)fsm().setAnnouncements({vipA()});
+  toEstablished();
+
+  Actions actions = fsm().onBfdDown("detection time expired");
+
+  NotificationMessage sent = sentNotificationThenDisconnect(actions);
+  EXPECT_EQ(sent.code, static_cast<uint8_t>(ErrorCode::Cease));
+  EXPECT_EQ(sent.subcode, subcode::kBfdDown);
+  EXPECT_TRUE(sent.data.empty());
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  EXPECT_TRUE(fsm().advertised().empty());
+  EXPECT_THAT(fsm().lastError(), HasSubstr("BFD session down: detection time expired"));
+  // Not a manual stop: the session comes back by itself after the ConnectRetry time.
+  EXPECT_EQ(armsOf(actions, TimerKind::ConnectRetry).size(), 1u) << describe(actions);
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  EXPECT_FALSE(actionsOf<Connect>(fsm().onTimer(TimerKind::ConnectRetry)).empty());
+}
+
+TEST_F(SessionFsmTest, BfdDownInOpenSentAlsoSendsTheNotification) {
+  (void)fsm().start();
+  (void)fsm().onConnected(localV4());
+  ASSERT_EQ(fsm().state(), SessionState::OpenSent);
+
+  Actions actions = fsm().onBfdDown("neighbor signaled session down");
+
+  NotificationMessage sent = sentNotificationThenDisconnect(actions);
+  EXPECT_EQ(sent.subcode, subcode::kBfdDown);
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+}
+
+TEST_F(SessionFsmTest, BfdDownWithoutASessionLeavesTheConnectAttemptAlone) {
+  (void)fsm().start();
+  ASSERT_EQ(fsm().state(), SessionState::Connect);
+  EXPECT_TRUE(fsm().onBfdDown("detection time expired").empty());
+  EXPECT_EQ(fsm().state(), SessionState::Connect);
+  EXPECT_TRUE(fsm().onBfdDown("again").empty());  // idempotent
+}
+
 // ---- ManualStop ----
 
 TEST_F(SessionFsmTest, StopWhenEstablishedSendsAdministrativeShutdownAndStaysIdle) {

@@ -1,0 +1,544 @@
+#include "daemon/bfd_service.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "daemon/asio_address.h"
+
+namespace vipd::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::microseconds;
+using udp = asio::ip::udp;
+
+// RFC 5881 section 4: the source port is in 49152-65535 and unique per session.
+constexpr uint16_t kFirstSourcePort = 49152;
+constexpr uint16_t kLastSourcePort = 65535;
+// RFC 5881 section 5 / RFC 5082: single-hop packets are sent, and must arrive, with TTL 255.
+constexpr int kTtl = 255;
+// DSCP CS6 (network control), as routers send BFD, so a congested fabric queue does not drop
+// the very packets that say the node is alive.
+constexpr int kTrafficClass = 0xC0;
+// On stop, the AdminDown packet is sent at once and repeated this many times at kStopRepeat
+// intervals (a single lost packet would otherwise turn a clean stop into a detected failure).
+constexpr int kStopRepeats = 2;
+constexpr auto kStopRepeat = 40ms;
+
+std::string endpointText(const bgp::IpAddress& address, uint16_t port) {
+  return address.isV4() ? fmt::format("{}:{}", address.toString(), port)
+                        : fmt::format("[{}]:{}", address.toString(), port);
+}
+
+std::string describeError(int err) { return std::strerror(err); }
+
+}  // namespace
+
+struct BfdService::Session {
+  Session(asio::io_context& io, BfdPeer p, bfd::SessionConfig config)
+      : peer(std::move(p)),
+        subject("bfd " + peer.address.toString()),
+        session(config),
+        socket(io),
+        txTimer(io),
+        detectTimer(io) {}
+
+  BfdPeer peer;
+  std::string subject;
+  bfd::Session session;
+  udp::socket socket;  // connected to the peer's BFD port
+  asio::steady_timer txTimer;
+  asio::steady_timer detectTimer;
+  uint64_t txGeneration = 0;
+  uint64_t detectGeneration = 0;
+  bfd::Diagnostic remoteDiagnostic = bfd::Diagnostic::None;
+  std::array<uint64_t, 4> transitionsTo{};
+  std::string lastReason = "not started";
+  std::string localEndpoint;
+  std::string sendError;
+  uint64_t sendErrors = 0;
+  uint64_t malformed = 0;
+  std::optional<bfd::ControlPacket> adminDownPacket;  // set by stop()
+  std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();
+};
+
+struct BfdService::Receiver {
+  explicit Receiver(asio::io_context& io) : socket(io) {}
+  udp::socket socket;
+  bool v6 = false;
+  bool multihop = false;
+  std::array<uint8_t, 512> buffer{};
+};
+
+BfdService::BfdService(asio::io_context& speakerIo, const Logger& log, std::vector<BfdPeer> peers,
+                       OnStateChange onChange)
+    : speakerIo_(speakerIo), log_(log), peers_(std::move(peers)), onChange_(std::move(onChange)) {}
+
+BfdService::~BfdService() {
+  if (io_) {
+    io_->stop();
+  }
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+uint32_t BfdService::newDiscriminator(const std::vector<uint32_t>& taken) {
+  // Random, so that a restarted vipd does not reuse the discriminator a peer may still hold
+  // for the previous process's session (RFC 5880 section 6.3: unique, and preferably random).
+  static thread_local std::mt19937 rng{std::random_device{}()};
+  for (;;) {
+    uint32_t d = rng();
+    if (d != 0 && std::find(taken.begin(), taken.end(), d) == taken.end()) {
+      return d;
+    }
+  }
+}
+
+tl::expected<void, std::string> BfdService::start() {
+  if (running() || peers_.empty()) {
+    return {};
+  }
+  {
+    // The previous run's sessions go before the io_context their sockets belong to.
+    std::lock_guard lock(mutex_);
+    sessions_.clear();
+    receivers_.clear();
+    io_ = std::make_unique<asio::io_context>(1);
+    std::random_device seed;
+    for (const auto& p : peers_) {
+      uint32_t discriminator = newDiscriminator(usedDiscriminators_);
+      usedDiscriminators_.push_back(discriminator);
+      bfd::SessionConfig config;
+      config.desiredMinTxInterval = p.settings.minTx;
+      config.requiredMinRxInterval = p.settings.minRx;
+      config.detectMult = p.settings.multiplier;
+      config.localDiscriminator = discriminator;
+      config.jitterSeed = (uint64_t{seed()} << 32) | seed();
+      sessions_.push_back(std::make_unique<Session>(*io_, p, config));
+    }
+  }
+  if (auto opened = openSockets(); !opened) {
+    std::lock_guard lock(mutex_);
+    sessions_.clear();
+    receivers_.clear();
+    io_.reset();
+    return opened;
+  }
+  work_.emplace(asio::make_work_guard(*io_));
+  for (auto& r : receivers_) {
+    receive(*r);
+  }
+  asio::post(*io_, [this] {
+    std::lock_guard lock(mutex_);
+    for (auto& s : sessions_) {
+      log_.info(s->subject, "starting {} BFD: min TX {}ms, min RX {}ms, multiplier {}, from {}",
+                s->peer.settings.multihop ? "multihop (RFC 5883, UDP 4784)"
+                                          : "single-hop (RFC 5881, UDP 3784, TTL 255)",
+                s->peer.settings.minTx.count(), s->peer.settings.minRx.count(),
+                s->peer.settings.multiplier, s->localEndpoint);
+      execute(*s, s->session.start());
+    }
+  });
+  thread_ = std::thread([this] { io_->run(); });
+  return {};
+}
+
+tl::expected<void, std::string> BfdService::openSockets() {
+  // Receivers: one per (family, single hop or multihop) that some session uses.
+  for (bool v6 : {false, true}) {
+    for (bool multihop : {false, true}) {
+      bool used = std::any_of(peers_.begin(), peers_.end(), [&](const BfdPeer& p) {
+        return p.address.isV6() == v6 && p.settings.multihop == multihop;
+      });
+      if (!used) {
+        continue;
+      }
+      auto r = std::make_unique<Receiver>(*io_);
+      r->v6 = v6;
+      r->multihop = multihop;
+      uint16_t port = multihop ? bfd::kMultihopPort : bfd::kSingleHopPort;
+      boost::system::error_code ec;
+      r->socket.open(v6 ? udp::v6() : udp::v4(), ec);
+      int fd = ec ? -1 : r->socket.native_handle();
+      int on = 1;
+      if (!ec && v6) {
+        r->socket.set_option(asio::ip::v6_only(true), ec);
+      }
+      // The received TTL / hop limit, for the RFC 5881 section 5 (GTSM) check.
+      if (!ec && (v6 ? ::setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &on, sizeof on)
+                     : ::setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &on, sizeof on)) != 0) {
+        ec.assign(errno, boost::system::system_category());
+      }
+      // No SO_REUSEADDR: another BFD daemon on this port must be an error, not a silent split
+      // of the packets between the two.
+      if (!ec) {
+        r->socket.bind(udp::endpoint(v6 ? udp::v6() : udp::v4(), port), ec);
+      }
+      if (ec) {
+        std::string hint = ec == asio::error::address_in_use
+                               ? "; another BFD speaker (bfdd, BIRD, a second vipd) holds it on "
+                                 "this node: stop it or turn peers[].bfd off"
+                               : "";
+        return tl::unexpected(fmt::format("cannot receive BFD on UDP port {} ({}): {}{}", port,
+                                          v6 ? "IPv6" : "IPv4", ec.message(), hint));
+      }
+      receivers_.push_back(std::move(r));
+    }
+  }
+  // One transmit socket per session: its own source port, TTL 255, connected to the peer.
+  std::mt19937 rng{std::random_device{}()};
+  std::uniform_int_distribution<int> pick(kFirstSourcePort, kLastSourcePort);
+  for (auto& s : sessions_) {
+    const bool v6 = s->peer.address.isV6();
+    uint16_t peerPort = s->peer.settings.multihop ? bfd::kMultihopPort : bfd::kSingleHopPort;
+    boost::system::error_code ec;
+    s->socket.open(v6 ? udp::v6() : udp::v4(), ec);
+    int fd = ec ? -1 : s->socket.native_handle();
+    if (!ec && (v6 ? ::setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &kTtl, sizeof kTtl)
+                   : ::setsockopt(fd, IPPROTO_IP, IP_TTL, &kTtl, sizeof kTtl)) != 0) {
+      ec.assign(errno, boost::system::system_category());
+    }
+    if (!ec) {
+      // Best effort: a kernel that refuses the traffic class still sends the packets.
+      if (v6) {
+        ::setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &kTrafficClass, sizeof kTrafficClass);
+      } else {
+        ::setsockopt(fd, IPPROTO_IP, IP_TOS, &kTrafficClass, sizeof kTrafficClass);
+      }
+    }
+    auto local = s->peer.sourceAddress ? toAsio(*s->peer.sourceAddress)
+                                       : (v6 ? asio::ip::address(asio::ip::address_v6::any())
+                                             : asio::ip::address(asio::ip::address_v4::any()));
+    if (!ec) {
+      // A random port in the range, then the next ones: unique per session, and not the same
+      // after every restart.
+      int first = pick(rng);
+      constexpr int kRange = kLastSourcePort - kFirstSourcePort + 1;
+      for (int i = 0; i < kRange; ++i) {
+        uint16_t port = static_cast<uint16_t>(kFirstSourcePort + (first - kFirstSourcePort + i) % kRange);
+        s->socket.bind(udp::endpoint(local, port), ec);
+        if (ec != asio::error::address_in_use) {
+          break;
+        }
+      }
+    }
+    if (!ec) {
+      s->socket.connect(udp::endpoint(toAsio(s->peer.address), peerPort), ec);
+    }
+    if (!ec) {
+      s->socket.non_blocking(true, ec);
+    }
+    if (ec) {
+      return tl::unexpected(fmt::format("cannot open the BFD socket to {}{}: {}",
+                                        endpointText(s->peer.address, peerPort),
+                                        s->peer.sourceAddress
+                                            ? " from " + s->peer.sourceAddress->toString()
+                                            : std::string(),
+                                        ec.message()));
+    }
+    auto endpoint = s->socket.local_endpoint(ec);
+    s->localEndpoint =
+        ec ? std::string("?") : endpointText(fromAsio(endpoint.address()), endpoint.port());
+  }
+  return {};
+}
+
+void BfdService::receive(Receiver& r) {
+  r.socket.async_wait(udp::socket::wait_read, [this, &r](const boost::system::error_code& ec) {
+    if (ec) {
+      return;  // closed by stop()
+    }
+    // Drain what is queued; recvmsg() directly, since Asio does not expose the TTL cmsg.
+    for (int budget = 64; budget > 0; --budget) {
+      sockaddr_storage from{};
+      iovec iov{r.buffer.data(), r.buffer.size()};
+      alignas(cmsghdr) std::array<char, 128> control{};
+      msghdr msg{};
+      msg.msg_name = &from;
+      msg.msg_namelen = sizeof from;
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control.data();
+      msg.msg_controllen = control.size();
+      ssize_t n = ::recvmsg(r.socket.native_handle(), &msg, MSG_DONTWAIT);
+      if (n < 0) {
+        break;  // EAGAIN, or an error the next wait reports again
+      }
+      int ttl = -1;
+      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) ||
+            (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT)) {
+          std::memcpy(&ttl, CMSG_DATA(c), sizeof ttl);
+        }
+      }
+      std::optional<bgp::IpAddress> source;
+      if (from.ss_family == AF_INET) {
+        const auto* sin = reinterpret_cast<const sockaddr_in*>(&from);
+        source = bgp::IpAddress::v4(ntohl(sin->sin_addr.s_addr));
+      } else if (from.ss_family == AF_INET6) {
+        const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(&from);
+        std::array<uint8_t, 16> raw;
+        std::memcpy(raw.data(), &sin6->sin6_addr, 16);
+        source = bgp::IpAddress::v6(raw);
+      }
+      if (source) {
+        onDatagram(r, std::span<const uint8_t>(r.buffer.data(), static_cast<size_t>(n)), *source,
+                   ttl);
+      }
+    }
+    receive(r);
+  });
+}
+
+BfdService::Session* BfdService::sessionFor(const bfd::ControlPacket& packet,
+                                            const bgp::IpAddress& from, bool multihop) {
+  // RFC 5880 section 6.8.6: a non-zero Your Discriminator selects the session; a zero one is
+  // matched by the source address (RFC 5881 section 3 / RFC 5883 section 3). Either way the
+  // source must be the session's peer: a packet for our discriminator from elsewhere is forged
+  // or misrouted.
+  for (auto& s : sessions_) {
+    if (s->peer.settings.multihop != multihop || s->peer.address != from) {
+      continue;
+    }
+    if (packet.yourDiscriminator == 0 ||
+        packet.yourDiscriminator == s->session.localDiscriminator()) {
+      return s.get();
+    }
+  }
+  return nullptr;
+}
+
+void BfdService::onDatagram(const Receiver& r, std::span<const uint8_t> bytes,
+                            const bgp::IpAddress& from, int ttl) {
+  std::lock_guard lock(mutex_);
+  auto decoded = bfd::decode(bytes);
+  if (!decoded) {
+    auto peer = std::find_if(sessions_.begin(), sessions_.end(),
+                             [&](const auto& s) { return s->peer.address == from; });
+    if (peer == sessions_.end()) {
+      log_.debug("bfd", "dropped a malformed BFD packet from {}: {}", from.toString(),
+                 decoded.error());
+    } else if ((*peer)->malformed++ % 1000 == 0) {
+      // The first one and every 1000th: a broken peer must not flood the log.
+      log_.warn((*peer)->subject, "dropped a malformed BFD packet ({} so far): {}",
+                (*peer)->malformed, decoded.error());
+    }
+    return;
+  }
+  Session* s = sessionFor(*decoded, from, r.multihop);
+  if (s == nullptr) {
+    log_.debug("bfd", "dropped a BFD packet from {} (your discriminator {}): no such session",
+               from.toString(), decoded->yourDiscriminator);
+    return;
+  }
+  if (!r.multihop && ttl != kTtl) {
+    // RFC 5881 section 5: anything else came from beyond the link.
+    log_.debug(s->subject, "dropped a single-hop BFD packet with TTL {} (must be 255)", ttl);
+    return;
+  }
+  s->remoteDiagnostic = decoded->diagnostic;
+  execute(*s, s->session.onPacket(*decoded));
+}
+
+void BfdService::execute(Session& s, bfd::Actions actions) {
+  for (auto& action : actions) {
+    std::visit(
+        [&](auto& a) {
+          using T = std::decay_t<decltype(a)>;
+          if constexpr (std::is_same_v<T, bfd::Transmit>) {
+            transmit(s, a.packet);
+          } else if constexpr (std::is_same_v<T, bfd::ArmTransmit>) {
+            armTransmit(s, a.after);
+          } else if constexpr (std::is_same_v<T, bfd::ArmDetect>) {
+            armDetect(s, a.after);
+          } else if constexpr (std::is_same_v<T, bfd::CancelDetect>) {
+            ++s.detectGeneration;
+            s.detectTimer.cancel();
+          } else if constexpr (std::is_same_v<T, bfd::StateChanged>) {
+            s.since = std::chrono::steady_clock::now();
+            s.lastReason = a.reason;
+            ++s.transitionsTo[static_cast<size_t>(a.to)];
+            bool failure = a.from == bfd::State::Up && a.to != bfd::State::Up &&
+                           s.session.remoteState() != bfd::State::AdminDown &&
+                           a.to != bfd::State::AdminDown;
+            log_.log(failure ? LogLevel::Warn : LogLevel::Info, s.subject,
+                     fmt::format("{} -> {} ({}): {}; TX every {}ms, detection time {}ms",
+                                 bfd::stateName(a.from), bfd::stateName(a.to),
+                                 bfd::diagnosticName(a.diagnostic), a.reason,
+                                 s.session.transmitInterval().count() / 1000,
+                                 s.session.detectionTime().count() / 1000));
+            BfdStateChange change{s.peer.peerIndex, a.from,  a.to, a.diagnostic,
+                                  s.session.remoteState(), a.reason};
+            asio::post(speakerIo_, [this, change] { onChange_(change); });
+          }
+        },
+        action);
+  }
+}
+
+void BfdService::transmit(Session& s, const bfd::ControlPacket& packet) {
+  auto bytes = bfd::encode(packet);
+  ssize_t sent = ::send(s.socket.native_handle(), bytes.data(), bytes.size(), MSG_DONTWAIT);
+  if (sent == static_cast<ssize_t>(bytes.size())) {
+    if (!s.sendError.empty()) {
+      log_.info(s.subject, "sending BFD packets again");
+      s.sendError.clear();
+    }
+    return;
+  }
+  // ECONNREFUSED: an ICMP port unreachable for an earlier packet (the peer runs no BFD yet).
+  std::string why = sent < 0 ? describeError(errno) : "short write";
+  ++s.sendErrors;
+  if (s.sendError != why) {
+    log_.warn(s.subject, "cannot send BFD packets to {}: {}", s.peer.address.toString(), why);
+    s.sendError = why;
+  }
+}
+
+void BfdService::armTransmit(Session& s, microseconds after) {
+  auto generation = ++s.txGeneration;
+  s.txTimer.expires_after(after);
+  s.txTimer.async_wait([this, &s, generation](const boost::system::error_code& ec) {
+    if (ec || generation != s.txGeneration) {
+      return;
+    }
+    std::lock_guard lock(mutex_);
+    execute(s, s.session.onTransmitTimer());
+  });
+}
+
+void BfdService::armDetect(Session& s, microseconds after) {
+  auto generation = ++s.detectGeneration;
+  s.detectTimer.expires_after(after);
+  s.detectTimer.async_wait([this, &s, generation](const boost::system::error_code& ec) {
+    if (ec || generation != s.detectGeneration) {
+      return;
+    }
+    std::lock_guard lock(mutex_);
+    execute(s, s.session.onDetectTimer());
+  });
+}
+
+void BfdService::stop(std::function<void()> done) {
+  if (!running()) {
+    if (done) {
+      done();
+    }
+    return;
+  }
+  asio::post(*io_, [this, done = std::move(done)]() mutable {
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& s : sessions_) {
+        auto actions = s->session.adminDown();
+        for (const auto& a : actions) {
+          if (const auto* t = std::get_if<bfd::Transmit>(&a)) {
+            s->adminDownPacket = t->packet;
+          }
+        }
+        execute(*s, std::move(actions));
+      }
+    }
+    repeatAdminDown(std::make_shared<asio::steady_timer>(*io_), kStopRepeats, std::move(done));
+  });
+}
+
+void BfdService::repeatAdminDown(std::shared_ptr<asio::steady_timer> timer, int left,
+                                 std::function<void()> done) {
+  if (left == 0) {
+    finishStop(std::move(done));
+    return;
+  }
+  timer->expires_after(kStopRepeat);
+  timer->async_wait([this, timer, left, done = std::move(done)](
+                        const boost::system::error_code&) mutable {
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& s : sessions_) {
+        if (s->adminDownPacket) {
+          transmit(*s, *s->adminDownPacket);
+        }
+      }
+    }
+    repeatAdminDown(std::move(timer), left - 1, std::move(done));
+  });
+}
+
+void BfdService::finishStop(std::function<void()> done) {
+  {
+    std::lock_guard lock(mutex_);
+    boost::system::error_code ignored;
+    for (auto& s : sessions_) {
+      ++s->txGeneration;
+      ++s->detectGeneration;
+      s->txTimer.cancel();
+      s->detectTimer.cancel();
+      s->socket.close(ignored);
+    }
+    for (auto& r : receivers_) {
+      r->socket.close(ignored);
+    }
+  }
+  work_.reset();
+  asio::post(speakerIo_, [this, done = std::move(done)] {
+    // The thread ends once the closed sockets' cancelled handlers have run.
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+    if (done) {
+      done();
+    }
+  });
+}
+
+std::vector<BfdSessionStatus> BfdService::status() const {
+  std::vector<BfdSessionStatus> out;
+  std::lock_guard lock(mutex_);
+  if (sessions_.empty()) {
+    for (const auto& p : peers_) {
+      BfdSessionStatus st;
+      st.peerIndex = p.peerIndex;
+      st.peer = p.address.toString();
+      st.multihop = p.settings.multihop;
+      st.lastReason = "not started (this instance is not speaking)";
+      out.push_back(std::move(st));
+    }
+    return out;
+  }
+  for (const auto& s : sessions_) {
+    BfdSessionStatus st;
+    st.peerIndex = s->peer.peerIndex;
+    st.peer = s->peer.address.toString();
+    st.multihop = s->peer.settings.multihop;
+    st.running = s->socket.is_open();
+    st.state = s->session.state();
+    st.remoteState = s->session.remoteState();
+    st.diagnostic = s->session.localDiagnostic();
+    st.remoteDiagnostic = s->remoteDiagnostic;
+    st.localDiscriminator = s->session.localDiscriminator();
+    st.remoteDiscriminator = s->session.remoteDiscriminator();
+    st.txInterval = s->session.transmitInterval();
+    st.detectionTime = s->session.detectionTime();
+    st.counters = s->session.counters();
+    st.transitionsTo = s->transitionsTo;
+    st.lastReason = s->lastReason;
+    st.localEndpoint = s->localEndpoint;
+    st.sendError = s->sendError;
+    st.sendErrors = s->sendErrors;
+    st.malformed = s->malformed;
+    st.since = s->since;
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+}  // namespace vipd::daemon
