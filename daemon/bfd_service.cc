@@ -66,6 +66,7 @@ struct BfdService::Session {
   std::string sendError;
   uint64_t sendErrors = 0;
   uint64_t malformed = 0;
+  uint64_t ttlDropped = 0;
   std::optional<bfd::ControlPacket> adminDownPacket;  // set by stop()
   std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();
 };
@@ -342,7 +343,11 @@ void BfdService::onDatagram(const Receiver& r, std::span<const uint8_t> bytes,
   }
   if (!r.multihop && ttl != kTtl) {
     // RFC 5881 section 5: anything else came from beyond the link.
-    log_.debug(s->subject, "dropped a single-hop BFD packet with TTL {} (must be 255)", ttl);
+    if (s->ttlDropped++ % 1000 == 0) {
+      log_.warn(s->subject, "dropped a single-hop BFD packet from {} with TTL {} ({} so far): "
+                "RFC 5881 accepts only 255, so it came from beyond the link",
+                from.toString(), ttl, s->ttlDropped);
+    }
     return;
   }
   s->remoteDiagnostic = decoded->diagnostic;
@@ -535,6 +540,7 @@ std::vector<BfdSessionStatus> BfdService::status() const {
     st.sendError = s->sendError;
     st.sendErrors = s->sendErrors;
     st.malformed = s->malformed;
+    st.ttlDropped = s->ttlDropped;
     st.since = s->since;
     out.push_back(std::move(st));
   }

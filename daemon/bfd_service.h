@@ -60,7 +60,8 @@ struct BfdSessionStatus {
   std::string localEndpoint;                // address:port packets are sent from
   std::string sendError;                    // the last transmit error, empty once one succeeds
   uint64_t sendErrors = 0;
-  uint64_t malformed = 0;  // datagrams from the peer that failed decode()
+  uint64_t malformed = 0;   // datagrams from the peer that failed decode()
+  uint64_t ttlDropped = 0;  // single-hop packets from the peer with a TTL other than 255
   std::chrono::steady_clock::time_point since{};  // last state change
 };
 

@@ -169,7 +169,8 @@ Metrics::Metrics()
                               "BFD session state changes, by the state entered.")),
       // vipd_bfd_packets_total{peer,direction}: sent, received (accepted by the session) and
       // dropped (failed a check: wrong discriminator, TTL, malformed). Reads:
-      // peers[].bfd.packetsSent, packetsReceived, packetsDropped + malformedReceived.
+      // peers[].bfd.packetsSent, packetsReceived, packetsDropped + malformedReceived +
+      // ttlDropped.
       bfdPackets_(counter(*registry_, "vipd_bfd_packets_total",
                           "BFD control packets, by direction (sent, received, dropped).")),
 
@@ -379,7 +380,8 @@ void Metrics::updateBfd(const std::string& peer, const json& bfd) {
   }
   if (auto n = number(bfd, "packetsDropped")) {
     advance(bfdPackets_, {{"peer", peer}, {"direction", "dropped"}},
-            *n + number(bfd, "malformedReceived").value_or(0));
+            *n + number(bfd, "malformedReceived").value_or(0) +
+                number(bfd, "ttlDropped").value_or(0));
   }
 }
 

@@ -73,6 +73,7 @@ nlohmann::json bfdJson(const BfdSessionStatus& b) {
       {"packetsReceived", c.packetsReceived},
       {"packetsDropped", c.packetsDropped},
       {"malformedReceived", b.malformed},
+      {"ttlDropped", b.ttlDropped},
       {"sendErrors", b.sendErrors},
       {"lastSendError", b.sendError},
       {"upTransitions", c.upTransitions},

@@ -575,10 +575,12 @@ class Bird:
     def __init__(self, lab: Lab, ns: Namespace, router_id: str, asn: int,
                  neighbors: list[Neighbor], interfaces: Iterable[str] = ("br0",),
                  origins: Iterable[Origin] = (), next_hop_v6: Optional[str] = None,
-                 name: str = "bird", hold_time: int = 9, bfd: Optional[BfdTimers] = None):
+                 name: str = "bird", hold_time: int = 9, bfd: Optional[BfdTimers] = None,
+                bfd_multihop: bool = False):
         """bfd: run `protocol bfd` on interfaces with these timers and put `bfd on` in every
         BGP protocol (BIRD then asks for a single-hop session to each neighbour and stops the
-        BGP session when it goes from Up to Down)."""
+        BGP session when it goes from Up to Down). bfd_multihop: the same timers for multihop
+        sessions (RFC 5883, UDP 4784), which BIRD uses for BGP protocols with `multihop`."""
         self.lab, self.ns, self.name = lab, ns, name
         self.bfd = bfd
         self.conf = lab.path(f"{name}.conf")
@@ -609,6 +611,9 @@ class Bird:
                 f"    min tx interval {bfd.min_tx_ms} ms;",
                 f"    multiplier {bfd.multiplier};",
                 "  };",
+                *([f"  multihop {{ min rx interval {bfd.min_rx_ms} ms; min tx interval "
+                   f"{bfd.min_tx_ms} ms; multiplier {bfd.multiplier}; }};"] if bfd_multihop
+                  else []),
                 "}",
             ]
         lines += [
@@ -1344,7 +1349,7 @@ class TcpCapture:
 
 
 class BfdCapture:
-    """tcpdump -v of BFD control packets (UDP 3784, single hop) on ifname in ns, decoded by
+    """tcpdump -v of BFD control packets (UDP 3784, single hop; bpf= for 4784) on ifname in ns, decoded by
     tcpdump's BFD printer into its log (a text log, not a pcap: TcpCapture's parser is TCP
     only). packets() gives what each packet carried on the wire: TTL, ports, state, diagnostic,
     multiplier, discriminators and intervals."""
@@ -1381,7 +1386,7 @@ class BfdCapture:
                            dport=int(m.group(4)), version=int(m.group(5)))
                 out.append(cur)
                 continue
-            m = re.search(r"Control, State (\w+), Flags: \[([^\]]*)\], Diagnostic: .*\(0x([0-9a-f]+)\)",
+            m = re.search(r"(?:Control|Multihop), State (\w+), Flags: \[([^\]]*)\], Diagnostic: .*\(0x([0-9a-f]+)\)",
                           line)
             if m:
                 cur.update(state=m.group(1), flags=m.group(2), diagnostic=int(m.group(3), 16))
