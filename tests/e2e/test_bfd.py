@@ -145,6 +145,33 @@ class BfdEcmp:
         self.before = before
         return dt
 
+    def check_jitter(self) -> dict:
+        """RFC 5880 6.8.7: with Detect Mult > 1 the interval between two packets is 75-100% of
+        the negotiated transmit interval. Over >= 1.5 s of Up packets per node (tcpdump's
+        capture timestamps on the fabric bridge), the median gap must be within that range
+        (+-5 ms for capture timing) and no gap may reach the detection time; the spread is
+        printed. This is what "the transmit timer stays accurate" means for the peer."""
+        tx = self.timers.tx_ms(self.timers)
+        t_end = time.time() + 1.5
+        time.sleep(1.5)
+        out = {}
+        for i, n in enumerate(self.nodes()):
+            pk = [p for p in self.cap.from_addr(n.v4) if p["state"] == "Up" and p["time"] <= t_end]
+            gaps = sorted((b["time"] - a["time"]) * 1000 for a, b in zip(pk, pk[1:]))
+            lab.check(len(gaps) >= 10, f"node {i + 1}: too few Up packets captured: {len(gaps)}")
+            med, hi, lo = gaps[len(gaps) // 2], gaps[-1], gaps[0]
+            p99 = gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))]
+            inside = sum(1 for g in gaps if 0.75 * tx - 5 <= g <= tx + 5) / len(gaps)
+            lab.log(f"jitter {self.timers}: node {i + 1}: {len(gaps)} gaps, min {lo:.1f} ms, "
+                    f"median {med:.1f} ms, p99 {p99:.1f} ms, max {hi:.1f} ms; "
+                    f"{inside * 100:.0f}% within 75-100% of {tx} ms (+-5 ms)")
+            lab.check(0.75 * tx - 5 <= med <= tx + 5,
+                      f"node {i + 1}: median gap {med:.1f} ms is outside 75-100% of {tx} ms")
+            lab.check(hi < self.timers.detection_ms(self.timers),
+                      f"node {i + 1}: a {hi:.1f} ms gap reaches the detection time")
+            out[f"jitter_median_n{i + 1}"] = med / 1000
+        return out
+
     def check_no_flap(self, i: int, since_wall: float, down_transitions: int = 0) -> None:
         """Node i, which nothing was done to since since_wall, never went down: no expiry or
         Up->Down in BIRD's log, and vipd's downTransitions still down_transitions."""
@@ -183,6 +210,8 @@ def run_set(timers: lab.BfdTimers, margin: float) -> dict:
             lab.check((last["state"], last["minTxMs"], last["minRxMs"], last["multiplier"]) ==
                       ("Up", timers.min_tx_ms, timers.min_rx_ms, timers.multiplier),
                       f"node {i + 1}'s last BFD packet is not Up with {timers}: {last}")
+
+        figures.update(b.check_jitter())
 
         # Freeze node 2.
         frozen = b.vipds[1]

@@ -142,7 +142,8 @@ def test() -> None:
         wall0, t0 = time.time(), time.monotonic()
         ds = test_takeover.start_ds(L, n1, ds_cfg, "daemonset")
         try:
-            t_active = t0 + test_takeover.wait_role(ds, "active")
+            test_takeover.wait_role(ds, "active")
+            t_active = time.monotonic()
             test_takeover.wait_role(static, "standby", 5)
             lab.wait_until(lambda: (lambda b: b["state"] == "Up" and b["remoteState"] == "Up")(
                 ds.bfd_status(peer)), 15, 0.01,

@@ -165,6 +165,55 @@ TEST(Metrics, NotificationsByCode) {
               HasSubstr("vipd_notifications_received_total{code=\"4/0\",peer=\"192.0.2.1\"} 2\n"));
 }
 
+json bfdStatus(std::string state, int toDown, int toUp, int sent) {
+  return {{"enabled", true},
+          {"state", state},
+          {"remoteState", state},
+          {"detectionTimeMs", 150.0},
+          {"txIntervalMs", 50.0},
+          {"packetsSent", sent},
+          {"packetsReceived", 7},
+          {"packetsDropped", 1},
+          {"malformedReceived", 2},
+          {"ttlDropped", 3},
+          {"transitionsTo", {{"AdminDown", 0}, {"Down", toDown}, {"Init", 0}, {"Up", toUp}}}};
+}
+
+TEST(Metrics, BfdStateDetectionTimeTransitionsAndPackets) {
+  Metrics metrics;
+  auto p = peer("Established", 1, 1);
+  p["bfd"] = bfdStatus("Up", 1, 1, 10);
+  metrics.update(snapshot(p));
+  auto text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_bfd_state{peer=\"192.0.2.1\",state=\"Up\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_bfd_state{peer=\"192.0.2.1\",state=\"Down\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_bfd_detection_time_seconds{peer=\"192.0.2.1\"} 0.15\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_bfd_tx_interval_seconds{peer=\"192.0.2.1\"} 0.05\n"));
+  EXPECT_THAT(text,
+              HasSubstr("vipd_bfd_transitions_total{peer=\"192.0.2.1\",to=\"Up\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_bfd_packets_total{direction=\"sent\",peer=\"192.0.2.1\"} "
+                              "10\n"));
+  // dropped = session-level drops + malformed + wrong TTL.
+  EXPECT_THAT(text, HasSubstr("vipd_bfd_packets_total{direction=\"dropped\",peer=\"192.0.2.1\"} "
+                              "6\n"));
+
+  p["bfd"] = bfdStatus("Down", 2, 1, 12);
+  metrics.update(snapshot(p));
+  text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_bfd_state{peer=\"192.0.2.1\",state=\"Up\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_bfd_state{peer=\"192.0.2.1\",state=\"Down\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("vipd_bfd_transitions_total{peer=\"192.0.2.1\",to=\"Down\"} 2\n"));
+}
+
+TEST(Metrics, NoBfdSeriesForAPeerWithoutBfd) {
+  Metrics metrics;
+  auto p = peer("Established", 1, 1);
+  p["bfd"] = {{"enabled", false}};
+  metrics.update(snapshot(p));
+  EXPECT_THAT(metrics.serialize(), Not(HasSubstr("vipd_bfd_state{")));
+}
+
 TEST(Metrics, WithdrawnReasonReplacesTheSeries) {
   Metrics metrics;
   auto status = snapshot(peer("Established", 1, 1));
