@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""e2e: the day-0 -> day-2 takeover with BFD on. A BIRD fabric (AS 65000, graceful restart on,
+BFD 300ms x 3, ECMP into its kernel) and two nodes, every vipd with BFD 300ms x 3 to it: node 2
+runs a standalone vipd (the rest of the control plane), node 1 a static-pod-mode vipd, then a
+daemonset-mode vipd on the same node (same handoff and state directories) that takes over.
+
+Asserted, and why:
+1. Before: the static-pod instance speaks and its BFD session is Up in BIRD's view and in its
+   own (state and remote state), so the takeover starts from a BFD-protected session.
+2. The takeover: the daemonset instance becomes active and the static-pod instance standby
+   (roles in `vipctl status --json`); the daemonset instance reopened as a graceful restart and
+   opened the BGP session on BFD Up (its log), so its End-of-RIB carries the VIPs.
+3. No drop: from before the daemonset instance starts until past the restart time (3 s), the
+   fabric kernel route to VIP4 is polled every 10 ms, `ip monitor route` records every change
+   the kernel made to it, and BIRD's RIB is polled every 10 ms for the path from node 1. Node
+   1's next hop never leaves the kernel route and BIRD's path from node 1 never disappears: the
+   longest gap any of them saw must be 0. A BFD Down taken for a failure, or a BIRD that stops
+   BGP on it, would flush the path that graceful restart keeps; this is what the test is for.
+4. The yield said goodbye the BFD way: node 1 sent AdminDown with diagnostic 7 (Administratively
+   Down, RFC 5880 4.1) on the wire BEFORE its BGP connection's FIN, and BIRD's log for node 1
+   has no "expired" (a detection-time expiry would be a failure; "changed state from Up to Down"
+   on the AdminDown is expected). The static-pod instance sent no NOTIFICATION and its BFD is
+   no longer running (it closed UDP 3784 so the daemonset instance could bind it).
+5. After: BFD is Up again in BIRD's view and in the daemonset instance's status, BIRD's session
+   with node 1 is Established, and node 2's BFD session never went down in either view.
+
+The figures printed: daemonset start to active (takeover), to BFD Up in its status, to BGP
+Established (its status and BIRD's), AdminDown to FIN, and the longest gap (0).
+"""
+import re
+import time
+
+import lab
+import test_takeover
+
+TIMERS = lab.BfdTimers(300, 300, 3)
+RESTART_TIME_S = 3  # handoff.restartTime in test_takeover.node1_configs
+POLL_S = test_takeover.POLL_S  # 10 ms
+# TCP FIN or RST on a BGP connection (tcpdump's text, one line per packet).
+FIN_BPF = "tcp port 179 and (tcp[tcpflags] & (tcp-fin|tcp-rst) != 0)"
+
+
+class BirdPathPoller(test_takeover.FabricPoller):
+    """FabricPoller's bookkeeping (gaps, summary) over BIRD's RIB instead of the kernel: polls
+    `show route for VIP4 all` every 10 ms and records whether BIRD holds a path learnt from the
+    neighbour at addr (stale or not). A birdc error counts as missing and is kept in the
+    sample, so a broken poll fails loudly instead of passing quietly."""
+
+    def __init__(self, bird: lab.Bird, addr: str):
+        self.bird, self.protocol = bird, bird.neighbor(addr).name
+        super().__init__(bird.ns, self.protocol)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            t = time.monotonic()
+            try:
+                protocols = [p["protocol"] for p in self.bird.paths(lab.VIP4)]
+            except Exception as e:  # noqa: BLE001 - recorded as a missing sample
+                protocols = [f"<birdc failed: {e!r}>"]
+            self.samples.append((t, self.protocol in protocols, protocols))
+            time.sleep(max(0.0, POLL_S - (time.monotonic() - t)))
+
+
+class FinCapture:
+    """tcpdump (text, one line per packet) of every TCP FIN or RST on port 179 in ns: when
+    each BGP connection was closed, and by whom."""
+
+    def __init__(self, L: lab.Lab, ns: lab.Namespace, ifname: str):
+        self.proc = L.start(ns, "tcpdump-fin", ["tcpdump", "-i", ifname, "-n", "-l",
+                                                "--immediate-mode", "-tt", FIN_BPF])
+        lab.wait_until(lambda: "listening on" in self.proc.log_text(), 10, 0.05,
+                       lambda: f"tcpdump-fin to listen: {self.proc.log_text()!r}")
+
+    def closes(self, src: str, since: float) -> list[tuple[float, str]]:
+        """(wall-clock time, tcpdump's flags text) of each FIN/RST src sent at or after since."""
+        out = []
+        pat = re.compile(r"^(\d+\.\d+) IP " + re.escape(src) + r"\.\d+ > \S+: Flags \[([^\]]*)\]")
+        for line in self.proc.log_text().splitlines():
+            m = pat.match(line)
+            if m and float(m.group(1)) >= since:
+                out.append((float(m.group(1)), m.group(2)))
+        return out
+
+
+def with_bfd(config: dict) -> dict:
+    """config with BFD (TIMERS) on its one peer; the peers list is copied, not shared."""
+    return dict(config, peers=[dict(config["peers"][0], bfd=TIMERS.vipd())])
+
+
+def bfd_up(bird: lab.Bird, v: lab.Vipd, node: lab.Node, peer: str) -> bool:
+    b = v.bfd_status(peer)
+    return bird.bfd_state(node.v4) == "Up" and b["state"] == "Up" and b["remoteState"] == "Up"
+
+
+def describe(bird: lab.Bird, v: lab.Vipd, node: lab.Node, peer: str) -> str:
+    try:
+        mine = v.bfd_status(peer)
+    except Exception as e:  # noqa: BLE001 - shown in a timeout message
+        mine = f"<{e!r}>"
+    return (f"{v.name}: BIRD BFD {bird.bfd_sessions().get(node.v4)}, BIRD BGP "
+            f"{bird.neighbor_state(node.v4)}, vipd BFD {mine}")
+
+
+def test() -> None:
+    with lab.Lab("takeover-bfd") as L:
+        topo = L.fabric_with_nodes(2)
+        n1, n2 = topo.nodes
+        peer = topo.fabric_v4
+        gr = "graceful restart on; bfd graceful;"
+        bird = lab.Bird(L, topo.fabric, topo.fabric_v4, lab.FABRIC_ASN,
+                        [lab.Neighbor(n1.v4, n1.asn, name="node1", bird_options=[gr]),
+                         lab.Neighbor(n2.v4, n2.asn, name="node2", bird_options=[gr])],
+                        interfaces=[topo.fabric_if], bfd=TIMERS)
+        bfd_cap = lab.BfdCapture(L, topo.fabric, topo.fabric_if)
+        fin_cap = FinCapture(L, topo.fabric, topo.fabric_if)
+        other = lab.Vipd(L, n2.ns, with_bfd(lab.vipd_config(L, n2, n2.asn, lab.FABRIC_V4,
+                                                            lab.FABRIC_ASN, "vipd-n2")),
+                         name="vipd-n2")
+        static_cfg, ds_cfg = (with_bfd(c) for c in test_takeover.node1_configs(L, n1))
+        static = lab.Vipd(L, n1.ns, static_cfg, name="static-pod")
+        wall_start = time.time()
+
+        # 1. The static-pod instance speaks, BFD Up in both views.
+        want = sorted([n1.v4, n2.v4])
+        lab.wait_until(lambda: topo.fabric.kernel_nexthops(lab.VIP4) == want, 30, 0.05,
+                       f"fabric ECMP route {lab.VIP4} via {want}")
+        for v, n in ((static, n1), (other, n2)):
+            lab.wait_until(lambda v=v, n=n: bfd_up(bird, v, n, peer), 15, 0.05,
+                           lambda v=v, n=n: f"BFD Up in both views ({describe(bird, v, n, peer)})")
+        lab.check(static.status()["role"] == "active", "the static-pod instance speaks at first")
+        before = static.bfd_status(peer)
+        lab.log(f"static-pod instance speaking, BFD Up: {before}")
+
+        # 2-3. The daemonset instance takes over while the fabric is watched.
+        monitor = test_takeover.RouteMonitor(L, topo.fabric, n1.v4, "route-monitor")
+        kernel = test_takeover.FabricPoller(topo.fabric, n1.v4)
+        rib = BirdPathPoller(bird, n1.v4)
+        time.sleep(0.3)
+        lab.check(kernel.samples and rib.samples and all(s[1] for s in kernel.samples + rib.samples),
+                  f"node 1's path should be in the fabric before the takeover: "
+                  f"{kernel.samples[-1:]} {rib.samples[-1:]}")
+        wall0, t0 = time.time(), time.monotonic()
+        ds = test_takeover.start_ds(L, n1, ds_cfg, "daemonset")
+        try:
+            test_takeover.wait_role(ds, "active")
+            t_active = time.monotonic()
+            test_takeover.wait_role(static, "standby", 5)
+            lab.wait_until(lambda: (lambda b: b["state"] == "Up" and b["remoteState"] == "Up")(
+                ds.bfd_status(peer)), 15, 0.01,
+                lambda: f"the daemonset instance's BFD Up ({describe(bird, ds, n1, peer)})")
+            t_bfd = time.monotonic()
+            lab.wait_until(lambda: ds.peer_status(peer)["state"] == "Established", 15, 0.01,
+                           lambda: f"the daemonset instance's session Established "
+                           f"({describe(bird, ds, n1, peer)})")
+            t_est = time.monotonic()
+            lab.wait_until(lambda: bird.neighbor_state(n1.v4) == "Established", 15, 0.02,
+                           lambda: f"BIRD's session with node 1 Established again "
+                           f"({describe(bird, ds, n1, peer)})")
+            t_bird_est = time.monotonic()
+            # Past BIRD's End-of-RIB handling and past the restart time: a late flush of the
+            # stale path would show as a gap here.
+            time.sleep(max(1.5, t0 + RESTART_TIME_S + 0.5 - time.monotonic()))
+        finally:
+            rib.stop()
+            kernel.stop()
+            monitor.stop()
+
+        kernel_gaps = [g for _, g in kernel.gaps()]
+        rib_gaps = [g for _, g in rib.gaps()]
+        event_gaps = monitor.gaps()
+        longest = max(kernel_gaps + rib_gaps + event_gaps, default=0.0)
+
+        # What node 1 sent on the wire, and what BIRD made of it.
+        sent = bfd_cap.from_addr(n1.v4, since=wall0)
+        admin = [p for p in sent if p["state"] == "AdminDown"]
+        closes = fin_cap.closes(n1.v4, since=wall0)
+        events = [(round(t - wall0, 3), e) for t, e in bird.bfd_events(n1.v4) if t >= wall0]
+        sh, dh = static.status()["handoff"], ds.status()["handoff"]
+        static_peer = static.peer_status(peer)
+        admin_to_fin = closes[0][0] - admin[0]["time"] if admin and closes else None
+        new_disc = sorted({p["myDisc"] for p in sent if p["state"] != "AdminDown"})
+
+        lab.log(f"kernel route events during the takeover: {monitor.events()}")
+        lab.log(f"kernel poll {kernel.summary()}; BIRD RIB poll {rib.summary()}")
+        lab.log(f"node 1's BFD packets after the daemonset start: "
+                f"{[(round(p['time'] - wall0, 3), p['state'], p['diagnostic'], p['myDisc']) for p in sent]}")
+        lab.log(f"node 1's FIN/RST on port 179: {[(round(t - wall0, 3), f) for t, f in closes]}")
+        lab.log(f"BIRD's BFD events for node 1 (s after the daemonset start): {events}")
+        lab.log(f"static-pod yielded peers {sh['lastYieldPeers']}; daemonset "
+                f"gracefulRestart={dh['gracefulRestart']}; BIRD: "
+                f"{bird.protocol_all(n1.v4).count('BFD session down')} x 'BFD session down'")
+        print(f"takeover with BFD {TIMERS}: daemonset instance active {t_active - t0:.3f}s after "
+              f"its start, BFD Up in its status at {t_bfd - t0:.3f}s, BGP Established at "
+              f"{t_est - t0:.3f}s (BIRD's view {t_bird_est - t0:.3f}s); AdminDown to FIN "
+              f"{admin_to_fin * 1000 if admin_to_fin is not None else float('nan'):.1f} ms; "
+              f"longest gap: {longest * 1000:.1f} ms (kernel poll {len(kernel_gaps)} gap(s), "
+              f"BIRD RIB poll {len(rib_gaps)}, kernel route events {len(event_gaps)})",
+              flush=True)
+
+        # 3. No drop.
+        lab.check(not kernel_gaps, f"node 1's next hop left the fabric kernel route during the "
+                  f"takeover: {kernel.gaps()}")
+        lab.check(not event_gaps, f"the fabric kernel dropped node 1's next hop during the "
+                  f"takeover: {monitor.events()}")
+        lab.check(not rib_gaps, f"BIRD lost its path from node 1 during the takeover: "
+                  f"{[s for s in rib.samples if not s[1]][:5]}")
+        lab.check(longest == 0.0, f"longest gap {longest * 1000:.1f} ms, must be 0")
+
+        # 2. Roles and the graceful restart gated on BFD.
+        lab.check(static.status()["role"] == "standby", "the static-pod instance is on standby")
+        lab.check(sh["yielded"] == 1 and all(p["gracefulRestart"] for p in sh["lastYieldPeers"]),
+                  f"the static-pod instance yielded once, BIRD keeping the path: {sh}")
+        lab.check(dh["gracefulRestart"], f"the daemonset instance reopened as a graceful "
+                  f"restart: {dh}")
+        lab.check(ds.log_lines(r"BFD is Up: opening the BGP session"),
+                  "the daemonset instance should open its BGP session on BFD Up (its log)")
+        lab.check(not ds.log_lines(r"BFD is not Up after half the graceful-restart time"),
+                  "the daemonset instance opened its BGP session before BFD was Up")
+
+        # 4. AdminDown before the FIN, no failure in BIRD's view, no NOTIFICATION.
+        lab.check(admin, f"node 1 sent no BFD AdminDown on the yield: "
+                  f"{[(p['state'], p['diagnostic']) for p in sent]}")
+        lab.check(all(p["diagnostic"] == 7 for p in admin),
+                  f"node 1's AdminDown should carry diagnostic 7 (Administratively Down): "
+                  f"{[(p['state'], p['diagnostic']) for p in admin]}")
+        lab.check(closes, "no FIN from node 1's BGP connection was captured")
+        lab.check(admin[0]["time"] < closes[0][0],
+                  f"node 1 closed its BGP connection ({closes[0][0] - wall0:.3f}s) before its "
+                  f"BFD AdminDown ({admin[0]['time'] - wall0:.3f}s)")
+        lab.check(not [e for _, e in events if e == "expired"],
+                  f"BIRD's BFD session to node 1 expired (a failure, not the AdminDown): "
+                  f"{events}")
+        lab.check(static_peer["notificationsSent"] == 0,
+                  f"the static-pod instance sent a NOTIFICATION on the yield: {static_peer}")
+        sb = static_peer["bfd"]
+        lab.check(sb["running"] is False and sb["state"] == "AdminDown",
+                  f"the standby's BFD should be stopped (AdminDown, not running): {sb}")
+
+        # 5. After: Up in both views, BGP Established, node 2 untouched.
+        lab.wait_until(lambda: bfd_up(bird, ds, n1, peer), 5, 0.05,
+                       lambda: f"BFD Up in both views after the takeover "
+                       f"({describe(bird, ds, n1, peer)})")
+        lab.check(bird.neighbor_state(n1.v4) == "Established",
+                  f"BIRD's session with node 1 after the takeover: {bird.neighbor_state(n1.v4)}")
+        after = ds.bfd_status(peer)
+        lab.check(after["upTransitions"] >= 1 and after["downTransitions"] == 0
+                  and after["localDiscriminator"] != before["localDiscriminator"],
+                  f"the daemonset instance runs its own BFD session, Up once: {after} "
+                  f"(the static-pod instance's was {before})")
+        lab.log(f"daemonset instance's BFD after the takeover: {after}; its discriminators on "
+                f"the wire {new_disc}")
+        lab.check(ds.vip_status(lab.VIP4)["bound"], "the VIP stays bound through the takeover")
+        lab.check(topo.fabric.kernel_nexthops(lab.VIP4) == want,
+                  f"fabric route after the takeover: {topo.fabric.route_show(lab.VIP4)}")
+        n2_events = [e for t, e in bird.bfd_events(n2.v4) if t >= wall_start
+                     and (e == "expired" or e.startswith("changed state from Up"))]
+        lab.check(not n2_events, f"node 2's BFD session went down in BIRD's view: {n2_events}")
+        lab.check(other.bfd_status(peer)["downTransitions"] == 0,
+                  f"node 2's BFD session went down in vipd's view: {other.bfd_status(peer)}")
+
+
+if __name__ == "__main__":
+    lab.main(test, binaries=lab.Bird.binaries + lab.BfdCapture.binaries, vipd=True)
