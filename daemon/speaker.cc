@@ -167,6 +167,10 @@ tl::expected<void, std::string> Speaker::becomeActive(bool restarting, std::stri
       return listening;
     }
   }
+  // Before binding: a BFD port conflict must stop vipd without leaving addresses behind.
+  if (auto started = bfd_.start(); !started) {
+    return started;
+  }
   if (withdrawn_) {
     // Drained for replacement: do not bind or announce until `vipctl announce`.
     log_.warn("speaker",
@@ -184,9 +188,6 @@ tl::expected<void, std::string> Speaker::becomeActive(bool restarting, std::stri
               restarting ? "; sessions reopen as a graceful restart (RFC 4724), so the peers "
                            "keep this node's path"
                          : "");
-  }
-  if (auto started = bfd_.start(); !started) {
-    return started;
   }
   bool deferring = false;
   for (size_t i = 0; i < peers_.size(); ++i) {

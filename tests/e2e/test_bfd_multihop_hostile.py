@@ -19,6 +19,8 @@
       signalling Down (RFC 5880 6.8.6), so (a) and (b) were dropped for the reason claimed: vipd
       goes Down with diagnostic "Neighbor Signaled Session Down", sends Cease / BFD Down (6/10)
       to BIRD, and comes back Up and Established by itself.
+3. Port conflict: with UDP 3784 held by another process on the node, a vipd with BFD exits 1
+   within 3 s, naming the port and the likely cause, and binds no VIP.
 """
 import struct
 import signal
@@ -210,6 +212,30 @@ def hostile() -> dict:
         lab.check(vipd.metric("vipd_bfd_transitions_total", peer=peer, to="Down") == 
                   last["transitionsTo"]["Down"],
                   "vipd_bfd_transitions_total{to=Down} disagrees with the status")
+
+        # 3. Port conflict.
+        vipd.proc.signal(signal.SIGTERM)
+        vipd.wait_exit(15)
+        lab.check(not node.ns.address_entries("lo", lab.VIP4), "the stopped vipd left its VIP")
+        holder = L.start(node.ns, "udp-3784-holder", [sys.executable, "-c",
+                         "import socket, time; s = socket.socket(socket.AF_INET, "
+                         "socket.SOCK_DGRAM); s.bind(('0.0.0.0', 3784)); print('bound', "
+                         "flush=True); time.sleep(120)"])
+        lab.wait_until(lambda: "bound" in holder.log_text(), 5, 0.05, "the holder to bind 3784")
+        config2 = lab.vipd_config(L, node, node.asn, peer, lab.FABRIC_ASN, "vipd-conflict")
+        config2["peers"][0]["bfd"] = TIMERS.vipd()
+        blocked = lab.Vipd(L, node.ns, config2, name="vipd-conflict")
+        rc = blocked.wait_exit(3)
+        text = blocked.proc.log_text()
+        lab.check(rc == 1, f"vipd should exit 1 when UDP 3784 is taken, got {rc}: {text}")
+        lab.check("cannot receive BFD on UDP port 3784 (IPv4)" in text
+                  and "another BFD speaker" in text,
+                  f"vipd should name the BFD port and the likely cause: {text}")
+        lab.check(not node.ns.address_entries("lo", lab.VIP4),
+                  "vipd bound the VIP although it refused to start")
+        lab.log("port conflict: vipd exited 1: "
+                + next(l for l in text.splitlines() if "cannot receive BFD" in l).strip())
+        holder.stop()
     return figures
 
 
