@@ -77,6 +77,24 @@ void printStatus(const json& s) {
                str(p, "prefixesAdvertised"), str(p, "updatesReceived"),
                p.value("lastError", std::string()).empty() ? "-" : str(p, "lastError"));
   }
+  bool anyBfd = false;
+  for (const auto& p : s["peers"]) {
+    anyBfd = anyBfd || (p.contains("bfd") && p["bfd"].value("enabled", false));
+  }
+  if (anyBfd) {
+    fmt::print("\n{:<28} {:<10} {:<10} {:>8} {:>8} {:>8}  {}\n", "BFD PEER", "STATE", "REMOTE",
+               "TX-MS", "DETECT", "DOWNS", "DIAGNOSTIC / LAST CHANGE");
+    for (const auto& p : s["peers"]) {
+      if (!p.contains("bfd") || !p["bfd"].value("enabled", false)) {
+        continue;
+      }
+      const auto& b = p["bfd"];
+      fmt::print("{:<28} {:<10} {:<10} {:>8} {:>8} {:>8}  {} / {}\n", str(p, "address"),
+                 str(b, "state"), str(b, "remoteState"), str(b, "txIntervalMs"),
+                 str(b, "detectionTimeMs"), str(b, "downTransitions"), str(b, "diagnostic"),
+                 str(b, "lastReason"));
+    }
+  }
   fmt::print("\n{:<28} {:<10} {:<18} {:<10}  {}\n", "VIP", "INTERFACE", "BINDING", "ANNOUNCED",
              "REASON");
   for (const auto& v : s["vips"]) {

@@ -22,6 +22,7 @@
 3. Port conflict: with UDP 3784 held by another process on the node, a vipd with BFD exits 1
    within 3 s, naming the port and the likely cause, and binds no VIP.
 """
+import re
 import struct
 import signal
 import sys
@@ -151,6 +152,10 @@ def hostile() -> dict:
 
         lab.wait_until(up, 20, 0.05, lambda: f"BFD Up and BGP Established "
                        f"({vipd.bfd_status(peer)}, BIRD {bird.neighbor_state(node.v4)})")
+        text = vipd.vipctl_run("status").stdout
+        print(text, flush=True)
+        lab.check(re.search(r"^" + re.escape(peer) + r"\s+Up\s+Up\s", text, re.M),
+                  "vipctl status should list the BFD session as Up/Up")
         base = vipd.bfd_status(peer)
         mine, theirs = base["localDiscriminator"], base["remoteDiscriminator"]
         forged_down = bfd_packet(DOWN, theirs, mine, diag=1)
