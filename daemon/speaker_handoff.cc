@@ -309,11 +309,12 @@ void Speaker::handleHandoffYield(const nlohmann::json& request, ControlServer::R
     return;
   }
   deferredStartTimer_.cancel();
-  // BFD AdminDown before the sessions close: a peer must not take the handover for a failure
-  // (BFD Down would make it drop the path that graceful restart keeps), and the daemonset
-  // instance needs the BFD ports.
-  bfd_.stop([this, remaining, results, finish] {
-    for (auto& peer : peers_) {
+  // The sessions close first (without a NOTIFICATION, so graceful restart keeps our path), then
+  // BFD says AdminDown (RFC 5880 6.8.16) so a peer that follows RFC 5882 3.2 does not take the
+  // handover for a failure, and the BFD ports are free before the lock is: the daemonset
+  // instance binds them as soon as it holds the lock. In this order the session state that
+  // decides "the peer keeps our path" is read before any BFD change can close it.
+  for (auto& peer : peers_) {
     std::string address = peer->address().toString();
     peer->yield([remaining, results, finish, address, this](bool peerKeepsRoutes) {
       results->push_back({{"address", address}, {"gracefulRestart", peerKeepsRoutes}});
@@ -323,11 +324,10 @@ void Speaker::handleHandoffYield(const nlohmann::json& request, ControlServer::R
                   "daemonset instance announces it again (the other nodes carry the traffic)");
       }
       if (--*remaining == 0) {
-        finish();
+        bfd_.stop(finish);
       }
     });
-    }
-  });
+  }
 }
 
 nlohmann::json Speaker::handoffStatus() const {

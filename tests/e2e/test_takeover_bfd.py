@@ -6,10 +6,15 @@ daemonset-mode vipd on the same node (same handoff and state directories) that t
 
 The takeover runs twice, against the two ways BIRD 2.0.12 can tie BGP to BFD:
 - `bfd graceful`: BIRD treats BFD going Down as a graceful restart of the BGP session (it keeps
-  the path as stale and waits for the restarted speaker's End-of-RIB);
-- `bfd on` (lab.Bird(bfd=)'s default): BIRD stops the BGP session when BFD goes from Up to Down.
-In both, vipd's yield says goodbye with BFD AdminDown and its graceful restart must keep node 1's
-path in the fabric throughout.
+  the path as stale and waits for the restarted speaker's End-of-RIB). Everything below is
+  asserted, the no-drop rule included.
+- `bfd on` (lab.Bird(bfd=)'s default): BIRD stops the BGP session and flushes the path when BFD
+  goes from Up to Down, even when the Down is the peer's AdminDown (RFC 5882 section 3.2 says a
+  received AdminDown must not be taken for a failure). No speaker can hand a BFD session over
+  without such a Down, so against this BIRD setting the node's path is briefly gone (the other
+  nodes carry the traffic): the gap is measured and printed, not asserted; the rest is.
+vipd's yield closes its BGP sessions without a NOTIFICATION (graceful restart), then says
+goodbye with BFD AdminDown and frees the BFD ports for the daemonset instance.
 
 Asserted, and why:
 1. Before: the static-pod instance speaks and its BFD session is Up in BIRD's view and in its
@@ -23,9 +28,9 @@ Asserted, and why:
 3. The takeover: the daemonset instance becomes active and the static-pod instance standby
    (roles in `vipctl status --json`); the daemonset instance reopened as a graceful restart and
    opened its BGP session on BFD Up (its log), so its End-of-RIB carries the VIPs.
-4. The yield said goodbye the BFD way: node 1 sent AdminDown with diagnostic 7 (Administratively
-   Down, RFC 5880 4.1), and node 1's BGP connection saw its first FIN (from either side) only
-   after that; BIRD's log for node 1 has no "expired" (a detection-time expiry would be a
+4. The yield said goodbye the BFD way: node 1 closed its BGP connection first (the first FIN
+   is node 1's), then sent AdminDown with diagnostic 7 (Administratively Down, RFC 5880 4.1)
+   within 200 ms; BIRD's log for node 1 has no "expired" (a detection-time expiry would be a
    failure; "changed state from Up to Down" on the AdminDown is expected). The static-pod
    instance sent no NOTIFICATION, its BFD is stopped (it closed UDP 3784 for the daemonset
    instance), and its status says the peer kept the path (graceful restart).
@@ -47,9 +52,10 @@ TIMERS = lab.BfdTimers(300, 300, 3)
 RESTART_TIME_S = 3  # handoff.restartTime in test_takeover.node1_configs
 POLL_S = test_takeover.POLL_S  # 10 ms
 # (BIRD's BGP option on top of lab.Bird(bfd=)'s `bfd on;`, what it means)
+# and whether the no-drop rule is asserted (see the docstring).
 BIRD_BFD_MODES = [
-    ("bfd graceful;", "BFD Down starts a graceful restart in BIRD"),
-    ("", "BFD Down stops the BGP session in BIRD (`bfd on`)"),
+    ("bfd graceful;", "BFD Down starts a graceful restart in BIRD", True),
+    ("", "BFD Down stops the BGP session in BIRD (`bfd on`)", False),
 ]
 # TCP FIN or RST on a BGP connection (tcpdump's text, one line per packet).
 FIN_BPF = "tcp port 179 and (tcp[tcpflags] & (tcp-fin|tcp-rst) != 0)"
@@ -118,7 +124,7 @@ def describe(bird: lab.Bird, v: lab.Vipd, node: lab.Node, peer: str) -> str:
             f"{bird.neighbor_state(node.v4)}, vipd BFD {mine}")
 
 
-def takeover_with_bfd(bird_option: str, what: str) -> dict:
+def takeover_with_bfd(bird_option: str, what: str, gapless: bool) -> dict:
     """One lab, one takeover against BIRD with bird_option; returns the figures (seconds)."""
     mode = bird_option.rstrip(";") or "bfd on"
     with lab.Lab("takeover-bfd") as L:
@@ -214,20 +220,23 @@ def takeover_with_bfd(bird_option: str, what: str) -> dict:
         print(f"takeover with BFD {TIMERS}, BIRD {mode}: daemonset instance active "
               f"{figures['active']:.3f}s after its start, BFD Up in its status at "
               f"{figures['bfdUp']:.3f}s, BGP Established at {figures['established']:.3f}s "
-              f"(BIRD's view {figures['birdEstablished']:.3f}s); first AdminDown to first FIN "
-              f"{admin_to_fin * 1000 if admin_to_fin is not None else float('nan'):.1f} ms "
+              f"(BIRD's view {figures['birdEstablished']:.3f}s); first FIN to first AdminDown "
+              f"{-admin_to_fin * 1000 if admin_to_fin is not None else float('nan'):.1f} ms "
               f"(sent by {closes[0][1] if closes else None}); longest gap {longest * 1000:.1f} ms "
               f"(kernel poll {len(kernel_gaps)} gap(s), BIRD RIB poll {len(rib_gaps)}, kernel "
               f"route events {len(event_gaps)})", flush=True)
 
         # 2. No drop.
-        lab.check(not kernel_gaps, f"[{mode}] node 1's next hop left the fabric kernel route "
+        if not gapless:
+            lab.log(f"[{mode}] not asserted (BIRD drops the path on any BFD Down): node 1's path "
+                    f"was gone for {longest * 1000:.0f} ms")
+        lab.check(not gapless or not kernel_gaps, f"[{mode}] node 1's next hop left the fabric kernel route "
                   f"during the takeover: {kernel.gaps()}")
-        lab.check(not event_gaps, f"[{mode}] the fabric kernel dropped node 1's next hop during "
+        lab.check(not gapless or not event_gaps, f"[{mode}] the fabric kernel dropped node 1's next hop during "
                   f"the takeover: {monitor.events()}")
-        lab.check(not rib_gaps, f"[{mode}] BIRD lost its path from node 1 during the takeover: "
+        lab.check(not gapless or not rib_gaps, f"[{mode}] BIRD lost its path from node 1 during the takeover: "
                   f"{[s for s in rib.samples if not s[1]][:5]}")
-        lab.check(longest == 0.0, f"[{mode}] longest gap {longest * 1000:.1f} ms, must be 0")
+        lab.check(not gapless or longest == 0.0, f"[{mode}] longest gap {longest * 1000:.1f} ms, must be 0")
 
         # 3. Roles and the graceful restart gated on BFD.
         lab.check(static.status()["role"] == "standby",
@@ -247,10 +256,10 @@ def takeover_with_bfd(bird_option: str, what: str) -> dict:
                   f"[{mode}] node 1's AdminDown should carry diagnostic 7 (Administratively "
                   f"Down): {[(p['state'], p['diagnostic']) for p in admin]}")
         lab.check(closes, f"[{mode}] no FIN on node 1's BGP connection was captured")
-        lab.check(admin[0]["time"] < closes[0][0],
-                  f"[{mode}] node 1's BGP connection was closed ({closes[0][0] - wall0:.3f}s, "
-                  f"by {closes[0][1]}) before node 1's BFD AdminDown "
-                  f"({admin[0]['time'] - wall0:.3f}s)")
+        lab.check(closes[0][1] == n1.v4 and 0 <= admin[0]["time"] - closes[0][0] <= 0.2,
+                  f"[{mode}] node 1 should close its BGP connection first, then send AdminDown "
+                  f"within 200 ms: first FIN at {closes[0][0] - wall0:.3f}s by {closes[0][1]}, "
+                  f"AdminDown at {admin[0]['time'] - wall0:.3f}s")
         lab.check(not [e for _, e in events if e == "expired"],
                   f"[{mode}] BIRD's BFD session to node 1 expired (a failure, not the "
                   f"AdminDown): {events}")
@@ -295,10 +304,10 @@ def takeover_with_bfd(bird_option: str, what: str) -> dict:
 
 def test() -> None:
     results, failures = {}, []
-    for option, what in BIRD_BFD_MODES:
+    for option, what, gapless in BIRD_BFD_MODES:
         mode = option.rstrip(";") or "bfd on"
         try:
-            results[mode] = takeover_with_bfd(option, what)
+            results[mode] = takeover_with_bfd(option, what, gapless)
         except (AssertionError, TimeoutError) as e:
             lab.log(f"FAILED with BIRD {mode}: {e}")
             failures.append(f"BIRD {mode}: {e}")
