@@ -445,6 +445,11 @@ class Lab:
         for p in reversed(self.procs):
             with contextlib.suppress(Exception):
                 p.stop(timeout=5)
+        # After the processes exited (LeakSanitizer reports at exit), before the logs go.
+        for p in self.procs:
+            report = sanitizer_report(p.log_text())
+            if report:
+                SANITIZER_REPORTS.append(f"{p.name} (pid {p.pid}, {' '.join(p.argv)}):\n{report}")
         # Anything else still inside our namespaces was started by us (children of our daemons,
         # e.g. ExaBGP's API process, or FRR daemons that dropped privileges): stop by PID.
         for ns in self.namespaces:
@@ -2100,6 +2105,23 @@ def peer_scenario(lab: Lab, peer_kind: str, speaker_kind: str, ibgp: bool,
     return times
 
 
+# What AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer print (CI builds vipd with
+# -Db_sanitize=address,undefined): any of it in a process log fails the test, even a test whose
+# own assertions passed.
+_SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                      "SUMMARY: UndefinedBehaviorSanitizer", "SUMMARY: AddressSanitizer")
+SANITIZER_REPORTS: list[str] = []
+
+
+def sanitizer_report(text: str) -> str:
+    """The lines around the first sanitizer report in a process log, or ""."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if any(m in line for m in _SANITIZER_MARKERS):
+            return "\n".join(lines[max(0, i - 2):i + 40])
+    return ""
+
+
 def main(test: Callable[[], None], binaries: Iterable[str] = (), vipd: bool = False,
          root: bool = True) -> None:
     """Runs test() and exits 0 (pass), 1 (fail) or 77 (skip: only outside CI)."""
@@ -2107,6 +2129,13 @@ def main(test: Callable[[], None], binaries: Iterable[str] = (), vipd: bool = Fa
     try:
         require(binaries, vipd=vipd, root=root)
         test()
+        for lab_ in list(_LABS):
+            lab_.cleanup()
+        if SANITIZER_REPORTS:
+            for r in SANITIZER_REPORTS:
+                print(f"----- sanitizer report -----\n{r}", flush=True)
+            raise AssertionError(f"{len(SANITIZER_REPORTS)} process(es) reported a sanitizer "
+                                 f"error (see above)")
     except Skip as e:
         print(f"SKIP: {e}", flush=True)
         sys.exit(SKIP)
