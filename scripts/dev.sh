@@ -1,13 +1,30 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine (run as root):
 #   scripts/dev.sh demo   install packages, build, run the lab demo (BIRD fabric + 3 vipd nodes)
-#   scripts/dev.sh test   install packages, build, run every test (unit + end to end)
+#   scripts/dev.sh test   install packages, build with AddressSanitizer + UndefinedBehaviorSanitizer
+#                         (build-san/), run every test (unit + end to end) under them
+#                         (VIPD_SANITIZE=0: the plain build/ instead)
 #   scripts/dev.sh build  install packages and build only
 # Both share the install and build steps below, so the demo and CI never drift apart.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${VIPD_BUILD_DIR:-$here/build}
+setup_args=()
+
+# The test suites run under ASan + UBSan (meson's b_sanitize): a leak, an out-of-bounds access or
+# undefined behaviour in vipd, its unit tests or any daemon an e2e test starts fails the run
+# (lab.py scans every process log for sanitizer reports). One build serves every test, which
+# keeps CI well under its time limit; the demo and installs use the plain build.
+use_sanitizers() {
+  build_dir=${VIPD_BUILD_DIR:-$here/build-san}
+  setup_args=(-Db_sanitize=address,undefined -Db_lundef=false)
+  # halt/abort: a report must not scroll by in a passing test. A small quarantine keeps RSS
+  # figures (the hostile-peer flood) about vipd rather than about ASan.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=1:quarantine_size_mb=16:print_summary=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1:print_summary=1}
+  export VIPD_SANITIZED=1
+}
 
 # Build tools, libraries, and the real BGP peers the end-to-end tests run against.
 packages=(
@@ -37,7 +54,7 @@ install_packages() {
 
 build() {
   if [[ ! -f $build_dir/build.ninja ]]; then
-    meson setup "$build_dir" "$here"
+    meson setup "${setup_args[@]}" "$build_dir" "$here"
   fi
   ninja -C "$build_dir"
 }
@@ -70,6 +87,7 @@ case ${1:-} in
     VIPD_BUILD_DIR=$build_dir python3 "$here/tests/e2e/demo.py"
     ;;
   test)
+    [[ ${VIPD_SANITIZE:-1} == 0 ]] || use_sanitizers
     install_packages
     build
     run_tests
