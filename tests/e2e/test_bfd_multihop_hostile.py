@@ -19,7 +19,9 @@
       signalling Down (RFC 5880 6.8.6), so (a) and (b) were dropped for the reason claimed: vipd
       goes Down with diagnostic "Neighbor Signaled Session Down", sends Cease / BFD Down (6/10)
       to BIRD, and comes back Up and Established by itself.
-3. Port conflict: with UDP 3784 held by another process on the node, a vipd with BFD exits 1
+3. IPv6: a session to BIRD over IPv6 (a /128 VIP only) with single-hop BFD: Up in both views,
+   and a freeze drops the route within the detection time + 200 ms (hop limit 255 both ways).
+4. Port conflict: with UDP 3784 held by another process on the node, a vipd with BFD exits 1
    within 3 s, naming the port and the likely cause, and binds no VIP.
 """
 import re
@@ -244,10 +246,58 @@ def hostile() -> dict:
     return figures
 
 
+def ipv6() -> dict:
+    figures = {}
+    with lab.Lab("bfd-v6") as L:
+        topo = L.fabric_with_nodes(1)
+        node, peer = topo.nodes[0], topo.fabric_v6
+        bird = lab.Bird(L, topo.fabric, topo.fabric_v4, lab.FABRIC_ASN,
+                        [lab.Neighbor(node.v6, node.asn, name="node1")],
+                        interfaces=[topo.fabric_if], bfd=TIMERS)
+        config = lab.vipd_config(L, node, node.asn, peer, lab.FABRIC_ASN, "vipd-n1")
+        config["vips"] = [v for v in config["vips"] if ":" in v["address"]]
+        p0 = config["peers"][0]
+        p0["sourceAddress"] = node.v6
+        p0.pop("nextHopIpv6", None)
+        p0["bfd"] = TIMERS.vipd()
+        vipd = lab.Vipd(L, node.ns, config, name="vipd-n1")
+
+        def up() -> bool:
+            b = vipd.bfd_status(peer)
+            return (b["state"] == "Up" and bird.bfd_state(node.v6) == "Up"
+                    and bird.neighbor_state(node.v6) == "Established")
+
+        t0 = time.monotonic()
+        lab.wait_until(up, 20, 0.05, lambda: f"IPv6 BFD Up and BGP Established "
+                       f"({vipd.bfd_status(peer)}, BIRD {bird.bfd_sessions().get(node.v6)}, "
+                       f"{bird.neighbor_state(node.v6)})")
+        lab.time_nexthop(topo.fabric, lab.VIP6, node.v6, True, t0, 10)
+        figures["v6_up"] = time.monotonic() - t0
+        b = vipd.bfd_status(peer)
+        lab.check(b["txIntervalMs"] == 100 and b["detectionTimeMs"] == 300 and b["ttlDropped"] == 0,
+                  f"vipd's IPv6 session: {b}")
+        t0 = time.monotonic()
+        vipd.proc.signal(signal.SIGSTOP)
+        try:
+            dt = lab.time_nexthop(topo.fabric, lab.VIP6, node.v6, False, t0)
+        finally:
+            t1 = time.monotonic()
+            vipd.proc.signal(signal.SIGCONT)
+        lab.log(f"IPv6 {TIMERS}: Up after {figures['v6_up']:.2f} s; freeze dropped the /128 "
+                f"after {dt:.3f} s (bound {0.3 + MARGIN_S:.2f} s)")
+        lab.check(dt <= 0.3 + MARGIN_S, f"IPv6 freeze: the route left after {dt:.3f} s")
+        figures["v6_freeze"] = dt
+        lab.wait_until(up, BACK_BOUND_S, 0.05, lambda: f"IPv6 back after SIGCONT "
+                       f"({vipd.bfd_status(peer)})")
+        lab.time_nexthop(topo.fabric, lab.VIP6, node.v6, True, t1, BACK_BOUND_S)
+    return figures
+
+
 def test() -> None:
     f = multihop()
     g = hostile()
-    lab.log("summary: " + ", ".join(f"{k} {v:.3f} s" for k, v in {**f, **g}.items()))
+    h = ipv6()
+    lab.log("summary: " + ", ".join(f"{k} {v:.3f} s" for k, v in {**f, **g, **h}.items()))
 
 
 if __name__ == "__main__":
