@@ -70,7 +70,7 @@ struct Peer {
 
 inline constexpr milliseconds kMaxConnectRetry{30000};
 inline constexpr milliseconds kMinOpenHoldTime{3000};
-inline constexpr milliseconds kMaxOpenHoldTime{65535000};
+inline constexpr milliseconds kMaxOpenHoldTime{3600000};  // no reason to wait longer
 
 struct Control {
   std::string socket = "/run/vipd/vipd.sock";

@@ -556,8 +556,8 @@ TEST(ConfigErrors, ConnectRetryRange) {
 
 TEST(ConfigErrors, OpenHoldTimeRange) {
   EXPECT_EQ(onlyError(withPeer("    openHoldTime: 2s\n")),
-            "vipd.yaml:10:19: peers[0].openHoldTime: 2s is out of range; use 3s to 65535s");
-  EXPECT_THAT(onlyError(withPeer("    openHoldTime: 65536s\n")), HasSubstr("out of range"));
+            "vipd.yaml:10:19: peers[0].openHoldTime: 2s is out of range; use 3s to 1h");
+  EXPECT_THAT(onlyError(withPeer("    openHoldTime: 61m\n")), HasSubstr("out of range"));
   auto ok = parseConfig(withPeer("    openHoldTime: 4s\n"), "vipd.yaml");
   ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
   EXPECT_EQ(ok->peers[0].openHoldTime, milliseconds{4000});
