@@ -57,6 +57,9 @@ struct Peer {
   milliseconds holdTime{9000};                  // 0, or >= 3s; whole seconds
   milliseconds keepaliveTime{3000};             // default holdTime / 3
   milliseconds connectRetryTime{1000};          // first retry; backs off to kMaxConnectRetry
+  // How long to wait for the peer's OPEN once TCP is up (RFC 4271 section 8.2.2: "a large
+  // value", 4 minutes suggested); then Hold Timer Expired (4/0) and a retry.
+  milliseconds openHoldTime{240000};
   uint8_t ebgpMultihop = 0;                     // 0 = directly connected (TTL 1 on eBGP)
   std::optional<bgp::IpAddress> nextHopIpv6;    // IPv6 next hop for /128 VIPs
   // TCP-MD5 (RFC 2385) key, read from this file at start; never inline in the config.
@@ -66,6 +69,8 @@ struct Peer {
 };
 
 inline constexpr milliseconds kMaxConnectRetry{30000};
+inline constexpr milliseconds kMinOpenHoldTime{3000};
+inline constexpr milliseconds kMaxOpenHoldTime{3600000};  // no reason to wait longer
 
 struct Control {
   std::string socket = "/run/vipd/vipd.sock";

@@ -782,7 +782,8 @@ std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::st
                                            const std::vector<Vip>& vips) {
   auto m = readMapping(node, path,
                        {"address", "asn", "port", "sourceAddress", "holdTime", "keepaliveTime",
-                        "connectRetryTime", "ebgpMultihop", "nextHopIpv6", "passwordFile", "bfd"});
+                        "connectRetryTime", "openHoldTime", "ebgpMultihop", "nextHopIpv6", "passwordFile",
+                        "bfd"});
   if (!m) {
     return std::nullopt;
   }
@@ -845,6 +846,11 @@ std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::st
       } else {
         peer.connectRetryTime = *d;
       }
+    }
+  }
+  if (const Field* f = m->find("openHoldTime")) {
+    if (auto d = readBoundedDuration(*f, kMinOpenHoldTime, kMaxOpenHoldTime)) {
+      peer.openHoldTime = *d;
     }
   }
   if (const Field* f = m->find("ebgpMultihop")) {

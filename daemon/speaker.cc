@@ -29,6 +29,7 @@ bgp::SessionConfig sessionConfigFor(const config::Config& config, const config::
   s.keepaliveTime = std::chrono::duration_cast<std::chrono::seconds>(peer.keepaliveTime);
   s.connectRetryTime = peer.connectRetryTime;
   s.maxConnectRetryTime = config::kMaxConnectRetry;
+  s.openHoldTime = peer.openHoldTime;
   bool anyV6 = false;
   for (const auto& vip : config.vips) {
     anyV6 = anyV6 || vip.prefix.address.isV6();

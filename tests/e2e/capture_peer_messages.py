@@ -26,32 +26,16 @@ import sys
 import time
 
 import lab
+from hostile_peer import MARKER, build_open, frame
 
-MARKER = b"\xff" * 16
 TYPES = {1: "OPEN", 2: "UPDATE", 3: "NOTIFICATION", 4: "KEEPALIVE", 5: "ROUTE-REFRESH"}
 CAPTURE_ASN = lab.FABRIC_ASN
 HOLD_TIME = 9
 
 
 # ------------------------------------------------------------------------------------------
-# The minimal speaker (runs inside the fabric namespace)
-
-
-def build_open(asn: int, router_id: str, hold: int) -> bytes:
-    caps = b""
-    caps += bytes([1, 4]) + struct.pack("!HBB", 1, 0, 1)  # MP ipv4 unicast
-    caps += bytes([1, 4]) + struct.pack("!HBB", 2, 0, 1)  # MP ipv6 unicast
-    caps += bytes([2, 0])  # route refresh
-    caps += bytes([65, 4]) + struct.pack("!I", asn)  # 4-octet AS
-    params = bytes([2, len(caps)]) + caps
-    my_as = asn if asn <= 0xFFFF else 23456
-    body = struct.pack("!BHH", 4, my_as, hold) + ipaddress.IPv4Address(router_id).packed
-    body += bytes([len(params)]) + params
-    return frame(1, body)
-
-
-def frame(mtype: int, body: bytes) -> bytes:
-    return MARKER + struct.pack("!HB", 19 + len(body), mtype) + body
+# The minimal speaker (runs inside the fabric namespace); its OPEN and framing are
+# hostile_peer's builders (MP ipv4 + ipv6 unicast, route refresh, 4-octet AS).
 
 
 def update_families(msg: bytes) -> set:

@@ -164,6 +164,7 @@ TEST(ConfigParse, DefaultsAreApplied) {
   EXPECT_EQ(p.holdTime, milliseconds{9000});
   EXPECT_EQ(p.keepaliveTime, milliseconds{3000});
   EXPECT_EQ(p.connectRetryTime, milliseconds{1000});
+  EXPECT_EQ(p.openHoldTime, milliseconds{240000});  // RFC 4271 section 8.2.2's 4 minutes
   EXPECT_EQ(p.ebgpMultihop, 0);
   EXPECT_EQ(p.nextHopIpv6, std::nullopt);
   // keepaliveTime follows an explicit holdTime.
@@ -551,6 +552,15 @@ TEST(ConfigErrors, ConnectRetryRange) {
   auto ok = parseConfig(withPeer("    connectRetryTime: 100ms\n"), "vipd.yaml");
   ASSERT_TRUE(ok.has_value());
   EXPECT_EQ(ok->peers[0].connectRetryTime, milliseconds{100});
+}
+
+TEST(ConfigErrors, OpenHoldTimeRange) {
+  EXPECT_EQ(onlyError(withPeer("    openHoldTime: 2s\n")),
+            "vipd.yaml:10:19: peers[0].openHoldTime: 2s is out of range; use 3s to 1h");
+  EXPECT_THAT(onlyError(withPeer("    openHoldTime: 61m\n")), HasSubstr("out of range"));
+  auto ok = parseConfig(withPeer("    openHoldTime: 4s\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->peers[0].openHoldTime, milliseconds{4000});
 }
 
 TEST(ConfigErrors, EbgpMultihop) {

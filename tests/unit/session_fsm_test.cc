@@ -291,6 +291,17 @@ TEST_F(SessionFsmTest, OpenWithFourOctetAsnUsesAsTrans) {
   EXPECT_EQ(opens[0].capabilities.fourOctetAs, kLargeAsn);
 }
 
+TEST_F(SessionFsmTest, ConfiguredOpenHoldTimeIsArmedInOpenSent) {
+  // peers[].openHoldTime: a peer that accepts TCP and never sends OPEN is given up on sooner.
+  config_.openHoldTime = seconds(5);
+  auto holds = armsOf(toOpenSent(), TimerKind::Hold);
+  ASSERT_EQ(holds.size(), 1u);
+  EXPECT_EQ(holds[0].after, milliseconds(5000));
+  Actions actions = fsm().onTimer(TimerKind::Hold);
+  EXPECT_EQ(sentNotificationThenDisconnect(actions), notification(ErrorCode::HoldTimerExpired, 0));
+  EXPECT_THAT(fsm().lastError(), HasSubstr("hold timer expired after 5s in OpenSent"));
+}
+
 TEST_F(SessionFsmTest, HoldTimerExpiryInOpenSentSendsHoldTimerExpired) {
   toOpenSent();
   Actions actions = fsm().onTimer(TimerKind::Hold);
