@@ -4,18 +4,15 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <cstdlib>
 
 #include <fmt/format.h>
 
 namespace vipd::daemon {
 namespace {
-
-// RFC 5082 section 3: GTSM peers send with, and accept only, the maximum TTL.
-constexpr int kGtsmTtl = 255;
 
 tl::expected<void, std::string> setInt(int fd, int level, int option, const char* name, int value,
                                        const bgp::IpAddress& peer) {
@@ -30,7 +27,7 @@ tl::expected<void, std::string> setInt(int fd, int level, int option, const char
 
 SessionTtl sessionTtl(const config::Peer& peer, bool ebgp) {
   if (peer.ttlSecurity) {
-    return {kGtsmTtl, true};
+    return kGtsmTtl;
   }
   if (!ebgp) {
     return {64, false};
@@ -48,8 +45,8 @@ tl::expected<void, std::string> applySessionTtl(int fd, const bgp::IpAddress& pe
   if (!sent || !ttl.gtsm) {
     return sent;
   }
-  return v4 ? setInt(fd, level, IP_MINTTL, "IP_MINTTL (GTSM)", kGtsmTtl, peer)
-            : setInt(fd, level, IPV6_MINHOPCOUNT, "IPV6_MINHOPCOUNT (GTSM)", kGtsmTtl, peer);
+  return v4 ? setInt(fd, level, IP_MINTTL, "IP_MINTTL (GTSM)", kGtsmTtl.send, peer)
+            : setInt(fd, level, IPV6_MINHOPCOUNT, "IPV6_MINHOPCOUNT (GTSM)", kGtsmTtl.send, peer);
 }
 
 std::optional<uint64_t> kernelMinTtlDrops() {

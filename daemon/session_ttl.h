@@ -15,10 +15,13 @@
 namespace vipd::daemon {
 
 struct SessionTtl {
-  int send = 64;       // IP_TTL / IPV6_UNICAST_HOPS of what vipd sends
-  bool gtsm = false;   // also IP_MINTTL / IPV6_MINHOPCOUNT 255 for what arrives
+  int send = 64;      // IP_TTL / IPV6_UNICAST_HOPS of what vipd sends
+  bool gtsm = false;  // also IP_MINTTL / IPV6_MINHOPCOUNT 255 for what arrives
   auto operator<=>(const SessionTtl&) const = default;
 };
+
+// RFC 5082 section 3: GTSM peers send with, and accept only, the maximum TTL.
+inline constexpr SessionTtl kGtsmTtl{255, true};
 
 // GTSM: 255 both ways. Otherwise eBGP to a directly connected peer sends TTL 1 and multihop
 // raises it to ebgpMultihop (RFC 4271 does not mandate this, but every router expects it);

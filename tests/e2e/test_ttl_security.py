@@ -6,7 +6,11 @@
 - vipd with GTSM, BIRD without (BIRD then sends eBGP with TTL 1): never Established (checked for
   NEVER_S), the node's kernel counts the drops (TcpExt TCPMinTTLDrop) and vipd's status and log
   point at GTSM;
-- BIRD with GTSM, vipd without (vipd sends TTL 1): never Established, the fabric's kernel drops.
+- BIRD with GTSM, vipd without (vipd sends TTL 1): never Established in BIRD's view, the
+  fabric's kernel drops. (vipd may see a short-lived Established: BIRD sets the minimum TTL on
+  the accepted socket after the handshake, so vipd's OPEN arriving before that gets through.)
+- vipd listening (every peer with GTSM, so the listener itself requires TTL 255), BIRD dialling
+  with GTSM: Established, and vipd's SYN-ACK and all later segments carry TTL 255.
 """
 import re
 import signal
@@ -101,13 +105,44 @@ def bird_only() -> None:
         lab.check(st["state"] != "Established" and st["ttlSecurity"] is False,
                   f"vipd must not establish: {st['state']}")
         lab.check(drops > 0, "the fabric's kernel dropped vipd's TTL-1 segments")
+        lab.check(not bird.has_route(lab.VIP4), "nothing announced")
+        lab.log(f"BIRD only: vipd's Established transitions {st['establishedTransitions']}")
         print(f"BIRD with GTSM, vipd without: never Established in {NEVER_S} s; vipd "
               f"{st['state']} ({st['lastError']}); {drops} segments dropped by the fabric's kernel")
         vipd.proc.signal(signal.SIGTERM)
         vipd.wait_exit(15)
 
 
+def bird_dials() -> None:
+    with lab.Lab("ttl-security-listen") as L:
+        cap: list[lab.TcpCapture] = []
+
+        def edit(config: dict, topo: lab.Topology) -> None:
+            config["peers"][0]["ttlSecurity"] = True
+            # Nothing listens there: vipd's own dials are refused, so BIRD's connection is used.
+            config["peers"][0]["port"] = 1179
+            config["listen"] = {"enabled": True, "address": topo.nodes[0].v4, "port": 179}
+
+        s = lab.build_single_vipd(L, edit, bird_dials=True, bird_options=["ttl security on;"],
+                                  after_bird=lambda b: cap.append(lab.TcpCapture(L, b.ns, "br0")))
+        bird, vipd, node, fabric = s.bird, s.vipd, s.node, s.topo.fabric_v4
+        lab.wait_established(bird, [node.v4], 20)
+        lab.wait_until(lambda: bird.has_route(lab.VIP4), 10, 0.05, f"{lab.VIP4} in BIRD")
+        sent = cap[0].segment_ttls(node.v4, fabric)
+        syn_acks = [ttl for ttl, flags, _ in sent if flags & 0x12 == 0x12]
+        ttls = sorted({ttl for ttl, _, _ in sent})
+        lab.log(f"listening: vipd's SYN-ACK TTLs {syn_acks}, all its TTLs {ttls}")
+        lab.check(ttls == [255], f"every segment vipd sent has TTL 255, not {ttls}")
+        lab.check(len(syn_acks) >= 1 and vipd.log_lines("using the connection the peer opened"),
+                  "BIRD's connection was accepted and used")
+        print(f"listening, every peer with GTSM: Established; vipd's SYN-ACKs {syn_acks}, "
+              f"all its segments TTL 255")
+        vipd.proc.signal(signal.SIGTERM)
+        lab.check(vipd.wait_exit(15) == 0, "vipd exits 0")
+
+
 def test() -> None:
+    bird_dials()
     both_sides()
     vipd_only()
     bird_only()
