@@ -64,6 +64,9 @@ struct Peer {
   std::optional<bgp::IpAddress> nextHopIpv6;    // IPv6 next hop for /128 VIPs
   // TCP-MD5 (RFC 2385) key, read from this file at start; never inline in the config.
   std::optional<std::string> passwordFile;
+  // GTSM (RFC 5082): send with TTL 255 and have the kernel drop every segment of the session
+  // that arrives with a lower one, so only a router on the link can reach the session.
+  bool ttlSecurity = false;
   Bfd bfd;
   auto operator<=>(const Peer&) const = default;
 };

@@ -782,8 +782,8 @@ std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::st
                                            const std::vector<Vip>& vips) {
   auto m = readMapping(node, path,
                        {"address", "asn", "port", "sourceAddress", "holdTime", "keepaliveTime",
-                        "connectRetryTime", "openHoldTime", "ebgpMultihop", "nextHopIpv6", "passwordFile",
-                        "bfd"});
+                        "connectRetryTime", "openHoldTime", "ebgpMultihop", "nextHopIpv6",
+                        "passwordFile", "ttlSecurity", "bfd"});
   if (!m) {
     return std::nullopt;
   }
@@ -882,6 +882,21 @@ std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::st
     // The file itself (its presence and mode) is checked when the daemon starts: the config is
     // validated on machines, such as a render host, that do not hold the key.
     peer.passwordFile = readAbsolutePath(*f, "TCP-MD5 password file");
+  }
+  if (const Field* f = m->find("ttlSecurity")) {
+    if (auto on = readBool(*f)) {
+      // GTSM accepts only TTL 255 on arrival, which only a sender on the link can meet: each
+      // router hop lowers the TTL by one. ebgpMultihop 1 means the link too.
+      if (*on && peer.ebgpMultihop > 1) {
+        error(*f, fmt::format("ttlSecurity (GTSM, RFC 5082) needs the peer on the link, but this "
+                              "peer is {} hops away (ebgpMultihop {}); each router hop lowers the "
+                              "TTL below the 255 GTSM requires, so the session could never come "
+                              "up: remove ebgpMultihop or turn ttlSecurity off",
+                              peer.ebgpMultihop, peer.ebgpMultihop));
+      } else {
+        peer.ttlSecurity = *on;
+      }
+    }
   }
   if (const Field* f = m->find("bfd")) {
     readBfd(*f, peer);

@@ -25,6 +25,7 @@ PeerSession::PeerSession(asio::io_context& io, const config::Peer& peer,
     : io_(io),
       peer_(peer),
       ebgp_(sessionConfig.peerAsn != sessionConfig.localAsn),
+      ttl_(sessionTtl(peer, ebgp_)),
       subject_("peer " + peer.address.toString()),
       log_(log),
       fsm_(std::move(sessionConfig)),
@@ -153,6 +154,9 @@ void PeerSession::execute(bgp::Actions actions) {
             log_.log(level, subject_,
                      fmt::format("{} -> {}: {}", bgp::sessionStateName(a.from),
                                  bgp::sessionStateName(a.to), a.reason));
+            if (peer_.ttlSecurity) {
+              noteGtsmDrops(a);
+            }
           } else if constexpr (std::is_same_v<T, bgp::Notice>) {
             log_.warn(subject_, "{}", a.text);
           }
@@ -161,8 +165,39 @@ void PeerSession::execute(bgp::Actions actions) {
   }
 }
 
+std::optional<std::string> PeerSession::gtsmNote() const {
+  auto drops = peer_.ttlSecurity ? kernelMinTtlDrops() : std::nullopt;
+  if (!drops || *drops <= gtsmDropsSeen_) {
+    return std::nullopt;
+  }
+  return fmt::format(
+      "ttlSecurity (GTSM) is on and the kernel dropped {} TCP segments for arriving with TTL "
+      "below 255 during this attempt (TcpExt TCPMinTTLDrop {}, whole network namespace): the "
+      "peer likely does not send with TTL 255 (BIRD `ttl security on`, FRR `neighbor X "
+      "ttl-security hops 1`) or is not on the link",
+      *drops - gtsmDropsSeen_, *drops);
+}
+
+void PeerSession::noteGtsmDrops(const bgp::StateChanged& change) {
+  using S = bgp::SessionState;
+  if (change.to == S::Established) {
+    gtsmDropsSeen_ = kernelMinTtlDrops().value_or(0);
+    return;
+  }
+  // An attempt that failed before Established: TCP connect, OPEN or KEEPALIVE exchange.
+  bool failed = (change.to == S::Active || change.to == S::Idle) &&
+                (change.from == S::Connect || change.from == S::OpenSent ||
+                 change.from == S::OpenConfirm);
+  if (auto note = failed ? gtsmNote() : std::nullopt) {
+    log_.warn(subject_, "{}", *note);
+  }
+}
+
 void PeerSession::dial() {
   auto generation = ++dialGeneration_;
+  if (peer_.ttlSecurity) {
+    gtsmDropsSeen_ = kernelMinTtlDrops().value_or(0);  // gtsmNote() counts from here
+  }
   auto remote = toAsio(peer_.address);
   tcp::socket socket(io_);
   boost::system::error_code ec;
@@ -171,29 +206,29 @@ void PeerSession::dial() {
     socket.bind(tcp::endpoint(toAsio(*peer_.sourceAddress), 0), ec);
   }
   if (!ec) {
-    // eBGP to a directly connected peer goes out with TTL 1; multihop raises it (RFC 4271 does
-    // not mandate this, but every router expects it).
-    int ttl = ebgp_ ? (peer_.ebgpMultihop > 0 ? peer_.ebgpMultihop : 1) : 64;
-    if (remote.is_v4()) {
-      setsockopt(socket.native_handle(), IPPROTO_IP, IP_TTL, &ttl, sizeof ttl);
-    } else {
-      setsockopt(socket.native_handle(), IPPROTO_IPV6, IPV6_UNICAST_HOPS, &ttl, sizeof ttl);
-    }
     socket.set_option(tcp::no_delay(true), ec);
   }
-  if (!ec && key_) {
-    // Before connect(): the SYN itself must carry the signature.
-    if (auto keyed = applySessionKey(socket.native_handle(), peer_.address, *key_); !keyed) {
-      log_.error(subject_, "{}", keyed.error());
-      ec = asio::error::access_denied;
+  std::string failure = ec ? ec.message() : "";
+  // Before connect(): the SYN itself must carry the TTL, the GTSM check and the signature.
+  if (failure.empty()) {
+    if (auto set = applySessionTtl(socket.native_handle(), peer_.address, ttl_); !set) {
+      failure = set.error();
     }
   }
-  if (ec) {
+  if (failure.empty() && key_) {
+    if (auto keyed = applySessionKey(socket.native_handle(), peer_.address, *key_); !keyed) {
+      failure = keyed.error();
+    }
+  }
+  if (!failure.empty()) {
+    if (!ec) {
+      log_.error(subject_, "{}; this connection attempt fails", failure);
+    }
     // Post, so the FSM is never re-entered from inside execute().
-    asio::post(io_, [this, generation, ec] {
+    asio::post(io_, [this, generation, failure] {
       if (generation == dialGeneration_) {
         dialing_.reset();
-        execute(fsm_.onConnectFailed(ec.message()));
+        execute(fsm_.onConnectFailed(failure));
       }
     });
     return;
@@ -252,6 +287,11 @@ void PeerSession::acceptIncoming(tcp::socket socket) {
   auto local = localAddressOf(socket);
   if (!local) {
     return;
+  }
+  // The kernel completed this handshake before vipd saw it, so GTSM holds from here on.
+  if (auto set = applySessionTtl(socket.native_handle(), peer_.address, ttl_); !set) {
+    log_.error(subject_, "{}; closing the connection the peer opened", set.error());
+    return;  // the socket closes here
   }
   if (incoming_) {
     // Only one collision is resolved at a time; the newer connection replaces the held one.
@@ -312,12 +352,16 @@ PeerStatus PeerSession::status() const {
   s.address = peer_.address.toString();
   s.asn = peer_.asn;
   s.ebgp = ebgp_;
+  s.ttlSecurity = peer_.ttlSecurity;
   s.state = fsm_.state();
   s.inState = std::chrono::steady_clock::now() - stateSince_;
   s.notEstablishedFor = s.state == bgp::SessionState::Established
                             ? std::chrono::steady_clock::duration{}
                             : std::chrono::steady_clock::now() - downSince_;
   s.lastError = fsm_.lastError();
+  if (auto note = s.state == bgp::SessionState::Established ? std::nullopt : gtsmNote()) {
+    s.lastError += (s.lastError.empty() ? "" : "; ") + *note;
+  }
   s.negotiated = fsm_.negotiated();
   s.counters = fsm_.counters();
   s.advertised = fsm_.advertised();

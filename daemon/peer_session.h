@@ -17,6 +17,7 @@
 #include "daemon/connection.h"
 #include "daemon/logger.h"
 #include "daemon/session_key.h"
+#include "daemon/session_ttl.h"
 
 namespace vipd::daemon {
 
@@ -25,6 +26,7 @@ struct PeerStatus {
   std::string address;
   uint32_t asn = 0;
   bool ebgp = true;
+  bool ttlSecurity = false;  // GTSM (RFC 5082) on this session's sockets
   bgp::SessionState state = bgp::SessionState::Idle;
   std::chrono::steady_clock::duration inState{};
   // Since the session was last Established (or since start): the stuck-session rule's clock,
@@ -94,6 +96,11 @@ class PeerSession {
   void cancel(bgp::TimerKind timer);
   void disconnect(const std::string& reason);
   void watch(const std::shared_ptr<Connection>& connection);
+  // GTSM drops are silent to the socket. With ttlSecurity, when the kernel's minimum-TTL drop
+  // count grew during the current attempt (since dial()), gtsmNote() says so: status() adds it
+  // to lastError while not Established, and noteGtsmDrops() logs it when an attempt fails.
+  std::optional<std::string> gtsmNote() const;
+  void noteGtsmDrops(const bgp::StateChanged& change);
   static std::optional<bgp::IpAddress> localAddressOf(tcp::socket& socket);
   // What may go out now: everything wanted, unless a closed BFD gate holds it all back.
   std::set<bgp::Prefix> gated(std::set<bgp::Prefix> prefixes) const;
@@ -101,6 +108,7 @@ class PeerSession {
   asio::io_context& io_;
   config::Peer peer_;
   bool ebgp_;
+  SessionTtl ttl_;  // on every socket of this session, dialled or accepted
   std::string subject_;
   const Logger& log_;
   bgp::SessionFsm fsm_;
@@ -114,6 +122,7 @@ class PeerSession {
   std::chrono::steady_clock::time_point downSince_ = std::chrono::steady_clock::now();
   AnnounceableNow announceableNow_;
   std::optional<SessionKey> key_;
+  uint64_t gtsmDropsSeen_ = 0;  // kernelMinTtlDrops() when this attempt began
   std::set<bgp::Prefix> wanted_;  // the speaker's last setAnnouncements()
   std::optional<bool> bfdGate_;
 };

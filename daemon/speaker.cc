@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 
@@ -281,6 +282,23 @@ tl::expected<void, std::string> Speaker::openBgpListener() {
   if (!ec) {
     listener_->set_option(ip::tcp::acceptor::reuse_address(true), ec);
     listener_->bind(endpoint, ec);
+  }
+  // When every peer uses GTSM, the listener requires TTL 255 itself: the kernel then checks the
+  // SYN and whatever arrives before accept() too (accepted sockets inherit it). Otherwise each
+  // accepted socket gets it from PeerSession::acceptIncoming(), after the handshake.
+  bool gtsmOnly = std::all_of(config_.peers.begin(), config_.peers.end(),
+                              [](const config::Peer& p) { return p.ttlSecurity; });
+  if (!ec && gtsmOnly && !config_.peers.empty()) {
+    // A dual-stack (IPv6) listener also takes IPv4 peers: it needs the options of both.
+    std::vector<bgp::IpAddress> families{bgp::IpAddress::v4(0u)};
+    if (!a.isV4()) {
+      families.push_back(bgp::IpAddress::v6({}));
+    }
+    for (const auto& family : families) {
+      if (auto set = applySessionTtl(listener_->native_handle(), family, kGtsmTtl); !set) {
+        return tl::unexpected(fmt::format("BGP listener: {}", set.error()));
+      }
+    }
   }
   for (const auto& peer : peers_) {
     if (!ec && peer->sessionKey()) {

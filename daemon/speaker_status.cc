@@ -251,6 +251,7 @@ nlohmann::json Speaker::status() const {
         {"address", s.address},
         {"asn", s.asn},
         {"type", s.ebgp ? "eBGP" : "iBGP"},
+        {"ttlSecurity", s.ttlSecurity},
         {"state", bgp::sessionStateName(s.state)},
         {"stateFor", formatDuration(s.inState)},
         {"stateSeconds",

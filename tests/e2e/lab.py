@@ -1279,6 +1279,20 @@ class TcpCapture:
     def _packets(self) -> Iterable[tuple[float, str, int, str, int, int, bytes]]:
         """(time, src, sport, dst, dport, seq, payload) of each IPv4 TCP packet with a payload;
         time is the capture's wall-clock timestamp (comparable with time.time())."""
+        for ts, src, sport, dst, dport, seq, payload, _, _ in self._segments():
+            if payload:
+                yield ts, src, sport, dst, dport, seq, payload
+
+    def segment_ttls(self, src: str, dst: str) -> list[tuple[int, int, int]]:
+        """(IP TTL, TCP flags, payload length) of every TCP segment src sent to dst, in order:
+        SYNs and bare ACKs included (GTSM, RFC 5082, covers them all)."""
+        return [(ttl, flags, len(payload))
+                for _, s, _, d, _, _, payload, ttl, flags in self._segments()
+                if (s, d) == (src, dst)]
+
+    def _segments(self) -> Iterable[tuple[float, str, int, str, int, int, bytes, int, int]]:
+        """_packets(), but every IPv4 TCP segment, with its IP TTL and TCP flags after the
+        payload."""
         with open(self.path, "rb") as f:
             data = f.read()
         if len(data) < 24:
@@ -1302,9 +1316,8 @@ class TcpCapture:
             tcp = ip[ihl:total]
             sport, dport, seq = struct.unpack("!HHI", tcp[:8])
             payload = tcp[(tcp[12] >> 4) * 4:]
-            if payload:
-                yield (sec + sub * frac, str(ipaddress.IPv4Address(ip[12:16])), sport,
-                       str(ipaddress.IPv4Address(ip[16:20])), dport, seq, payload)
+            yield (sec + sub * frac, str(ipaddress.IPv4Address(ip[12:16])), sport,
+                   str(ipaddress.IPv4Address(ip[16:20])), dport, seq, payload, ip[8], tcp[13])
 
     def _timed_streams(self, src: str, dst: str) -> list[tuple[bytes, list[tuple[int, float]]]]:
         """Per connection src -> dst, in order: (byte stream, [(end offset, time)] of its

@@ -1181,5 +1181,58 @@ TEST(ConfigBfd, SingleHopBfdToAMultihopPeerIsAnError) {
                   .has_value());
 }
 
+TEST(ConfigTtlSecurity, OffUnlessWritten) {
+  auto c = parseConfig(withPeer(""), "vipd.yaml");
+  ASSERT_TRUE(c.has_value()) << describeErrors(c.error());
+  EXPECT_FALSE(c->peers[0].ttlSecurity);
+}
+
+TEST(ConfigTtlSecurity, TrueAndFalseAreRead) {
+  auto on = parseConfig(withPeer("    ttlSecurity: true\n"), "vipd.yaml");
+  ASSERT_TRUE(on.has_value()) << describeErrors(on.error());
+  EXPECT_TRUE(on->peers[0].ttlSecurity);
+  auto off = parseConfig(withPeer("    ttlSecurity: false\n"), "vipd.yaml");
+  ASSERT_TRUE(off.has_value()) << describeErrors(off.error());
+  EXPECT_FALSE(off->peers[0].ttlSecurity);
+}
+
+TEST(ConfigTtlSecurity, OnlyABoolean) {
+  EXPECT_EQ(onlyError(withPeer("    ttlSecurity: yes please\n")),
+            "vipd.yaml:10:18: peers[0].ttlSecurity: expected true or false, got 'yes please'");
+  EXPECT_THAT(onlyError(withPeer("    ttlSecurity: \"true\"\n")),
+              HasSubstr("peers[0].ttlSecurity: expected true or false, got the string"));
+}
+
+TEST(ConfigTtlSecurity, WithMultihopIsAnErrorThatSaysWhy) {
+  EXPECT_EQ(onlyError(withPeer("    ebgpMultihop: 2\n    ttlSecurity: true\n")),
+            "vipd.yaml:11:18: peers[0].ttlSecurity: ttlSecurity (GTSM, RFC 5082) needs the peer on "
+            "the link, but this peer is 2 hops away (ebgpMultihop 2); each router hop lowers the "
+            "TTL below the 255 GTSM requires, so the session could never come up: remove "
+            "ebgpMultihop or turn ttlSecurity off");
+  // The order of the keys does not matter.
+  EXPECT_THAT(onlyError(withPeer("    ttlSecurity: true\n    ebgpMultihop: 255\n")),
+              HasSubstr("vipd.yaml:10:18: peers[0].ttlSecurity: ttlSecurity (GTSM, RFC 5082) "
+                        "needs the peer on the link, but this peer is 255 hops away"));
+}
+
+TEST(ConfigTtlSecurity, DirectlyConnectedMultihopValuesAreFine) {
+  for (std::string_view hops : {"0", "1"}) {
+    std::string extra = "    ebgpMultihop: " + std::string(hops) + "\n    ttlSecurity: true\n";
+    auto c = parseConfig(withPeer(extra), "vipd.yaml");
+    ASSERT_TRUE(c.has_value()) << hops << ": " << describeErrors(c.error());
+    EXPECT_TRUE(c->peers[0].ttlSecurity);
+  }
+  auto off = parseConfig(withPeer("    ebgpMultihop: 4\n    ttlSecurity: false\n"), "vipd.yaml");
+  EXPECT_TRUE(off.has_value());
+}
+
+TEST(ConfigTtlSecurity, IbgpOnTheLinkMayUseIt) {
+  std::string yaml = withPeer("    ttlSecurity: true\n");
+  yaml.replace(yaml.find("asn: 65000"), 10, "asn: 65001");
+  auto c = parseConfig(yaml, "vipd.yaml");
+  ASSERT_TRUE(c.has_value()) << describeErrors(c.error());
+  EXPECT_TRUE(c->peers[0].ttlSecurity);
+}
+
 }  // namespace
 }  // namespace vipd::config

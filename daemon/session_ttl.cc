@@ -1,0 +1,74 @@
+#include "daemon/session_ttl.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace vipd::daemon {
+namespace {
+
+tl::expected<void, std::string> setInt(int fd, int level, int option, const char* name, int value,
+                                       const bgp::IpAddress& peer) {
+  if (::setsockopt(fd, level, option, &value, sizeof value) != 0) {
+    return tl::unexpected(fmt::format("cannot set {} {} on the socket for {}: {}", name, value,
+                                      peer.toString(), std::strerror(errno)));
+  }
+  return {};
+}
+
+}  // namespace
+
+SessionTtl sessionTtl(const config::Peer& peer, bool ebgp) {
+  if (peer.ttlSecurity) {
+    return kGtsmTtl;
+  }
+  if (!ebgp) {
+    return {64, false};
+  }
+  return {peer.ebgpMultihop > 0 ? peer.ebgpMultihop : 1, false};
+}
+
+tl::expected<void, std::string> applySessionTtl(int fd, const bgp::IpAddress& peer,
+                                                const SessionTtl& ttl) {
+  // Level IPPROTO_IP also works on an AF_INET6 socket whose peer is IPv4 (::ffff:a.b.c.d).
+  bool v4 = peer.isV4();
+  int level = v4 ? IPPROTO_IP : IPPROTO_IPV6;
+  auto sent = v4 ? setInt(fd, level, IP_TTL, "IP_TTL", ttl.send, peer)
+                 : setInt(fd, level, IPV6_UNICAST_HOPS, "IPV6_UNICAST_HOPS", ttl.send, peer);
+  if (!sent || !ttl.gtsm) {
+    return sent;
+  }
+  return v4 ? setInt(fd, level, IP_MINTTL, "IP_MINTTL (GTSM)", kGtsmTtl.send, peer)
+            : setInt(fd, level, IPV6_MINHOPCOUNT, "IPV6_MINHOPCOUNT (GTSM)", kGtsmTtl.send, peer);
+}
+
+std::optional<uint64_t> kernelMinTtlDrops() {
+  // Pairs of lines: "TcpExt: Name1 Name2 ..." then "TcpExt: 1 2 ...".
+  std::ifstream in("/proc/net/netstat");
+  std::string names;
+  std::string values;
+  while (std::getline(in, names) && std::getline(in, values)) {
+    if (!names.starts_with("TcpExt:")) {
+      continue;
+    }
+    std::istringstream n(names);
+    std::istringstream v(values);
+    std::string name;
+    std::string value;
+    while (n >> name && v >> value) {
+      if (name == "TCPMinTTLDrop") {
+        return std::strtoull(value.c_str(), nullptr, 10);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace vipd::daemon
