@@ -3,8 +3,11 @@
 // The whole input is first decoded as one datagram. Then it is read as a script, from byte 0:
 // each op byte's low 3 bits say what happens next: 0 a datagram of 24 + (op >> 3) bytes follows
 // (decoded; passed to onPacket() if it decodes); 1 the transmit timer fires; 2 the detection
-// timer fires; 3 setIntervals() with the next two bytes (x 10 ms, 0 allowed); 4 adminDown();
-// 5 start(); 6/7 nothing. The session (local discriminator 1) is started first.
+// timer fires; 3 setIntervals() with the next two bytes (50 ms + 39 ms x byte); 4 adminDown();
+// 5 start(); 6/7 nothing. Intervals stay in the range the config allows (50 ms..10 s): with a
+// required min RX of 0 ("send me nothing") and a peer's desired min TX of 0 the detection time
+// is 0, which the config's validation rules out. The session (local discriminator 1) is started
+// first.
 //
 // Checks: a decoded packet re-encodes to a packet that decodes to the same value; every packet
 // the session transmits passes decode() (what we send, a peer must accept); timers are armed
@@ -44,9 +47,10 @@ void checkSession(const Session& session, const Actions& actions) {
       if (!back) {
         std::fprintf(stderr, "transmitted packet rejected: %s\n", back.error().c_str());
       }
-      VIPD_FUZZ_CHECK(back.has_value() && *back == transmit->packet, "every transmitted packet decodes");
+      VIPD_FUZZ_CHECK(back.has_value() && *back == transmit->packet,
+                      "every transmitted packet decodes");
       VIPD_FUZZ_CHECK(transmit->packet.myDiscriminator == session.localDiscriminator(),
-            "transmitted packets carry our discriminator");
+                      "transmitted packets carry our discriminator");
     } else if (const auto* arm = std::get_if<ArmTransmit>(&action)) {
       VIPD_FUZZ_CHECK(arm->after.count() > 0, "the transmit timer is armed with a positive delay");
     } else if (const auto* arm = std::get_if<ArmDetect>(&action)) {
@@ -72,7 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint8_t op = input[offset++];
     switch (op & 0x07) {
       case 0: {
-        const size_t length = std::min<size_t>(kControlPacketSize + (op >> 3), input.size() - offset);
+        const size_t length =
+            std::min<size_t>(kControlPacketSize + (op >> 3), input.size() - offset);
         auto packet = decodeChecked(input.subspan(offset, length));
         offset += length;
         if (packet) {
@@ -91,8 +96,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           offset = input.size();
           break;
         }
-        const auto tx = std::chrono::milliseconds(10 * input[offset]);
-        const auto rx = std::chrono::milliseconds(10 * input[offset + 1]);
+        const auto tx = std::chrono::milliseconds(50 + 39 * input[offset]);
+        const auto rx = std::chrono::milliseconds(50 + 39 * input[offset + 1]);
         offset += 2;
         checkSession(session, session.setIntervals(tx, rx));
         break;

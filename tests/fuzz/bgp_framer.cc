@@ -27,19 +27,20 @@ bool drain(MessageFramer& framer, Outcome& outcome) {
       outcome.error = next.error();
       auto again = framer.next();
       VIPD_FUZZ_CHECK(!again && again.error().notification == next.error().notification,
-            "a failed framer stays failed with the same error");
+                      "a failed framer stays failed with the same error");
       return false;
     }
     if (!next->has_value()) {
       VIPD_FUZZ_CHECK(framer.bufferedBytes() < vipd::bgp::kMaxMessageSize,
-            "a drained framer holds less than one message");
+                      "a drained framer holds less than one message");
       return true;
     }
     const auto& message = **next;
-    VIPD_FUZZ_CHECK(message.size() >= vipd::bgp::kHeaderSize && message.size() <= vipd::bgp::kMaxMessageSize,
-          "a framed message is 19..4096 bytes");
+    VIPD_FUZZ_CHECK(
+        message.size() >= vipd::bgp::kHeaderSize && message.size() <= vipd::bgp::kMaxMessageSize,
+        "a framed message is 19..4096 bytes");
     VIPD_FUZZ_CHECK(((message[16] << 8) | message[17]) == static_cast<int>(message.size()),
-          "a framed message is as long as its header says");
+                    "a framed message is as long as its header says");
     outcome.messages.push_back(message);
   }
 }
@@ -69,16 +70,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   VIPD_FUZZ_CHECK(chunked.messages == whole.messages, "messages do not depend on the chunking");
   VIPD_FUZZ_CHECK(chunked.error.has_value() == whole.error.has_value(),
-        "a framing error does not depend on the chunking");
+                  "a framing error does not depend on the chunking");
   if (chunked.error) {
     VIPD_FUZZ_CHECK(chunked.error->notification == whole.error->notification,
-          "the framing error's NOTIFICATION does not depend on the chunking");
+                    "the framing error's NOTIFICATION does not depend on the chunking");
   }
   // The messages are the stream's first bytes, in order.
   size_t offset = 0;
   for (const auto& message : whole.messages) {
     auto slice = chunker.stream().subspan(offset, message.size());
-    VIPD_FUZZ_CHECK(std::equal(slice.begin(), slice.end(), message.begin()), "messages are stream slices");
+    VIPD_FUZZ_CHECK(std::equal(slice.begin(), slice.end(), message.begin()),
+                    "messages are stream slices");
     offset += message.size();
   }
   return 0;

@@ -4,8 +4,8 @@
 #include "tests/fuzz/bgp_checks.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto wire = vipd::fuzz::withHeader(vipd::bgp::MessageType::Update,
-                                     std::span<const uint8_t>(data, size));
+  auto wire =
+      vipd::fuzz::withHeader(vipd::bgp::MessageType::Update, std::span<const uint8_t>(data, size));
   vipd::fuzz::checkMessage(wire);
   return 0;
 }

@@ -22,9 +22,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       VIPD_FUZZ_CHECK(error.file == "fuzz.yaml", "every config error names the file");
       VIPD_FUZZ_CHECK(!error.toString().empty(), "every config error prints");
       VIPD_FUZZ_CHECK(error.line >= 0 && error.column >= 0, "positions are not negative");
-      VIPD_FUZZ_CHECK(error.line > line || (error.line == line && error.column >= column) ||
-                error.line == 0,
-            "errors are ordered by position");
+      VIPD_FUZZ_CHECK(
+          error.line > line || (error.line == line && error.column >= column) || error.line == 0,
+          "errors are ordered by position");
       if (error.line != 0) {
         line = error.line;
         column = error.column;

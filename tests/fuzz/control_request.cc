@@ -7,11 +7,12 @@
 //
 // Checks: a rejection says "malformed request: ..."; no exception escapes; an identity that
 // parses round-trips through toJson().
+#include "daemon/control_request.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "daemon/control_request.h"
 #include "daemon/handoff_protocol.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -21,7 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   auto request = daemon::parseControlRequest(line);
   if (!request) {
-    VIPD_FUZZ_CHECK(request.error().starts_with("malformed request: "), "rejections say what they are");
+    VIPD_FUZZ_CHECK(request.error().starts_with("malformed request: "),
+                    "rejections say what they are");
     return 0;
   }
   // What Speaker::handleControl, handleWithdraw and the handoff handlers read.

@@ -47,8 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
 
-  const bootstrap::RenderInput input{text, "metadata.yaml", "/etc/vipd/vipd.yaml", std::nullopt,
-                                     kTemplate, "template.yaml"};
+  const bootstrap::RenderInput input{text,         "metadata.yaml", "/etc/vipd/vipd.yaml",
+                                     std::nullopt, kTemplate,       "template.yaml"};
   auto first = bootstrap::render(input);
   auto second = bootstrap::render(input);
   VIPD_FUZZ_CHECK(first.has_value() == second.has_value(), "rendering is deterministic (outcome)");
@@ -57,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   VIPD_FUZZ_CHECK(first->config == second->config && first->manifest == second->manifest,
-        "rendering is deterministic (bytes)");
+                  "rendering is deterministic (bytes)");
   auto parsed = vipd::config::parseConfig(first->config, "rendered.yaml");
   VIPD_FUZZ_CHECK(parsed.has_value(), "a rendered config is a valid config");
   return 0;

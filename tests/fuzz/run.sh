@@ -73,7 +73,7 @@ for t in "${targets[@]}"; do
   "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -print_final_stats=1 \
     -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$artifacts/" \
     "$scratch/$t" "$corpus" >"$log" 2>&1 || true
-  execs=$(sed -n 's/^stat::number_executed_units: *//p' "$log" | tail -1)
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   newUnits=$(sed -n 's/^stat::new_units_added: *//p' "$log" | tail -1)
   covStart=$(sed -n 's/.*INITED cov: \([0-9]*\).*/\1/p' "$log" | tail -1)
