@@ -9,10 +9,9 @@
 // type-checked here, before any handler sees the request.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 #include <tl/expected.hpp>
 
 namespace vipd::daemon {
