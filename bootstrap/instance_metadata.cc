@@ -10,6 +10,8 @@
 #include <initializer_list>
 #include <utility>
 
+#include "config/yaml_documents.h"
+
 namespace vipd::bootstrap {
 namespace {
 
@@ -564,7 +566,7 @@ Result<InstanceMetadata> parseMetadata(std::string_view text, std::string_view f
                                        const MetadataContext& context) {
   MetadataReader reader(fileName, context);
   try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
+    std::vector<YAML::Node> documents = config::loadAllDocuments(text);
     if (documents.empty() || documents[0].IsNull()) {
       reader.error(YAML::Mark::null_mark(), "",
                    "the document is empty; expected an InstanceMetadata mapping");

@@ -13,6 +13,8 @@
 #include <memory>
 #include <utility>
 
+#include "config/yaml_documents.h"
+
 namespace vipd::config {
 namespace {
 
@@ -1291,7 +1293,7 @@ Result<Config> parseConfig(std::string_view yamlText, std::string_view fileName,
                            const ConfigOverrides& overrides) {
   ConfigReader reader(fileName, overrides);
   try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yamlText));
+    std::vector<YAML::Node> documents = loadAllDocuments(yamlText);
     if (documents.empty()) {
       reader.error(YAML::Mark(), "", "the file is empty; expected a SpeakerConfiguration mapping");
       return tl::unexpected(reader.takeErrors());

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "daemon/control_request.h"
+
 namespace vipd::daemon {
 namespace {
 
@@ -88,13 +90,12 @@ class ControlClient : public std::enable_shared_from_this<ControlClient> {
       return;
     }
     auto line = request_.substr(0, n == 0 ? request_.size() : n);
-    auto request = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (request.is_discarded() || !request.is_object() || !request.contains("command") ||
-        !request["command"].is_string()) {
-      send({{"error", "malformed request: expected {\"command\": \"...\"}"}});
+    auto request = parseControlRequest(line);
+    if (!request) {
+      send({{"error", request.error()}});
       return;
     }
-    handler_(request, [self = shared_from_this()](nlohmann::json response) {
+    handler_(*request, [self = shared_from_this()](nlohmann::json response) {
       self->send(response);
     });
   }

@@ -396,5 +396,15 @@ TEST(BootstrapMetadata, ConfigOutPath) {
   EXPECT_THAT(configOutProblem("/vipd.yaml").value_or(""), HasSubstr("directly in /"));
 }
 
+// Found by the metadata fuzz target (tests/fuzz/corpus/metadata/repro-yaml-loadall-stray-comma):
+// yaml-cpp 0.7's LoadAll() never returned on a ',' outside a flow collection.
+TEST(BootstrapMetadata, StrayCommaIsASyntaxErrorNotAHang) {
+  auto errors = errorsOf("[13 2 ],F+\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_THAT(errors[0], HasSubstr("metadata.yaml:1:"));
+  EXPECT_THAT(errors[0], HasSubstr("YAML/JSON syntax error"));
+  EXPECT_EQ(errorsOf(",").size(), 1u);
+}
+
 }  // namespace
 }  // namespace vipd::bootstrap

@@ -1234,5 +1234,16 @@ TEST(ConfigTtlSecurity, IbgpOnTheLinkMayUseIt) {
   EXPECT_TRUE(c->peers[0].ttlSecurity);
 }
 
+// Found by the config fuzz target (tests/fuzz/corpus/config/repro-yaml-loadall-stray-comma):
+// yaml-cpp 0.7's LoadAll() never returned on these (an endless stream of empty documents, until
+// memory ran out); config/yaml_documents.h turns them into a syntax error with a position.
+TEST(ConfigYaml, StrayCommaIsASyntaxErrorNotAHang) {
+  EXPECT_EQ(onlyError(","), "vipd.yaml:1:1: YAML syntax error: unexpected token here (a ',' "
+                            "outside [...] or {...}?)");
+  EXPECT_THAT(onlyError("--- ,"), HasSubstr("vipd.yaml:1:5: YAML syntax error"));
+  EXPECT_THAT(onlyError("apiVersion: vipd.io/v1alpha1\n---\n,\n"),
+              HasSubstr("vipd.yaml:3:1: YAML syntax error"));
+}
+
 }  // namespace
 }  // namespace vipd::config

@@ -1,0 +1,26 @@
+// One control-socket request line (control_server.h) parsed and checked, apart from the socket so
+// that it can be unit-tested and fuzzed (tests/fuzz/control_request.cc). Pure: no I/O, and no
+// exception leaves it.
+//
+// The command handlers (Speaker::handleControl and the handlers it calls) read optional fields
+// with nlohmann::json::value(), which throws when a field is present with another type. They run
+// on the io_context thread, where nothing catches: a request such as
+// {"command":"withdraw","persist":"no"} used to end vipd. So every field a handler reads is
+// type-checked here, before any handler sees the request.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+
+namespace vipd::daemon {
+
+// Parses `line` (one JSON object; a trailing newline is allowed) and checks it: "command" is
+// required and a string; "persist" and "wait" are booleans, "reason" a string, "timeoutMs" an
+// unsigned integer, and "identity" an object (its contents are identityFromJson()'s to judge),
+// each when present. Unknown fields are ignored. Returns the request, or the error to answer
+// with, starting "malformed request: ".
+[[nodiscard]] tl::expected<nlohmann::json, std::string> parseControlRequest(std::string_view line);
+
+}  // namespace vipd::daemon

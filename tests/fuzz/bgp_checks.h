@@ -1,0 +1,110 @@
+// The checks every BGP decoder target applies to one complete message (header included), shared
+// by fuzz targets bgp_message, bgp_open and bgp_update.
+#pragma once
+
+#include <span>
+#include <variant>
+
+#include "bgp/codec.h"
+#include "bgp/message_framer.h"
+#include "tests/fuzz/fuzz_support.h"
+
+namespace vipd::fuzz {
+
+// A decode error is the NOTIFICATION the session will send: it must fit in one message and
+// come back unchanged through the codec.
+inline void checkDecodeError(const bgp::DecodeError& error) {
+  VIPD_FUZZ_CHECK(!error.reason.empty(), "a decode error names its reason");
+  const auto& n = error.notification;
+  VIPD_FUZZ_CHECK(n.code >= 1 && n.code <= 7, "a decode error carries a NOTIFICATION code 1..7");
+  VIPD_FUZZ_CHECK(n.data.size() <= bgp::kMaxMessageSize - 21,
+                  "the error's NOTIFICATION fits in a message");
+  auto wire = bgp::encode(bgp::Message{n});
+  auto back = bgp::decode(wire);
+  VIPD_FUZZ_CHECK(back.has_value(), "the error's NOTIFICATION decodes");
+  VIPD_FUZZ_CHECK(back->message == bgp::Message{n}, "the error's NOTIFICATION round-trips");
+  VIPD_FUZZ_CHECK(!bgp::describeNotification(n.code, n.subcode).empty(),
+                  "every NOTIFICATION has a name");
+}
+
+// A decoded message, less what the encoder does not promise to keep: unknown capabilities are
+// kept for logs only and never encoded, and attributes passed through untouched come out in type
+// order, not in the order received (RFC 4271 does not make the order significant).
+inline bgp::Message comparable(bgp::Message message) {
+  if (auto* open = std::get_if<bgp::OpenMessage>(&message)) {
+    open->capabilities.unknown.clear();
+  }
+  if (auto* update = std::get_if<bgp::UpdateMessage>(&message)) {
+    auto& other = update->attributes.other;
+    std::stable_sort(other.begin(), other.end(),
+                     [](const auto& a, const auto& b) { return a.type < b.type; });
+  }
+  return message;
+}
+
+// What decoding a message we decoded before must give: the same value.
+inline void checkRoundTrip(const bgp::DecodedMessage& decoded, const bgp::CodecOptions& options) {
+  if (decoded.handling != bgp::UpdateHandling::Normal) {
+    // RFC 7606 dropped or ignored part of it: the value is not the whole message any more.
+    return;
+  }
+  const bgp::Message expected = comparable(decoded.message);
+  auto wire = bgp::encode(expected, options);
+  auto again = bgp::decode(wire, options);
+  if (!again) {
+    std::fprintf(stderr, "re-encoded message does not decode: %s\n", again.error().reason.c_str());
+  }
+  VIPD_FUZZ_CHECK(again.has_value(), "a decoded message re-encodes to something that decodes");
+  const bgp::Message got = comparable(again->message);
+  VIPD_FUZZ_CHECK(got == expected, "decode(encode(decode(x))) == decode(x)");
+  VIPD_FUZZ_CHECK(again->handling == bgp::UpdateHandling::Normal,
+                  "a re-encoded message needs no RFC 7606");
+}
+
+inline void checkMessage(std::span<const uint8_t> wire) {
+  for (bool fourOctetAs : {true, false}) {
+    const bgp::CodecOptions options{fourOctetAs};
+    auto decoded = bgp::decode(wire, options);
+    if (!decoded) {
+      checkDecodeError(decoded.error());
+      continue;
+    }
+    VIPD_FUZZ_CHECK(bgp::messageTypeOf(decoded->message) == static_cast<bgp::MessageType>(wire[18]),
+                    "the decoded message has the header's type");
+    if (const auto* update = std::get_if<bgp::UpdateMessage>(&decoded->message)) {
+      (void)update->endOfRibFamily();
+    }
+    if (const auto* n = std::get_if<bgp::NotificationMessage>(&decoded->message)) {
+      VIPD_FUZZ_CHECK(!bgp::describeNotification(n->code, n->subcode).empty(), "NOTIFICATION name");
+      if (auto text = bgp::decodeShutdownCommunication(n->data)) {
+        VIPD_FUZZ_CHECK(text->size() <= 255, "a shutdown communication is at most 255 octets");
+        auto reencoded = bgp::encodeShutdownCommunication(*text);
+        VIPD_FUZZ_CHECK(bgp::decodeShutdownCommunication(reencoded) == text,
+                        "a shutdown communication round-trips");
+      }
+    }
+    checkRoundTrip(*decoded, options);
+
+    // What decode() accepts, the framer delivers whole and unchanged.
+    bgp::MessageFramer framer;
+    framer.append(wire);
+    auto framed = framer.next();
+    VIPD_FUZZ_CHECK(framed.has_value() && framed->has_value() &&
+                        **framed == std::vector<uint8_t>(wire.begin(), wire.end()),
+                    "the framer delivers a message decode() accepts");
+  }
+}
+
+// A whole message of `type` around `body` (cut to the largest size a header can announce).
+inline std::vector<uint8_t> withHeader(bgp::MessageType type, std::span<const uint8_t> body) {
+  body = body.first(std::min(body.size(), bgp::kMaxMessageSize - bgp::kHeaderSize));
+  const size_t length = bgp::kHeaderSize + body.size();
+  std::vector<uint8_t> wire(16, 0xFF);
+  wire.push_back(static_cast<uint8_t>(length >> 8));
+  wire.push_back(static_cast<uint8_t>(length));
+  wire.push_back(static_cast<uint8_t>(type));
+  wire.insert(wire.end(), body.begin(), body.end());
+  return wire;
+}
+
+}  // namespace vipd::fuzz

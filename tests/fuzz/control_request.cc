@@ -1,0 +1,49 @@
+// Fuzz target: a control-socket request line. daemon/control_request.h is the pure part of the
+// control server (JSON parse and the type check of every field a command handler reads); the
+// rest of ControlServer is socket I/O. After a request is accepted, this target reads it the
+// way the handlers in daemon/speaker_*.cc do (nlohmann::json::value() and get(), which throw on
+// a type mismatch; nothing catches on the io_context thread, so a throw here is a crash of vipd)
+// and runs the handoff identity through identityFromJson() and handoffRefusal().
+//
+// Checks: a rejection says "malformed request: ..."; no exception escapes; an identity that
+// parses round-trips through toJson().
+#include "daemon/control_request.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "daemon/handoff_protocol.h"
+#include "tests/fuzz/fuzz_support.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  namespace daemon = vipd::daemon;
+  const std::string_view line(reinterpret_cast<const char*>(data), size);
+
+  auto request = daemon::parseControlRequest(line);
+  if (!request) {
+    VIPD_FUZZ_CHECK(request.error().starts_with("malformed request: "),
+                    "rejections say what they are");
+    return 0;
+  }
+  // What Speaker::handleControl, handleWithdraw and the handoff handlers read.
+  const auto command = (*request)["command"].get<std::string>();
+  (void)request->value("persist", true);
+  (void)request->value("wait", false);
+  (void)request->value("reason", std::string("vipctl withdraw"));
+  if (request->contains("timeoutMs") && (*request)["timeoutMs"].is_number_unsigned()) {
+    (void)(*request)["timeoutMs"].get<uint64_t>();
+  }
+  auto theirs = daemon::identityFromJson(request->value("identity", nlohmann::json()));
+  if (theirs) {
+    daemon::SpeakerIdentity mine{{1}, "static-pod", "192.0.2.11", 65001, {"203.0.113.10/32"}};
+    (void)daemon::handoffRefusal(mine, *theirs);
+    (void)daemon::handoffRefusal(*theirs, mine);
+    auto again = daemon::identityFromJson(daemon::toJson(*theirs));
+    VIPD_FUZZ_CHECK(again.has_value() && *again == *theirs, "identityFromJson(toJson(id)) == id");
+  }
+  // A response echoes the command; the server writes it with invalid UTF-8 replaced.
+  nlohmann::json response{{"error", "unknown command '" + command + "'"}};
+  (void)response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return 0;
+}

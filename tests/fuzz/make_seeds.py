@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Writes the hand-made seed files of tests/fuzz/corpus/<target>/ (names starting "seed-").
+
+Seeds are real peer messages (tests/data/captures, BIRD/FRR/GoBGP/ExaBGP), the config and
+metadata files of tests/data and config/example.yaml, and hand-built messages for what the
+captures lack (every attribute type, 2-octet AS with AS4_PATH, graceful restart, ROUTE-REFRESH,
+malformations). Files that a fuzz run added (named by their SHA-1, kept by `run.sh`'s merge) and
+reproducers ("repro-") are not touched. Rerun after changing a seed: python3 tests/fuzz/make_seeds.py
+"""
+import hashlib
+import json
+import pathlib
+import struct
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+CORPUS = HERE / "corpus"
+
+
+def write(target, name, data):
+    if isinstance(data, str):
+        data = data.encode()
+    d = CORPUS / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"seed-{name}").write_bytes(data)
+
+
+# ---- BGP ----
+
+def msg(mtype, body):
+    return b"\xff" * 16 + struct.pack("!HB", 19 + len(body), mtype) + body
+
+
+def cap(code, value):
+    return bytes([code, len(value)]) + value
+
+
+def open_body(asn, hold, router_id, caps, version=4, raw_params=None):
+    params = raw_params if raw_params is not None else b"".join(
+        bytes([2, len(c)]) + c for c in caps)
+    return struct.pack("!BHHIB", version, asn if asn <= 0xFFFF else 23456, hold, router_id,
+                       len(params)) + params
+
+
+def attr(flags, code, value):
+    if flags & 0x10 or len(value) > 255:
+        return struct.pack("!BBH", flags | 0x10, code, len(value)) + value
+    return struct.pack("!BBB", flags, code, len(value)) + value
+
+
+def update_body(withdrawn=b"", attrs=b"", nlri=b""):
+    return struct.pack("!H", len(withdrawn)) + withdrawn + struct.pack("!H", len(attrs)) + attrs + nlri
+
+
+def as_path(segments, four=True):
+    out = b""
+    for seg_type, asns in segments:
+        out += bytes([seg_type, len(asns)])
+        out += b"".join(struct.pack("!I" if four else "!H", a) for a in asns)
+    return out
+
+
+def v4(prefix_len, *octets):
+    return bytes([prefix_len]) + bytes(octets[: (prefix_len + 7) // 8])
+
+
+V6_VIP = bytes.fromhex("20010db8ffff00000000000000000010")
+V6_NH = bytes.fromhex("20010db8000000000000000000000011")
+V6_LL = bytes.fromhex("fe800000000000000000000000000011")
+
+mp_caps = [cap(1, struct.pack("!HBB", 1, 0, 1)), cap(1, struct.pack("!HBB", 2, 0, 1))]
+gr = cap(64, struct.pack("!H", 0x8000 | 120) + struct.pack("!HBB", 1, 1, 0x80) +
+         struct.pack("!HBB", 2, 1, 0))
+opens = {
+    "open-4octet-rr": open_body(65002, 90, 0xC0000209, mp_caps + [cap(2, b""),
+                                                                  cap(65, struct.pack("!I", 65002))]),
+    "open-as-trans": open_body(4200000001, 9, 0xC0000209, mp_caps +
+                               [cap(65, struct.pack("!I", 4200000001))]),
+    "open-2octet-only": open_body(65002, 180, 0xC0000209, []),
+    "open-graceful-restart": open_body(65002, 3, 0xC0000209, mp_caps + [gr, cap(65, struct.pack("!I", 65002))]),
+    "open-unknown-capability": open_body(65002, 90, 0xC0000209, [cap(73, b"\x04host\x00"), cap(128, b"")]),
+    "open-several-caps-one-param": open_body(65002, 90, 0xC0000209, [],
+                                             raw_params=bytes([2, 12]) + mp_caps[0] + mp_caps[1]),
+    "open-bad-param-type": open_body(65002, 90, 0xC0000209, [], raw_params=b"\x01\x02\x00\x00"),
+    "open-hold-1": open_body(65002, 1, 0xC0000209, []),
+    "open-version-3": open_body(65002, 90, 0xC0000209, [], version=3),
+    "open-truncated-cap": open_body(65002, 90, 0xC0000209, [], raw_params=b"\x02\x04\x41\x04\x00"),
+}
+
+origin = attr(0x40, 1, b"\x00")
+path4 = attr(0x40, 2, as_path([(2, [65002, 4200000001])]))
+nh = attr(0x40, 3, bytes([192, 0, 2, 9]))
+updates = {
+    "update-every-attribute": update_body(
+        v4(24, 198, 51, 100),
+        origin + path4 + nh + attr(0x80, 4, struct.pack("!I", 50)) + attr(0x40, 5, struct.pack("!I", 100)) +
+        attr(0x40, 6, b"") + attr(0xC0, 7, struct.pack("!I", 65002) + bytes([192, 0, 2, 9])) +
+        attr(0xC0, 8, struct.pack("!II", 0xFFFF0000, (65002 << 16) | 7)) +
+        attr(0x80, 9, bytes([192, 0, 2, 1])) + attr(0x80, 10, bytes([192, 0, 2, 1, 192, 0, 2, 2])) +
+        attr(0xC0, 32, struct.pack("!III", 65002, 1, 2)) + attr(0xE0, 99, b"opaque"),
+        v4(32, 203, 0, 113, 10) + v4(0) + v4(25, 203, 0, 113, 128)),
+    "update-2octet-as4-path": update_body(
+        b"", origin + attr(0x40, 2, as_path([(2, [65002, 23456]), (1, [1, 2])], four=False)) + nh +
+        attr(0xC0, 17, as_path([(2, [65002, 4200000001])])) +
+        attr(0xC0, 18, struct.pack("!I", 4200000001) + bytes([192, 0, 2, 9])),
+        v4(32, 203, 0, 113, 10)),
+    "update-mp-reach-link-local": update_body(
+        b"", origin + path4 + attr(0x90, 14, struct.pack("!HBB", 2, 1, 32) + V6_NH + V6_LL + b"\x00" +
+                                   bytes([128]) + V6_VIP)),
+    "update-mp-unreach": update_body(
+        b"", attr(0x90, 15, struct.pack("!HB", 2, 1) + bytes([128]) + V6_VIP + bytes([64]) + V6_VIP[:8])),
+    "update-mp-reach-ipv4": update_body(
+        b"", origin + path4 + attr(0x80, 14, struct.pack("!HBB", 1, 1, 4) + bytes([192, 0, 2, 9]) +
+                                   b"\x00" + v4(32, 203, 0, 113, 10))),
+    "update-eor-ipv6": update_body(b"", attr(0x80, 15, struct.pack("!HB", 2, 1))),
+    "update-withdraw-only": update_body(v4(32, 203, 0, 113, 10) + v4(8, 10)),
+    "update-bad-med-length": update_body(b"", origin + path4 + nh + attr(0x80, 4, b"\x00\x01\x02"),
+                                         v4(32, 203, 0, 113, 10)),
+    "update-bad-origin": update_body(b"", attr(0x40, 1, b"\x07") + path4 + nh, v4(32, 203, 0, 113, 10)),
+    "update-missing-next-hop": update_body(b"", origin + path4, v4(32, 203, 0, 113, 10)),
+    "update-duplicate-attribute": update_body(b"", origin + origin + path4 + nh, v4(32, 203, 0, 113, 10)),
+    "update-bad-prefix-length": update_body(b"", origin + path4 + nh, b"\x21\xcb\x00\x71\x0a\x00"),
+    "update-attr-overrun": update_body(b"", origin + b"\x40\x02\xff\x02", b""),
+    "update-bad-flags": update_body(b"", attr(0x80, 1, b"\x00") + path4 + nh, v4(32, 203, 0, 113, 10)),
+    "update-as-set-confed": update_body(
+        b"", origin + attr(0x40, 2, as_path([(3, [65010]), (4, [65011, 65012]), (2, [65002])])) + nh,
+        v4(32, 203, 0, 113, 10)),
+}
+notifications = {
+    "notification-6-2-text": b"\x06\x02" + bytes([13]) + b"node draining",
+    "notification-6-4-empty": b"\x06\x04",
+    "notification-6-2-bad-length": b"\x06\x02\x20abc",
+    "notification-2-2-data": b"\x02\x02\xfd\xea",
+    "notification-1-2-nodata": b"\x01\x02",
+}
+
+
+def read_captures():
+    out = []
+    for path in sorted((ROOT / "tests" / "data" / "captures").glob("*.hex")):
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                out.append((path.stem, bytes.fromhex(line)))
+    return out
+
+
+def bgp_seeds():
+    captures = read_captures()
+    seen = set()
+    for peer, wire in captures:
+        digest = hashlib.sha1(wire).hexdigest()[:8]
+        if digest in seen:
+            continue
+        seen.add(digest)
+        mtype = wire[18]
+        name = {1: "open", 2: "update", 3: "notification", 4: "keepalive", 5: "route-refresh"}[mtype]
+        write("bgp_message", f"capture-{peer}-{name}-{digest}", wire)
+        if mtype == 1:
+            write("bgp_open", f"capture-{peer}-{digest}", wire[19:])
+        if mtype == 2:
+            write("bgp_update", f"capture-{peer}-{digest}", wire[19:])
+    for name, body in opens.items():
+        write("bgp_open", name, body)
+        write("bgp_message", name, msg(1, body))
+    for name, body in updates.items():
+        write("bgp_update", name, body)
+        write("bgp_message", name, msg(2, body))
+    for name, body in notifications.items():
+        write("bgp_message", name, msg(3, body))
+    write("bgp_message", "keepalive", msg(4, b""))
+    write("bgp_message", "route-refresh-ipv6", msg(5, struct.pack("!HBB", 2, 0, 1)))
+    write("bgp_message", "route-refresh-bad-length", msg(5, struct.pack("!HBBB", 1, 0, 1, 0)))
+    write("bgp_message", "keepalive-with-body", msg(4, b"\x00"))
+    write("bgp_message", "type-6", msg(6, b""))
+    write("bgp_message", "bad-marker", b"\xff" * 15 + b"\xfe\x00\x13\x04")
+    write("bgp_message", "length-over-4096", b"\xff" * 16 + b"\x10\x01\x02" + b"\x00" * 4078)
+    write("bgp_message", "length-field-mismatch", b"\xff" * 16 + b"\x00\x20\x04")
+
+    # The framer: byte 0 = pattern length, then the chunk sizes, then the stream.
+    for peer in sorted({p for p, _ in captures}):
+        stream = b"".join(w for p, w in captures if p == peer)
+        write("bgp_framer", f"{peer}-whole", b"\x00" + stream)
+        write("bgp_framer", f"{peer}-byte-by-byte", b"\x01\x01" + stream)
+        write("bgp_framer", f"{peer}-7-13-200", b"\x03\x07\x0d\xc8" + stream)
+    write("bgp_framer", "bad-marker-after-keepalive", b"\x01\x05" + msg(4, b"") + b"\x00" * 19)
+    write("bgp_framer", "route-refresh-too-long", b"\x00" + msg(5, b"\x00\x01\x00\x01\x00"))
+    write("bgp_framer", "partial-header", b"\x00" + msg(4, b"")[:10])
+
+    # The session FSM: byte 0 high nibble = mode, low nibble = pattern length (see the target).
+    hello = msg(1, opens["open-4octet-rr"]) + msg(4, b"")
+    established_stream = [
+        ("updates", b"".join(msg(2, updates[k]) for k in
+                             ["update-every-attribute", "update-mp-reach-link-local", "update-mp-unreach",
+                              "update-eor-ipv6", "update-withdraw-only"])),
+        ("route-refresh", msg(5, struct.pack("!HBB", 1, 0, 1)) + msg(5, struct.pack("!HBB", 2, 0, 1)) +
+         msg(5, struct.pack("!HBB", 1, 1, 1)) + msg(4, b"")),
+        ("treat-as-withdraw", msg(2, updates["update-bad-med-length"]) + msg(4, b"")),
+        ("malformed-update", msg(2, updates["update-attr-overrun"])),
+        ("notification", msg(3, notifications["notification-6-2-text"])),
+        ("open-in-established", hello),
+        ("bad-header", b"\x00" * 19),
+        ("capture-bird2", b"".join(w for p, w in captures if p == "bird2" and w[18] != 1)),
+    ]
+    for name, stream in established_stream:
+        write("bgp_session_fsm", f"established-{name}", b"\x00" + stream)
+        write("bgp_session_fsm", f"established-{name}-chunks-1-9", b"\x02\x01\x09" + stream)
+    write("bgp_session_fsm", "ibgp-updates", b"\x10" + established_stream[0][1])
+    write("bgp_session_fsm", "peer-2octet-updates",
+          b"\x40" + msg(2, updates["update-2octet-as4-path"]) + established_stream[0][1])
+    write("bgp_session_fsm", "graceful-restart", b"\x80" + established_stream[1][1])
+    for name in ["open-4octet-rr", "open-graceful-restart", "open-as-trans", "open-hold-1",
+                 "open-unknown-capability", "open-version-3"]:
+        write("bgp_session_fsm", f"opensent-{name}", b"\x20" + msg(1, opens[name]) + msg(4, b"") +
+              established_stream[1][1])
+    write("bgp_session_fsm", "opensent-update-first", b"\x20" + msg(2, updates["update-withdraw-only"]))
+    write("bgp_session_fsm", "opensent-notification", b"\x20" + msg(3, notifications["notification-2-2-data"]))
+
+
+# ---- BFD: op bytes (low 3 bits) and packets, see bfd_packet.cc ----
+
+def bfd(state, my, your, tx=300000, rx=300000, mult=3, poll=False, final=False, diag=0, length=24):
+    flags = (state << 6) | (0x20 if poll else 0) | (0x10 if final else 0)
+    return bytes([(1 << 5) | diag, flags, mult, length]) + struct.pack("!IIIII", my, your, tx, rx, 0)
+
+
+def bfd_seeds():
+    down, init, up, admin = 1, 2, 3, 0
+    P = lambda *a, **k: b"\x00" + bfd(*a, **k)
+    write("bfd_packet", "handshake-to-up", P(down, 0x11, 0) + P(up, 0x11, 1) + b"\x01" + b"\x01")
+    write("bfd_packet", "init-then-up", P(init, 0x11, 1) + P(up, 0x11, 1) + b"\x01")
+    write("bfd_packet", "up-then-detect-expiry", P(down, 0x11, 0) + P(up, 0x11, 1) + b"\x02" + b"\x01")
+    write("bfd_packet", "up-then-peer-admin-down",
+          P(down, 0x11, 0) + P(up, 0x11, 1) + P(admin, 0x11, 1, diag=7) + b"\x01")
+    write("bfd_packet", "poll-and-final",
+          P(down, 0x11, 0) + P(up, 0x11, 1) + P(up, 0x11, 1, poll=True, tx=50000, rx=50000) +
+          b"\x03\x05\x05" + P(up, 0x11, 1, final=True) + b"\x01")
+    write("bfd_packet", "set-intervals-zero", P(down, 0x11, 0) + P(up, 0x11, 1) + b"\x03\x00\x00\x01\x02")
+    write("bfd_packet", "admin-down-and-restart",
+          P(down, 0x11, 0) + P(up, 0x11, 1) + b"\x04" + b"\x01" * 6 + b"\x05" + P(down, 0x12, 0))
+    write("bfd_packet", "huge-intervals", P(down, 0x11, 0, tx=0xFFFFFFFF, rx=0xFFFFFFFF, mult=255) +
+          P(up, 0x11, 1, tx=0xFFFFFFFF, rx=0, mult=255) + b"\x01\x02")
+    write("bfd_packet", "wrong-discriminator", P(down, 0x11, 0) + P(up, 0x11, 7))
+    write("bfd_packet", "long-datagram", b"\x20" + bfd(down, 0x11, 0, length=28) + b"\x00" * 4)
+    for name, pkt in [("version-0", b"\x00\xc0\x03\x18" + b"\x00" * 20),
+                      ("auth-bit", bfd(up, 1, 1)[:1] + b"\xc4" + bfd(up, 1, 1)[2:]),
+                      ("multipoint", bfd(up, 1, 1)[:1] + b"\xc1" + bfd(up, 1, 1)[2:]),
+                      ("mult-0", bfd(down, 1, 0, mult=0)), ("my-discr-0", bfd(down, 0, 0)),
+                      ("your-discr-0-in-up", bfd(up, 1, 0)), ("length-23", bfd(down, 1, 0, length=23)),
+                      ("short", bfd(down, 1, 0)[:20])]:
+        write("bfd_packet", name, b"\x00" + pkt)
+
+
+# ---- text inputs ----
+
+def text_seeds():
+    for path in sorted((ROOT / "tests" / "data" / "config").glob("*.yaml")):
+        write("config", f"data-{path.name}", path.read_bytes())
+    write("config", "example.yaml", (ROOT / "config" / "example.yaml").read_bytes())
+    for name, text in [("duration-1m30s", "1m30s"), ("duration-0", "0"), ("duration-300ms", "300ms"),
+                       ("duration-overflow", "99999999999999999999h"), ("not-yaml", "{[: \x00"),
+                       ("anchors", "a: &x [*x]\nb: *x\n"), ("tag", "!!binary aGk=\n"),
+                       ("empty", "")]:
+        write("config", name, text)
+    for path in sorted((ROOT / "tests" / "data" / "bootstrap").glob("*.metadata.*")):
+        write("metadata", f"data-{path.name}", path.read_bytes())
+    base = json.loads((ROOT / "tests" / "data" / "bootstrap" / "ipv4-only.metadata.json").read_text())
+    disabled = dict(base, bootstrap={"enabled": False})
+    write("metadata", "bootstrap-disabled.json", json.dumps(disabled))
+    write("metadata", "not-a-map", "[1, 2, 3]\n")
+    write("metadata", "wrong-kind", "apiVersion: vipd.io/v1alpha1\nkind: Other\n")
+
+    identity = {"protocolVersions": [1], "mode": "daemonset", "routerId": "192.0.2.11",
+                "localAsn": 65001, "vips": ["203.0.113.10/32"]}
+    for name, request in [
+            ("status", {"command": "status"}),
+            ("withdraw-wait", {"command": "withdraw", "wait": True, "persist": True,
+                               "timeoutMs": 10000, "reason": "node replacement"}),
+            ("withdraw-transient", {"command": "withdraw", "wait": True, "persist": False}),
+            ("announce", {"command": "announce"}),
+            ("handoff-check", {"command": "handoff-check", "identity": identity}),
+            ("handoff-yield", {"command": "handoff-yield", "identity": dict(identity, vips=[])}),
+            ("unknown-command", {"command": "reboot"})]:
+        write("control_request", name, json.dumps(request) + "\n")
+    for name, line in [("not-json", "status\n"), ("array", "[]\n"), ("command-number", '{"command":1}\n'),
+                       ("deep", "[" * 600 + "]" * 600 + "\n"), ("unicode", '{"command":"st\\u00e4tus"}\n')]:
+        write("control_request", name, line)
+
+
+if __name__ == "__main__":
+    bgp_seeds()
+    bfd_seeds()
+    text_seeds()
