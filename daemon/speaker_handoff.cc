@@ -13,6 +13,26 @@
 namespace vipd::daemon {
 namespace {
 
+// A field of the other instance's answer, or `fallback` when it is absent or of another type:
+// nlohmann::json::value() throws on a wrong type, and nothing catches on the io_context thread.
+template <typename T>
+T field(const nlohmann::json& answer, const char* key, T fallback) {
+  if (!answer.is_object()) {
+    return fallback;
+  }
+  auto it = answer.find(key);
+  if (it == answer.end()) {
+    return fallback;
+  }
+  if constexpr (std::is_same_v<T, nlohmann::json>) {
+    return *it;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return it->is_boolean() ? it->template get<bool>() : fallback;
+  } else {
+    return it->is_string() ? it->template get<std::string>() : fallback;
+  }
+}
+
 using namespace std::chrono_literals;
 
 // How often an instance that is not speaking tries the lock. flock is one cheap system call.
@@ -195,15 +215,15 @@ void Speaker::attemptTakeover(const LockHolder& holder) {
           return refuse(fmt::format("the static-pod instance answered: {}",
                                     (*answer)["error"].dump()));
         }
-        auto theirs = identityFromJson(answer->value("identity", nlohmann::json()));
+        auto theirs = identityFromJson(field(*answer, "identity", nlohmann::json()));
         if (!theirs) {
           return refuse(theirs.error());
         }
         if (auto refusal = handoffRefusal(*theirs, mine)) {
           return refuse(*refusal);
         }
-        if (!answer->value("ok", false)) {
-          return refuse(answer->value("refusal", std::string("refused without a reason")));
+        if (!field(*answer, "ok", false)) {
+          return refuse(field(*answer, "refusal", std::string("refused without a reason")));
         }
         // Step 2: the holder checks again, closes its sessions without a NOTIFICATION, releases
         // the lock and answers.
@@ -221,16 +241,17 @@ void Speaker::attemptTakeover(const LockHolder& holder) {
                 log_.warn("handoff", "{}; polling the lock and retrying", handoff_.state);
                 return;
               }
-              if (!answer->value("ok", false)) {
-                return refuse(answer->value(
-                    "refusal", answer->value("error", std::string("refused without a reason"))));
+              if (!field(*answer, "ok", false)) {
+                return refuse(field(*answer, "refusal",
+                                    field(*answer, "error",
+                                          std::string("refused without a reason"))));
               }
               handoff_.refused = false;
               handoff_.lastRefusal.clear();
               handoff_.expectLockUntil = std::chrono::steady_clock::now() + kExpectLockFor;
               handoff_.state = "the static-pod instance yielded; taking the speaker lock";
               log_.info("handoff", "the static-pod instance yielded ({}); taking the lock",
-                        answer->value("peers", nlohmann::json::array()).dump());
+                        field(*answer, "peers", nlohmann::json::array()).dump());
               lockTimer_.cancel();
               pollLock();
             });
