@@ -36,8 +36,10 @@ std::atomic<int64_t> liveAllocations{0};
 
 }  // namespace
 
-// Counting replacements of the global allocation functions (the nothrow and array forms of
-// libstdc++ forward to these).
+// Counting replacements of the global allocation functions. The nothrow forms are replaced too:
+// libstdc++'s forward to these, but under AddressSanitizer its own interceptors would otherwise
+// allocate them, and our delete would free() them (alloc-dealloc-mismatch, seen in
+// std::stable_sort's temporary buffer).
 void* operator new(std::size_t size) {
   void* p = std::malloc(size == 0 ? 1 : size);
   if (p == nullptr) {
@@ -47,6 +49,16 @@ void* operator new(std::size_t size) {
   return p;
 }
 void* operator new[](std::size_t size) { return ::operator new(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  void* p = std::malloc(size == 0 ? 1 : size);
+  if (p != nullptr) {
+    liveAllocations.fetch_add(1, std::memory_order_relaxed);
+  }
+  return p;
+}
+void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept {
+  return ::operator new(size, tag);
+}
 void operator delete(void* p) noexcept {
   if (p != nullptr) {
     liveAllocations.fetch_sub(1, std::memory_order_relaxed);
@@ -56,6 +68,8 @@ void operator delete(void* p) noexcept {
 void operator delete[](void* p) noexcept { ::operator delete(p); }
 void operator delete(void* p, std::size_t) noexcept { ::operator delete(p); }
 void operator delete[](void* p, std::size_t) noexcept { ::operator delete(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { ::operator delete(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { ::operator delete(p); }
 
 namespace vipd::bgp::test {
 
