@@ -47,10 +47,21 @@ HOSTILE = "192.0.2.2"
 HOSTILE_ASN = 65100
 OPEN_HOLD_S = 5
 RSS_BOUND_MIB = 20
+# Under AddressSanitizer (CI builds with -Db_sanitize=address,undefined) freed memory sits in
+# ASan's quarantine (quarantine_size_mb=16 in scripts/dev.sh) and every allocation has shadow
+# memory and redzones, so RSS is not vipd's own; the bound grows by that much. The release
+# build's figure (README) is the one that describes vipd.
+ASAN_RSS_ALLOWANCE_MIB = 32
 FLOOD_PREFIXES = 1_000_000
 FLOOD_TIMEOUT = 60  # a safety net; here vipd counts the million in about 0.1 s
 ACCEPT_TIMEOUT = 40  # > vipd's capped backoff (30 s)
 REDIAL_BOUND_S = 3.0
+
+
+def sanitized(pid: int) -> bool:
+    """Whether the process runs with AddressSanitizer's runtime."""
+    with open(f"/proc/{pid}/maps") as f:
+        return "libasan" in f.read()
 
 
 def rss_kib(pid: int) -> int:
@@ -320,8 +331,9 @@ class Suite:
                 f"{fig['rss_after_announce'] / 1024:.1f} MiB, after withdraw "
                 f"{fig['rss_after'] / 1024:.1f} MiB")
         growth = (fig["rss_peak"] - fig["rss_before"]) / 1024
-        lab.check(growth < RSS_BOUND_MIB, f"flood: vipd's RSS grew {growth:.1f} MiB "
-                  f"(bound {RSS_BOUND_MIB} MiB)")
+        bound = RSS_BOUND_MIB + (ASAN_RSS_ALLOWANCE_MIB if sanitized(self.pid) else 0)
+        lab.check(growth < bound, f"flood: vipd's RSS grew {growth:.1f} MiB (bound {bound} MiB"
+                  f"{', AddressSanitizer build' if bound != RSS_BOUND_MIB else ''})")
         self.results.append(("flood", "no reset, RSS bounded",
                              f"no reset; RSS +{growth:.1f} MiB peak; "
                              f"{FLOOD_PREFIXES / fig['announce']:,.0f} prefixes/s"))
