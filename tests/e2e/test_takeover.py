@@ -285,13 +285,23 @@ def test() -> None:
 
         # 6. A crash (SIGKILL: no NOTIFICATION is possible) of the only instance: BIRD keeps the
         # path as stale for at most the restart time (3s), then drops it.
+        # Timed from the process's exit, when the kernel closes its sockets: an AddressSanitizer
+        # build (CI's) takes a second or more to tear its address space down after SIGKILL.
+        t_kill = time.monotonic()
         ds2.proc.signal(signal.SIGKILL)
+        ds2.wait_exit(10)
+        t_exit = time.monotonic()
         took = lab.timed_wait(lambda: n1.v4 not in topo.fabric.kernel_nexthops(lab.VIP4), 10,
                               0.02, "the fabric to drop the crashed node's stale path")
         print(f"crash of the speaking instance (graceful restart on, restartTime 3s): the fabric "
-              f"dropped node 1's stale path after {took:.2f}s")
-        lab.check(took < 3 + 1.5,
-                  "a crashed instance's path must not outlive the restart time")
+              f"dropped node 1's stale path {took:.2f}s after the process was gone "
+              f"({t_exit - t_kill:.2f}s after SIGKILL)")
+        # Bounded by the restart time (3s) plus BIRD's own reaction, which varies by a second or
+        # more on a loaded 2-core machine (3.0 s release, 3.6-4.7 s under ASan); the point is
+        # that the restart time, not the 9s hold time, bounds it.
+        lab.check(took < 3 + 3,
+                  f"a crashed instance's path must not outlive the restart time (3s) by much, "
+                  f"nor last until the hold time (9s): {took:.2f}s")
 
     with lab.Lab("takeover-nogr") as L:
         topo, n1, n2, bird, other, static, ds_cfg = start_lab(L, graceful_restart=False)
