@@ -65,6 +65,19 @@ def bfd_packet(state: int, my_disc: int, your_disc: int, diag: int = 0, version:
 UP, DOWN = 3, 1
 
 
+def freeze(vipd: lab.Vipd, fabric: lab.Namespace, vip: str, next_hop: str) -> tuple[float, float]:
+    """SIGSTOPs vipd until the fabric kernel route to vip loses next_hop, then SIGCONTs it.
+    Returns the seconds that took and the monotonic time of the SIGCONT."""
+    t0 = time.monotonic()
+    vipd.proc.signal(signal.SIGSTOP)
+    try:
+        dt = lab.time_nexthop(fabric, vip, next_hop, False, t0)
+    finally:
+        thawed = time.monotonic()
+        vipd.proc.signal(signal.SIGCONT)
+    return dt, thawed
+
+
 def multihop() -> dict:
     figures = {}
     with lab.Lab("bfd-multihop") as L:
@@ -112,13 +125,8 @@ def multihop() -> dict:
         lab.log(f"multihop {TIMERS}: BFD Up over UDP 4784 and the route in the fabric "
                 f"{figures['up']:.2f} s after start; {len(pk)} packets from vipd, all to 4784")
 
-        wall0, t0 = time.time(), time.monotonic()
-        vipd.proc.signal(signal.SIGSTOP)
-        try:
-            dt = lab.time_nexthop(topo.fabric, lab.VIP4, node.v4, False, t0)
-        finally:
-            t1 = time.monotonic()
-            vipd.proc.signal(signal.SIGCONT)
+        wall0 = time.time()
+        dt, t1 = freeze(vipd, topo.fabric, lab.VIP4, node.v4)
         bound = 0.3 + MARGIN_S
         expired = [t for t, ev in bird.bfd_events(node.v4) if ev == "expired" and t >= wall0]
         lab.log(f"multihop freeze {TIMERS}: fabric dropped the node after {dt:.3f} s (bound "
@@ -276,13 +284,7 @@ def ipv6() -> dict:
         b = vipd.bfd_status(peer)
         lab.check(b["txIntervalMs"] == 100 and b["detectionTimeMs"] == 300 and b["ttlDropped"] == 0,
                   f"vipd's IPv6 session: {b}")
-        t0 = time.monotonic()
-        vipd.proc.signal(signal.SIGSTOP)
-        try:
-            dt = lab.time_nexthop(topo.fabric, lab.VIP6, node.v6, False, t0)
-        finally:
-            t1 = time.monotonic()
-            vipd.proc.signal(signal.SIGCONT)
+        dt, t1 = freeze(vipd, topo.fabric, lab.VIP6, node.v6)
         lab.log(f"IPv6 {TIMERS}: Up after {figures['v6_up']:.2f} s; freeze dropped the /128 "
                 f"after {dt:.3f} s (bound {0.3 + MARGIN_S:.2f} s)")
         lab.check(dt <= 0.3 + MARGIN_S, f"IPv6 freeze: the route left after {dt:.3f} s")
