@@ -117,6 +117,22 @@ def timed_wait(predicate: Callable[[], Any], timeout: float, interval: float = 0
     return time.monotonic() - t0
 
 
+def bird_since_delta(a: str, b: str) -> float:
+    """|a - b| in seconds for two BIRD "since" times (HH:MM:SS.mmm; a date: 0 if equal, else
+    infinity). BIRD's "since" can move by a millisecond as a session's channels finish coming
+    up, so a restart is a later time, not any change."""
+    def secs(t: str) -> Optional[float]:
+        try:
+            h, m, rest = t.split(":")
+            return int(h) * 3600 + int(m) * 60 + float(rest)
+        except ValueError:
+            return None
+    x, y = secs(a), secs(b)
+    if x is None or y is None:
+        return 0.0 if a == b else float("inf")
+    return abs(x - y)
+
+
 def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.2,
                what: Any = "condition") -> Any:
     """Polls predicate until it returns a truthy value (returned) or timeout seconds pass.

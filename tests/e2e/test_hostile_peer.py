@@ -38,7 +38,6 @@ import json
 import os
 import sys
 import threading
-from typing import Optional
 import time
 
 import hostile_peer as hp
@@ -57,21 +56,6 @@ FLOOD_PREFIXES = 1_000_000
 FLOOD_TIMEOUT = 60  # a safety net; here vipd counts the million in about 0.1 s
 ACCEPT_TIMEOUT = 40  # > vipd's capped backoff (30 s)
 REDIAL_BOUND_S = 3.0
-
-
-def since_delta(a: str, b: str) -> float:
-    """|a - b| in seconds for two BIRD "since" times (HH:MM:SS.mmm, or a date: then 0 if equal,
-    else infinity)."""
-    def secs(t: str) -> Optional[float]:
-        try:
-            h, m, rest = t.split(":")
-            return int(h) * 3600 + int(m) * 60 + float(rest)
-        except ValueError:
-            return None
-    x, y = secs(a), secs(b)
-    if x is None or y is None:
-        return 0.0 if a == b else float("inf")
-    return abs(x - y)
 
 
 def sanitized(pid: int) -> bool:
@@ -140,7 +124,7 @@ class Suite:
         # BIRD's "since" can move by a millisecond as its channels finish coming up (seen once
         # under ASan: .562 -> .563), so a flap is a later time, not any change; vipd's own count
         # of transitions to Established (below) catches a flap exactly.
-        lab.check(parts[-1] == "Established" and since_delta(parts[4], self.bird_since) < 1.0,
+        lab.check(parts[-1] == "Established" and lab.bird_since_delta(parts[4], self.bird_since) < 1.0,
                   f"after {after}: BIRD's session flapped or is down: {' '.join(parts)} "
                   f"(Established since {self.bird_since} at the start)")
         bp = self.vipd.peer_status(self.topo.fabric_v4)
