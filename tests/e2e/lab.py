@@ -597,11 +597,13 @@ class Bird:
                  neighbors: list[Neighbor], interfaces: Iterable[str] = ("br0",),
                  origins: Iterable[Origin] = (), next_hop_v6: Optional[str] = None,
                  name: str = "bird", hold_time: int = 9, bfd: Optional[BfdTimers] = None,
-                bfd_multihop: bool = False):
+                 bfd_multihop: bool = False, import_routes: bool = True):
         """bfd: run `protocol bfd` on interfaces with these timers and put `bfd on` in every
         BGP protocol (BIRD then asks for a single-hop session to each neighbour and stops the
         BGP session when it goes from Up to Down). bfd_multihop: the same timers for multihop
-        sessions (RFC 5883, UDP 4784), which BIRD uses for BGP protocols with `multihop`."""
+        sessions (RFC 5883, UDP 4784), which BIRD uses for BGP protocols with `multihop`.
+        import_routes=False: `import none` on every channel (BIRD as a VIP speaker keeps
+        nothing it receives)."""
         self.lab, self.ns, self.name = lab, ns, name
         self.bfd = bfd
         self.conf = lab.path(f"{name}.conf")
@@ -644,6 +646,7 @@ class Bird:
             "}",
         ]
         export = "none"
+        imp = "filter bgp_in" if import_routes else "none"
         if origins:
             lines.append("protocol static origin4 { ipv4; " + "".join(
                 f"route {o.prefix} blackhole; " for o in origins if ":" not in o.prefix) + "}")
@@ -669,10 +672,10 @@ class Bird:
                 f"  hold time {hold_time};",
                 *(["  bfd on;"] if bfd else []),
                 *(f"  {o}" for o in nb.bird_options),
-                f"  ipv4 {{ import filter bgp_in; export {export}; }};",
+                f"  ipv4 {{ import {imp}; export {export}; }};",
                 # IPv6 routes over an IPv4 session: BIRD needs a global IPv6 next hop on a
                 # directly connected prefix for what it sends (received ones must resolve too).
-                f"  ipv6 {{ import filter bgp_in; export {export}; "
+                f"  ipv6 {{ import {imp}; export {export}; "
                 + (f"next hop address {v6_nh}; " if v6_nh else "") + "};",
                 "}",
             ]
@@ -847,9 +850,12 @@ class Frr:
     def __init__(self, lab: Lab, ns: Namespace, router_id: str, asn: int,
                  neighbors: list[Neighbor], origins: Iterable[Origin] = (),
                  next_hop_v6: Optional[str] = None, name: str = "frr", hold_time: int = 9,
-                 maximum_paths: int = 16, bfd: Optional[BfdTimers] = None):
+                 maximum_paths: int = 16, bfd: Optional[BfdTimers] = None,
+                 import_routes: bool = True):
         """bfd: also run bfdd with a profile of these timers, and `neighbor X bfd` + `neighbor X
-        bfd profile` for every neighbour (single hop for a directly connected eBGP peer)."""
+        bfd profile` for every neighbour (single hop for a directly connected eBGP peer).
+        import_routes=False: a deny-all inbound route-map and no soft-reconfiguration (FRR as
+        a VIP speaker keeps nothing it receives)."""
         self.lab, self.ns, self.neighbors = lab, ns, neighbors
         self.bfd = bfd
         self.pathspace = f"{lab.prefix}{name}"
@@ -887,7 +893,10 @@ class Frr:
                     c.append(f"  network {o.prefix} route-map ORIGIN")
             for nb in neighbors:
                 c.append(f"  neighbor {nb.address} activate")
-                c.append(f"  neighbor {nb.address} soft-reconfiguration inbound")
+                if import_routes:
+                    c.append(f"  neighbor {nb.address} soft-reconfiguration inbound")
+                else:
+                    c.append(f"  neighbor {nb.address} route-map IMPORT-NONE in")
                 if afi == "ipv6" and (nb.next_hop_v6 or next_hop_v6):
                     c.append(f"  neighbor {nb.address} route-map NH6 out")
             c.append(" exit-address-family")
@@ -898,6 +907,8 @@ class Frr:
                   f" set community {' '.join(o.communities)}",
                   f" set large-community {' '.join(o.large)}",
                   "!"]
+        if not import_routes:
+            c += ["route-map IMPORT-NONE deny 10", "!"]
         nh6 = next_hop_v6 or next((nb.next_hop_v6 for nb in neighbors if nb.next_hop_v6), None)
         if nh6:
             c += ["route-map NH6 permit 10", f" set ipv6 next-hop global {nh6}", "!"]
@@ -1017,7 +1028,10 @@ class Gobgp:
 
     def __init__(self, lab: Lab, ns: Namespace, router_id: str, asn: int,
                  neighbors: list[Neighbor], origins: Iterable[Origin] = (),
-                 name: str = "gobgp", hold_time: int = 9, local_address: Optional[str] = None):
+                 name: str = "gobgp", hold_time: int = 9, local_address: Optional[str] = None,
+                 import_routes: bool = True):
+        """import_routes=False: every neighbour's import policy rejects (GoBGP as a VIP speaker
+        installs nothing it receives)."""
         self.lab, self.ns, self.neighbors = lab, ns, neighbors
         Gobgp._next_port += 1
         self.port = Gobgp._next_port
@@ -1032,8 +1046,9 @@ class Gobgp:
             t.append(f'  local-address-list = ["{local_address}"]')
         t += [
             "[global.apply-policy.config]",
-            '  import-policy-list = ["accept-all"]',
-            '  default-import-policy = "accept-route"',
+            *(['  import-policy-list = ["accept-all"]',
+               '  default-import-policy = "accept-route"'] if import_routes
+              else ['  default-import-policy = "reject-route"']),
             '  export-policy-list = ["accept-all"]',
             '  default-export-policy = "accept-route"',
         ]
@@ -1060,10 +1075,11 @@ class Gobgp:
                 "  [[neighbors.afi-safis]]",
                 "    [neighbors.afi-safis.config]",
                 '      afi-safi-name = "ipv6-unicast"',
-                # Per-neighbour import policy: accept everything.
+                # Per-neighbour import policy: accept everything, or nothing.
                 "  [neighbors.apply-policy.config]",
-                '    import-policy-list = ["accept-all"]',
-                '    default-import-policy = "accept-route"',
+                *(['    import-policy-list = ["accept-all"]',
+                   '    default-import-policy = "accept-route"'] if import_routes
+                  else ['    default-import-policy = "reject-route"']),
                 '    default-export-policy = "accept-route"',
             ]
         t += [
@@ -1160,18 +1176,34 @@ class Exabgp:
 
     def __init__(self, lab: Lab, ns: Namespace, router_id: str, asn: int,
                  neighbors: list[Neighbor], local_address: str,
-                 origins: Iterable[Origin] = (), name: str = "exabgp", hold_time: int = 9):
+                 origins: Iterable[Origin] = (), name: str = "exabgp", hold_time: int = 9,
+                 record: bool = True, control_fifo: Optional[str] = None):
+        """record=False: no API process receives UPDATEs (ExaBGP as a VIP speaker).
+        control_fifo: a FIFO whose lines are ExaBGP API commands (`withdraw route ...`),
+        relayed by exabgp_control.py; the FIFO is created here."""
         self.lab, self.ns, self.neighbors = lab, ns, neighbors
+        self.control_fifo = control_fifo
         self.conf = lab.path(f"{name}.conf")
         self.received = lab.path(f"{name}-received.jsonl")
         open(self.received, "w").close()
         origins = list(origins)
-        c = [
-            "process recorder {",
-            f"  run {sys.executable} {os.path.join(E2E_DIR, 'exabgp_recorder.py')} {self.received};",
-            "  encoder json;",
-            "}",
-        ]
+        c = []
+        processes = []
+        if record:
+            processes.append("recorder")
+            c += ["process recorder {",
+                  f"  run {sys.executable} {os.path.join(E2E_DIR, 'exabgp_recorder.py')} "
+                  f"{self.received};",
+                  "  encoder json;",
+                  "}"]
+        if control_fifo:
+            os.mkfifo(control_fifo)
+            processes.append("control")
+            c += ["process control {",
+                  f"  run {sys.executable} {os.path.join(E2E_DIR, 'exabgp_control.py')} "
+                  f"{control_fifo};",
+                  "  encoder text;",
+                  "}"]
         for nb in neighbors:
             c += [
                 f"neighbor {nb.address} {{",
@@ -1182,7 +1214,8 @@ class Exabgp:
                 f"  hold-time {hold_time};",
                 f"  passive {'true' if nb.passive else 'false'};",
                 "  family { ipv4 unicast; ipv6 unicast; }",
-                "  api { processes [ recorder ]; neighbor-changes; receive { parsed; update; } }",
+                *([f"  api {{ processes [ {' '.join(processes)} ]; neighbor-changes; "
+                   + ("receive { parsed; update; } }" if record else "}")] if processes else []),
             ]
             if origins:
                 c.append("  static {")

@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""vipd against GoBGP, ExaBGP, FRR and BIRD as the VIP speaker, on one lab, in one run.
+
+For each speaker (all three nodes run it) this builds the lab of benchlab.py and measures:
+  idle        RSS of one node's speaker processes and their CPU time per hour, sessions up
+  start       process start until the fabric's kernel route has this node's next hop
+  withdraw    the speaker's withdraw command issued until the fabric drops the next hop
+  drain       failed requests while one node is drained under a steady load of new connections
+  freeze      SIGSTOP of every speaker process on a node until the fabric drops its next hop
+  cut         the node's switch port set down (carrier lost) until the fabric drops its next hop
+              (freeze and cut: hold timer only, and with BFD 300ms x 3 and 50ms x 3 where the
+              speaker has BFD; the fabric runs the same timers)
+  table       RSS while a peer sends a full table (1,000,000 IPv4 /24s), and after
+Every time is taken from the fabric's kernel route changes (`ip monitor`, see RouteMonitor).
+
+A figure is a measurement: nothing here fails because a speaker is slow. The run fails when a
+scenario cannot be carried out (the lab does not come up, a route never comes back, vipd crashes
+or drops a request it should not have had to): that is a broken benchmark or a vipd bug.
+
+Usage (root): bench.py [--quick] [--speakers vipd,gobgp,...] [--out DIR] [--build-dir DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+import benchlab
+import speakers
+from speakers import lab
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ALL_KINDS = ["vipd", "gobgp", "exabgp", "frr", "bird"]
+BFD_SETS = {"bfd300": lab.BfdTimers(300, 300, 3), "bfd50": lab.BfdTimers(50, 50, 3)}
+HOLD_S = 3  # every speaker's hold time (the RFC 4271 minimum): the hold-only failover figure
+DRAIN_RATE, DRAIN_TIMEOUT_S, DRAIN_LEAD_S, DRAIN_TAIL_S = 200.0, 1.0, 1.5, 2.0
+
+
+def summary(samples: list[float], digits: int = 4) -> dict:
+    s = sorted(samples)
+    return {"median": round(statistics.median(s), digits), "min": round(s[0], digits),
+            "max": round(s[-1], digits), "n": len(s), "samples": [round(x, digits) for x in s]}
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.results: dict = {}
+        self.failures: list[str] = []
+
+    def log(self, kind: str, msg: str) -> None:
+        lab.log(f"[{kind}] {msg}")
+
+    # --- scenarios on the 3-node fabric -------------------------------------------------------
+
+    def idle(self, f: benchlab.Fabric) -> dict:
+        time.sleep(2)  # past the sessions' first exchanges
+        pids = [s.pids() for s in f.speakers]
+        cpu0 = [benchlab.cpu_seconds(p) for p in pids]
+        t0 = time.monotonic()
+        time.sleep(self.args.idle)
+        window = time.monotonic() - t0
+        rss = [benchlab.rss_kib(p) / 1024 for p in pids]
+        cpu = [(benchlab.cpu_seconds(p) - c) / window * 3600 for p, c in zip(pids, cpu0)]
+        procs = sorted({open(f"/proc/{p}/comm").read().strip() for p in pids[0]})
+        self.log(f.kind, f"idle {window:.0f} s: RSS {', '.join(f'{r:.1f}' for r in rss)} MiB; "
+                 f"CPU {', '.join(f'{c:.2f}' for c in cpu)} s/hour ({'+'.join(procs)})")
+        return {"window_s": round(window, 1), "processes": procs, "rss_mib": summary(rss, 2),
+                "cpu_s_per_hour": summary(cpu, 3)}
+
+    def start(self, f: benchlab.Fabric) -> dict:
+        s = f.speakers[0]
+        node = s.node
+        out = []
+        for _ in range(self.args.reps):
+            t_stop = time.time()
+            s.stop()
+            f.wait_gone(node, t_stop, 30, f"{s.name} stopped")
+            f.bird_ready_for(node)
+            time.sleep(0.3)
+            t0 = time.time()
+            s.start()
+            out.append(f.wait_back(node, t0, 60, f"{s.name} started"))
+            f.wait_all(30, "back after start")
+        self.log(f.kind, f"start to announced: {out}")
+        return summary(out)
+
+    def withdraw(self, f: benchlab.Fabric) -> dict:
+        s = f.speakers[0]
+        node = s.node
+        out, cmd = [], []
+        for _ in range(self.args.reps):
+            time.sleep(0.5)
+            t0 = time.time()
+            s.withdraw()
+            cmd.append(time.time() - t0)
+            out.append(f.wait_gone(node, t0, 30, f"{s.kind}: {s.withdraw_how}"))
+            if s.kind == "vipd":  # let its drain finish (GRACEFUL_SHUTDOWN 2 s, unbind 1 s)
+                lab.wait_until(lambda: not node.ns.address_entries("lo", lab.VIP4), 15, 0.05,
+                               "vipd to unbind the VIP after the withdraw")
+            s.announce()
+            f.wait_back(node, t0, 60, f"{s.kind}: announced again")
+            f.wait_all(30, "back after withdraw")
+        self.log(f.kind, f"planned withdraw: {out} (command returned after {cmd})")
+        return {**summary(out), "command": s.withdraw_how, "command_s": summary(cmd)}
+
+    def drain(self, f: benchlab.Fabric) -> dict:
+        s = f.speakers[0]
+        node = s.node
+        runs = []
+        for rep in range(self.args.drain_reps):
+            path = f.L.path(f"load-{rep}.json")
+            duration = DRAIN_LEAD_S + 4.0 + DRAIN_TAIL_S
+            load = f.run_load(DRAIN_RATE, duration, DRAIN_TIMEOUT_S, path)
+            time.sleep(DRAIN_LEAD_S)
+            t0 = time.time()
+            s.drain()
+            cmd = time.time() - t0
+            gone = f.wait_gone(node, t0, 30, f"{s.kind}: drained")
+            lab.wait_until(lambda: not load.alive(), duration + DRAIN_TIMEOUT_S + 20, 0.1,
+                           "the load client to finish")
+            with open(path) as fh:
+                reqs = json.load(fh)["requests"]
+            failed = [r for r in reqs if "error" in r]
+            before = {r.get("node") for r in reqs if r["t"] < t0 and "node" in r}
+            late = [r for r in reqs if r.get("node") == f"node{node.index}"
+                    and r["t"] > t0 + gone + 0.2]
+            errors: dict[str, int] = {}
+            for r in failed:
+                errors[r["error"]] = errors.get(r["error"], 0) + 1
+            lat = sorted(r["latency"] for r in reqs if "node" in r)
+            run = {"requests": len(reqs), "failed": len(failed), "errors": errors,
+                   "failed_at_s": [round(r["t"] - t0, 3) for r in failed],
+                   "drain_command_s": round(cmd, 3), "nexthop_gone_s": round(gone, 4),
+                   "latency_p99_ms": round(lat[int(len(lat) * 0.99)] * 1000, 1),
+                   "latency_max_ms": round(lat[-1] * 1000, 1)}
+            runs.append(run)
+            self.log(f.kind, f"drain {rep + 1}: {run}")
+            if len(before) < 3:
+                raise AssertionError(f"{s.kind} drain: before the drain only {sorted(before)} "
+                                     f"answered; the L4 hash should spread over 3 nodes")
+            if late:
+                raise AssertionError(f"{s.kind} drain: node {node.index} still answered "
+                                     f"{len(late)} requests after the fabric dropped it")
+            s.undrain()
+            f.wait_all(60, "back after the drain")
+            time.sleep(0.5)
+        return {"rate_per_s": DRAIN_RATE, "timeout_s": DRAIN_TIMEOUT_S, "runs": runs,
+                "failed": summary([r["failed"] for r in runs], 0),
+                "requests": sum(r["requests"] for r in runs),
+                "failed_total": sum(r["failed"] for r in runs)}
+
+    def failover(self, f: benchlab.Fabric, mode: str) -> dict:
+        bound = (HOLD_S if mode == "hold" else 1) * 3 + 15
+        out = {}
+        for what in ("freeze", "cut"):
+            i = 1 if what == "freeze" else 2
+            s, node = f.speakers[i], f.nodes[i]
+            port = f"n{node.index}"
+            times, backs, lines = [], [], []
+            for _ in range(self.args.failover_reps):
+                time.sleep(0.5)
+                t0 = time.time()
+                if what == "freeze":
+                    speakers.freeze(s)
+                else:
+                    f.fabric.ip("link", "set", port, "down")
+                try:
+                    dt = f.wait_gone(node, t0, bound, f"{s.kind} {mode}: {what} of node {node.index}")
+                finally:
+                    t1 = time.time()
+                    if what == "freeze":
+                        speakers.thaw(s)
+                    else:
+                        f.fabric.ip("link", "set", port, "up")
+                times.append(dt)
+                lines.append(f.monitor.timeline(t0, t0 + dt + 0.001))
+                backs.append(f.wait_back(node, t1, 90, f"{s.kind} {mode}: node {node.index} back "
+                                         f"after the {what}"))
+                f.wait_all(60, f"all back after the {what}")
+            out[what] = {**summary(times), "back_s": summary(backs, 2), "timelines": lines}
+            self.log(f.kind, f"{mode} {what}: {times} (back after {[round(b, 2) for b in backs]})")
+        return out
+
+    # --- full table ---------------------------------------------------------------------------
+
+    def table(self, kind: str) -> dict:
+        with lab.Lab(f"bench-{kind}-table") as L:
+            topo = L.fabric_with_nodes(1)
+            s = speakers.make(kind, L, topo.nodes[0], 9, None, self.args.build_dir)
+            feeder = benchlab.Feeder(topo.fabric, s, dials=not s.dials)
+            try:
+                s.start()
+                feeder.connect(60)
+                time.sleep(2)
+                pids = s.pids()
+                before = benchlab.rss_kib(pids) / 1024
+                samples: list[tuple[float, float]] = []
+                stop = threading.Event()
+
+                def sample() -> None:
+                    while not stop.is_set():
+                        samples.append((time.monotonic(), benchlab.rss_kib(s.pids()) / 1024))
+                        time.sleep(0.1)
+                th = threading.Thread(target=sample, daemon=True)
+                th.start()
+                t0 = time.monotonic()
+                sent = feeder.feed(self.args.table)
+                feeder.keepalive_forever()
+                # Until RSS has not moved by more than 1% for 3 s (the speaker is done), <= 180 s.
+                deadline = t0 + sent + 180
+                while time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    recent = [r for t, r in samples if t > time.monotonic() - 3]
+                    if time.monotonic() > t0 + sent + 3 and recent and \
+                            max(recent) - min(recent) <= 0.01 * max(recent):
+                        break
+                settled = time.monotonic() - t0
+                stop.set()
+                th.join(2)
+                alive, up = s.alive(), feeder.up()
+                peak = max(r for _, r in samples)
+                after = samples[-1][1]
+                res = {"prefixes": self.args.table, "rss_before_mib": round(before, 2),
+                       "rss_peak_mib": round(peak, 2), "rss_after_mib": round(after, 2),
+                       "send_s": round(sent, 2), "settled_s": round(settled, 1),
+                       "speaker_alive": alive, "session_up": up}
+                self.log(kind, f"full table: {res}")
+                if kind == "vipd" and not (alive and up):
+                    raise AssertionError(f"vipd under a full table: alive {alive}, session up {up}")
+                return res
+            finally:
+                feeder.close()
+
+    # --- per speaker ------------------------------------------------------------------------
+
+    def speaker(self, kind: str) -> None:
+        """Fills self.results[kind] scenario by scenario (a failure keeps what was measured)."""
+        res: dict = {"failover": {}}
+        self.results[kind] = res
+        t0 = time.monotonic()
+        with lab.Lab(f"bench-{kind}") as L:
+            f = benchlab.Fabric(L, kind, HOLD_S, None, self.args.build_dir)
+            self.log(kind, f"lab up in {f.setup_s:.1f} s")
+            res["idle"] = self.idle(f)
+            res["start"] = self.start(f)
+            res["withdraw"] = self.withdraw(f)
+            res["drain"] = self.drain(f)
+            res["failover"]["hold"] = self.failover(f, "hold")
+            self.check_alive(f)
+        if speakers.KINDS[kind].supports_bfd:
+            for mode, timers in BFD_SETS.items():
+                with lab.Lab(f"bench-{kind}-{mode}") as L:
+                    f = benchlab.Fabric(L, kind, HOLD_S, timers, self.args.build_dir,
+                                        responders=False)
+                    res["failover"][mode] = self.failover(f, mode)
+                    self.check_alive(f)
+        res["table"] = self.table(kind)
+        res["bench_s"] = round(time.monotonic() - t0, 1)
+
+    def check_alive(self, f: benchlab.Fabric) -> None:
+        dead = [s.name for s in f.speakers if not s.alive()]
+        if dead:
+            raise AssertionError(f"speaker processes exited during the benchmark: {dead}")
+
+    def run(self) -> int:
+        kinds = self.args.speakers.split(",")
+        for kind in kinds:
+            if kind not in speakers.KINDS:
+                raise SystemExit(f"unknown speaker {kind!r}; known: {', '.join(ALL_KINDS)}")
+        lab.require([b for k in kinds for b in speakers.BINARIES[k]] + lab.Bird.binaries
+                    + ["gnuplot"])
+        for binary in ("vipd", "vipctl"):
+            if "vipd" in kinds and not os.access(lab.vipd_binary(binary, self.args.build_dir), os.X_OK):
+                raise SystemExit(f"{binary} is not built in {self.args.build_dir}")
+        t0 = time.monotonic()
+        for kind in kinds:
+            try:
+                self.speaker(kind)
+            except Exception as e:  # noqa: BLE001 - every speaker runs; the run fails at the end
+                traceback.print_exc()
+                self.failures.append(f"{kind}: {type(e).__name__}: {e}")
+                self.results.setdefault(kind, {})["error"] = f"{type(e).__name__}: {e}"
+            self.write(time.monotonic() - t0)  # a partial file survives an interrupted run
+        doc = self.write(time.monotonic() - t0)
+        import report
+        report.render(doc, self.args.out, update_readme=self.args.update_readme)
+        if lab.SANITIZER_REPORTS:
+            self.failures.append(f"{len(lab.SANITIZER_REPORTS)} sanitizer report(s)")
+            for r in lab.SANITIZER_REPORTS:
+                print(f"----- sanitizer report -----\n{r}", flush=True)
+        for msg in self.failures:
+            print(f"FAIL: {msg}", flush=True)
+        print(f"{'FAIL' if self.failures else 'PASS'} ({time.monotonic() - t0:.0f} s); results "
+              f"in {os.path.join(self.args.out, 'results.json')}", flush=True)
+        return 1 if self.failures else 0
+
+    def write(self, elapsed: float) -> dict:
+        doc = {"machine": machine(), "versions": versions(self.args.build_dir),
+               "settings": {"quick": self.args.quick, "reps": self.args.reps,
+                            "failover_reps": self.args.failover_reps,
+                            "drain_reps": self.args.drain_reps, "idle_s": self.args.idle,
+                            "table_prefixes": self.args.table, "hold_s": HOLD_S,
+                            "drain_rate_per_s": DRAIN_RATE, "build_dir": self.args.build_dir,
+                            "sanitized": os.environ.get("VIPD_SANITIZED") == "1"},
+               "elapsed_s": round(elapsed, 1), "speakers": self.results,
+               "failures": self.failures}
+        os.makedirs(self.args.out, exist_ok=True)
+        with open(os.path.join(self.args.out, "results.json"), "w") as fh:
+            json.dump(doc, fh, indent=1)
+        return doc
+
+
+def first_line(argv: list[str]) -> str:
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        return (p.stdout or p.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "?"
+
+
+def machine() -> dict:
+    model = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    return {"cpu": model, "cores": os.cpu_count(), "memory_gib": round(mem_kib / 2**20, 1),
+            "kernel": platform.release(), "os": first_line(["sh", "-c", ". /etc/os-release; echo $PRETTY_NAME"]),
+            "date": time.strftime("%Y-%m-%d")}
+
+
+def versions(build_dir: str) -> dict:
+    git = first_line(["git", "-C", HERE, "describe", "--always", "--dirty"])
+    return {"vipd": f"{first_line([os.path.join(build_dir, 'daemon', 'vipd'), '--version'])} ({git})",
+            "bird": first_line(["bird", "--version"]),
+            "frr": first_line([f"{lab.FRR_DIR}/bgpd", "--version"]),
+            "gobgp": first_line(["gobgpd", "--version"]),
+            "exabgp": first_line(["exabgp", "--version"])}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--quick", action="store_true",
+                   help="one repetition of each scenario, 10 s idle window (CI's smoke run)")
+    p.add_argument("--speakers", default=",".join(ALL_KINDS))
+    p.add_argument("--reps", type=int, default=5, help="start and withdraw repetitions")
+    p.add_argument("--failover-reps", type=int, default=3)
+    p.add_argument("--drain-reps", type=int, default=3)
+    p.add_argument("--idle", type=float, default=60, help="idle window, seconds")
+    p.add_argument("--table", type=int, default=1_000_000, help="full-table size, /24 prefixes")
+    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--build-dir", default=os.environ.get("VIPD_BUILD_DIR",
+                                                        os.path.join(HERE, "..", "build")))
+    p.add_argument("--update-readme", action="store_true",
+                   help="rewrite the benchmark table in README.md from this run")
+    args = p.parse_args()
+    if args.quick:
+        args.reps = args.failover_reps = args.drain_reps = 1
+        args.idle = 10
+    args.build_dir = os.path.abspath(args.build_dir)
+    args.out = os.path.abspath(args.out)
+    lab.BUILD_DIR = args.build_dir
+    try:
+        return Bench(args).run()
+    except lab.Skip as e:
+        print(f"SKIP: {e}", flush=True)
+        return lab.SKIP
+
+
+if __name__ == "__main__":
+    sys.exit(main())
