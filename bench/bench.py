@@ -68,11 +68,13 @@ class Bench:
         time.sleep(self.args.idle)
         window = time.monotonic() - t0
         rss = [benchlab.rss_kib(p) / 1024 for p in pids]
+        anon = [benchlab.rss_kib(p, "RssAnon") / 1024 for p in pids]
         cpu = [(benchlab.cpu_seconds(p) - c) / window * 3600 for p, c in zip(pids, cpu0)]
         procs = sorted({open(f"/proc/{p}/comm").read().strip() for p in pids[0]})
         self.log(f.kind, f"idle {window:.0f} s: RSS {', '.join(f'{r:.1f}' for r in rss)} MiB; "
                  f"CPU {', '.join(f'{c:.2f}' for c in cpu)} s/hour ({'+'.join(procs)})")
         return {"window_s": round(window, 1), "processes": procs, "rss_mib": summary(rss, 2),
+                "rss_anon_mib": summary(anon, 2),
                 "cpu_s_per_hour": summary(cpu, 3)}
 
     def start(self, f: benchlab.Fabric) -> dict:
@@ -80,9 +82,12 @@ class Bench:
         node = s.node
         out = []
         for _ in range(self.args.reps):
+            # Withdrawn first, then stopped: stopping alone may leave the path in the fabric as
+            # a graceful-restart stale path; the figure is about starting.
             t_stop = time.time()
+            s.withdraw()
+            f.wait_gone(node, t_stop, 30, f"{s.kind}: {s.withdraw_how}")
             s.stop()
-            f.wait_gone(node, t_stop, 30, f"{s.name} stopped")
             f.bird_ready_for(node)
             time.sleep(0.3)
             t0 = time.time()
@@ -202,6 +207,7 @@ class Bench:
                 time.sleep(2)
                 pids = s.pids()
                 before = benchlab.rss_kib(pids) / 1024
+                anon_before = benchlab.rss_kib(pids, "RssAnon") / 1024
                 samples: list[tuple[float, float]] = []
                 stop = threading.Event()
 
@@ -214,12 +220,18 @@ class Bench:
                 t0 = time.monotonic()
                 sent = feeder.feed(self.args.table)
                 feeder.keepalive_forever()
-                # Until RSS has not moved by more than 1% for 3 s (the speaker is done), <= 180 s.
+                # Done: the speaker has read every byte, and its RSS has not moved by more than
+                # 1% for 3 s since (bounded: 180 s).
                 deadline = t0 + sent + 180
+                read_at = None
                 while time.monotonic() < deadline:
                     time.sleep(0.5)
+                    if read_at is None:
+                        if feeder.backlog() == 0:
+                            read_at = time.monotonic()
+                        continue
                     recent = [r for t, r in samples if t > time.monotonic() - 3]
-                    if time.monotonic() > t0 + sent + 3 and recent and \
+                    if time.monotonic() > read_at + 3 and \
                             max(recent) - min(recent) <= 0.01 * max(recent):
                         break
                 settled = time.monotonic() - t0
@@ -228,9 +240,14 @@ class Bench:
                 alive, up = s.alive(), feeder.up()
                 peak = max(r for _, r in samples)
                 after = samples[-1][1]
+                anon_after = benchlab.rss_kib(s.pids(), "RssAnon") / 1024
                 res = {"prefixes": self.args.table, "rss_before_mib": round(before, 2),
                        "rss_peak_mib": round(peak, 2), "rss_after_mib": round(after, 2),
-                       "send_s": round(sent, 2), "settled_s": round(settled, 1),
+                       "rss_anon_before_mib": round(anon_before, 2),
+                       "rss_anon_after_mib": round(anon_after, 2),
+                       "send_s": round(sent, 2),
+                       "read_s": None if read_at is None else round(read_at - t0, 1),
+                       "settled_s": round(settled, 1),
                        "speaker_alive": alive, "session_up": up}
                 self.log(kind, f"full table: {res}")
                 if kind == "vipd" and not (alive and up):
@@ -291,7 +308,11 @@ class Bench:
             self.write(time.monotonic() - t0)  # a partial file survives an interrupted run
         doc = self.write(time.monotonic() - t0)
         import report
-        report.render(doc, self.args.out, update_readme=self.args.update_readme)
+        readme = self.args.update_readme and not self.args.quick and not self.failures
+        if self.args.update_readme and not readme:
+            print("README.md left alone: a quick or failed run does not replace its table",
+                  flush=True)
+        report.render(doc, self.args.out, update_readme=readme)
         if lab.SANITIZER_REPORTS:
             self.failures.append(f"{len(lab.SANITIZER_REPORTS)} sanitizer report(s)")
             for r in lab.SANITIZER_REPORTS:

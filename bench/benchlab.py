@@ -90,13 +90,15 @@ class RouteMonitor:
         return [(round(t - since, 4), len(h)) for t, h in self.events if since <= t <= until]
 
 
-def rss_kib(pids: list[int]) -> int:
+def rss_kib(pids: list[int], field: str = "VmRSS") -> int:
+    """Resident memory of pids (field "RssAnon": only the anonymous part, i.e. without the
+    pages of the program and its shared libraries)."""
     total = 0
     for pid in pids:
         try:
             with open(f"/proc/{pid}/status") as f:
                 for line in f:
-                    if line.startswith("VmRSS:"):
+                    if line.startswith(field + ":"):
                         total += int(line.split()[1])
         except OSError:
             pass
@@ -233,7 +235,7 @@ class Feeder:
     def feed(self, prefixes: int) -> float:
         """Sends the table (before keepalive_forever(): one writer on the socket at a time);
         returns the seconds the send took, paced by the speaker's TCP window."""
-        data = b"".join(hp.flood_updates(prefixes, self.params.attrs()))
+        data = b"".join(hp.flood_updates(prefixes, self.params.attrs(), first="16.0.0.0"))
         t0 = time.monotonic()
         view = memoryview(data)
         while view:
@@ -246,6 +248,18 @@ class Feeder:
             except BlockingIOError:
                 continue
         return time.monotonic() - t0
+
+    def backlog(self) -> int:
+        """Bytes of the table not yet read by the speaker's process: our unsent and unacked
+        bytes plus the speaker's socket receive queue (`ss` in its namespace)."""
+        import fcntl
+        import struct
+        outq = struct.unpack("i", fcntl.ioctl(self.conn.sock.fileno(), 0x5411,  # SIOCOUTQ
+                                              b"\0" * 4))[0]
+        out = self.speaker.node.ns.run(["ss", "-tnH", "state", "established",
+                                        "( sport = :179 or dport = :179 )"], check=False).stdout
+        recvq = sum(int(line.split()[0]) for line in out.splitlines() if line.split())
+        return outq + recvq
 
     def up(self) -> bool:
         return self.conn is not None and self.conn.closed_at is None

@@ -71,6 +71,8 @@ def rows(doc: dict) -> tuple[list[str], list[list[str]]]:
             unit = "s" if mode == "hold" else "ms"
             add(f"{name}, {mname}, to next hop gone, {unit}", ("failover", mode, what), unit)
     add("idle RSS, MiB", ("idle", "rss_mib"), "MiB")
+    add("idle RSS without program and library pages (RssAnon), MiB", ("idle", "rss_anon_mib"),
+        "MiB")
     add("idle CPU, s per hour", ("idle", "cpu_s_per_hour"), "")
     out.append(["RSS with a full table (peak / after), MiB"] + [
         "n/a" if not _get(sp[k], "table") else
@@ -101,6 +103,12 @@ def goals(doc: dict) -> list[tuple[str, Optional[bool], str]]:
                 "n/a" if not (vr and gr) else f"{vr:.1f} MiB vs {gr:.1f} MiB ({gr / vr:.1f}x)"))
     out.append(("idle RSS no more than BIRD's", None if not (vr and br) else vr <= br,
                 "n/a" if not (vr and br) else f"{vr:.1f} MiB vs {br:.1f} MiB"))
+    vt, gt, bt = (_get(x, "table", "rss_peak_mib") for x in (v, g, b))
+    out.append(("RSS with a full table at most a fifth of gobgpd's",
+                None if not (vt and gt) else vt * 5 <= gt,
+                "n/a" if not (vt and gt) else f"{vt:.1f} MiB vs {gt:.1f} MiB ({gt / vt:.0f}x)"))
+    out.append(("RSS with a full table no more than BIRD's", None if not (vt and bt) else vt <= bt,
+                "n/a" if not (vt and bt) else f"{vt:.1f} MiB vs {bt:.1f} MiB"))
     return out
 
 

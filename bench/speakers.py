@@ -12,6 +12,10 @@ Only vipd binds the VIPs itself; for the others the lab binds them on lo (an ope
 GoBGP is passive and the fabric dials it: its own first connect is delayed 5-10 s whatever
 `connect-retry` says (GoBGP's minimum connect-retry interval), which would dominate its start
 figure; a fabric that dials is the set-up a GoBGP user would choose.
+
+FRR runs with `bgp graceful-restart-disable`: it advertises graceful restart by default, and the
+fabric (BIRD, graceful restart aware by default) then keeps a stopped, frozen or cut-off FRR's
+path as stale for FRR's 120 s restart time instead of dropping it; no VIP speaker wants that.
 """
 from __future__ import annotations
 
@@ -68,8 +72,12 @@ class Speaker:
     def name(self) -> str:
         return f"{self.kind}-n{self.node.index}-r{self.runs}"
 
+    binds_vips = False  # True: the speaker puts the VIPs on lo itself (vipd)
+
     def start(self) -> None:
         self.runs += 1
+        if self.runs == 1 and not self.binds_vips:
+            lab.bind_vips(self.node.ns)  # the operator's `ip addr add`, before the speaker starts
         self._start()
 
     def _start(self) -> None:
@@ -118,7 +126,7 @@ class Speaker:
 
 
 class VipdSpeaker(Speaker):
-    kind, label, supports_bfd = "vipd", "vipd", True
+    kind, label, supports_bfd, binds_vips = "vipd", "vipd", True, True
     withdraw_how = "vipctl withdraw --transient"
 
     def _start(self) -> None:
@@ -131,8 +139,9 @@ class VipdSpeaker(Speaker):
         self.impl = lab.Vipd(self.L, self.node.ns, config, build_dir=self.build_dir, name=self.name)
 
     def _vipctl(self, *args: str) -> None:
-        self.node.ns.run([lab.vipd_binary("vipctl", self.build_dir), "--socket", self.impl.socket]
-                         + list(args), timeout=30)
+        # From the host, as on a node: the control socket is a file, not in the namespace.
+        lab.run([lab.vipd_binary("vipctl", self.build_dir), "--socket", self.impl.socket]
+                + list(args), timeout=30)
 
     def withdraw(self) -> None:
         self._vipctl("withdraw", "--transient", "--reason", "benchmark")
@@ -152,12 +161,11 @@ class GobgpSpeaker(Speaker):
     withdraw_how = "gobgp global rib del -a ipv4 ... (then -a ipv6)"
 
     def _start(self) -> None:
-        if self.runs == 1:
-            lab.bind_vips(self.node.ns)
         self.impl = lab.Gobgp(self.L, self.node.ns, self.node.v4, self.node.asn,
                               [lab.Neighbor(self.peer_v4, self.peer_asn, passive=True)],
                               origins=ORIGINS(self.node), name=self.name, hold_time=self.hold_s,
-                              local_address=self.node.v4, import_routes=False)
+                              local_address=self.node.v4, import_routes=False,
+                              api_socket=True)
 
     def withdraw(self) -> None:
         self.impl.del_route(lab.Origin(lab.VIP4))
@@ -173,8 +181,6 @@ class ExabgpSpeaker(Speaker):
     withdraw_how = "API: withdraw route ... (a line to its API process)"
 
     def _start(self) -> None:
-        if self.runs == 1:
-            lab.bind_vips(self.node.ns)
         self.fifo = self.L.path(f"{self.name}.fifo")
         self.impl = lab.Exabgp(
             self.L, self.node.ns, self.node.v4, self.node.asn,
@@ -219,7 +225,7 @@ class FrrSpeaker(Speaker):
             self.L, self.node.ns, self.node.v4, self.node.asn,
             [lab.Neighbor(self.peer_v4, self.peer_asn, passive=False, next_hop_v6=self.node.v6)],
             origins=ORIGINS(self.node), name=self.name, hold_time=self.hold_s, bfd=self.bfd,
-            import_routes=False)
+            import_routes=False, graceful_restart=False)
 
     def _networks(self, no: str) -> None:
         cmds = ["configure terminal", f"router bgp {self.node.asn}"]
@@ -240,8 +246,6 @@ class BirdSpeaker(Speaker):
     withdraw_how = "birdc disable origin4 (then origin6)"
 
     def _start(self) -> None:
-        if self.runs == 1:
-            lab.bind_vips(self.node.ns)
         self.impl = lab.Bird(
             self.L, self.node.ns, self.node.v4, self.node.asn,
             [lab.Neighbor(self.peer_v4, self.peer_asn, passive=False, name="fabric")],

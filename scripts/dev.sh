@@ -35,6 +35,8 @@ packages=(
   libboost1.81-dev libnl-3-dev libnl-route-3-dev libfmt-dev libyaml-cpp-dev
   prometheus-cpp-dev nlohmann-json3-dev libexpected-dev libgtest-dev libgmock-dev
   libssl-dev openssl util-linux iproute2 procps tcpdump bird2 frr gobgpd exabgp
+  # bench/: the failover plot.
+  gnuplot-nox
   # The manifest tests: PyYAML, and kubectl for `kubectl kustomize`: Debian's kubernetes-client,
   # unless a kubectl is installed already (another package's /usr/bin/kubectl conflicts with it).
   python3-yaml $(command -v kubectl >/dev/null || echo kubernetes-client)

@@ -851,11 +851,13 @@ class Frr:
                  neighbors: list[Neighbor], origins: Iterable[Origin] = (),
                  next_hop_v6: Optional[str] = None, name: str = "frr", hold_time: int = 9,
                  maximum_paths: int = 16, bfd: Optional[BfdTimers] = None,
-                 import_routes: bool = True):
+                 import_routes: bool = True, graceful_restart: bool = True):
         """bfd: also run bfdd with a profile of these timers, and `neighbor X bfd` + `neighbor X
         bfd profile` for every neighbour (single hop for a directly connected eBGP peer).
         import_routes=False: a deny-all inbound route-map and no soft-reconfiguration (FRR as
-        a VIP speaker keeps nothing it receives)."""
+        a VIP speaker keeps nothing it receives). graceful_restart=False: `bgp
+        graceful-restart-disable` (FRR advertises graceful restart by default, so a peer that
+        honours it keeps a stopped or silent FRR's routes for the restart time)."""
         self.lab, self.ns, self.neighbors = lab, ns, neighbors
         self.bfd = bfd
         self.pathspace = f"{lab.prefix}{name}"
@@ -873,6 +875,7 @@ class Frr:
             " no bgp network import-check",
             " no bgp default ipv4-unicast",
             " bgp bestpath as-path multipath-relax",
+            *([] if graceful_restart else [" bgp graceful-restart-disable"]),
         ]
         for nb in neighbors:
             c += [f" neighbor {nb.address} remote-as {nb.asn}",
@@ -1029,9 +1032,11 @@ class Gobgp:
     def __init__(self, lab: Lab, ns: Namespace, router_id: str, asn: int,
                  neighbors: list[Neighbor], origins: Iterable[Origin] = (),
                  name: str = "gobgp", hold_time: int = 9, local_address: Optional[str] = None,
-                 import_routes: bool = True):
-        """import_routes=False: every neighbour's import policy rejects (GoBGP as a VIP speaker
-        installs nothing it receives)."""
+                 import_routes: bool = True, api_socket: bool = False):
+        """import_routes=False: routes from neighbours are rejected on import (GoBGP as a VIP
+        speaker installs nothing it receives). api_socket: gRPC on a unix socket instead of a
+        TCP port in ns, so the `gobgp` CLI runs from the host as it would on a node (no
+        `ip netns exec` in its path)."""
         self.lab, self.ns, self.neighbors = lab, ns, neighbors
         Gobgp._next_port += 1
         self.port = Gobgp._next_port
@@ -1046,9 +1051,10 @@ class Gobgp:
             t.append(f'  local-address-list = ["{local_address}"]')
         t += [
             "[global.apply-policy.config]",
-            *(['  import-policy-list = ["accept-all"]',
-               '  default-import-policy = "accept-route"'] if import_routes
-              else ['  default-import-policy = "reject-route"']),
+            # Not importing: GoBGP's import policy also sees its own `global rib add` routes, so
+            # only what comes from a neighbour is rejected.
+            f'  import-policy-list = ["{"accept-all" if import_routes else "import-none"}"]',
+            '  default-import-policy = "accept-route"',
             '  export-policy-list = ["accept-all"]',
             '  default-export-policy = "accept-route"',
         ]
@@ -1075,12 +1081,25 @@ class Gobgp:
                 "  [[neighbors.afi-safis]]",
                 "    [neighbors.afi-safis.config]",
                 '      afi-safi-name = "ipv6-unicast"',
-                # Per-neighbour import policy: accept everything, or nothing.
+                # Per-neighbour import policy: accept everything.
                 "  [neighbors.apply-policy.config]",
-                *(['    import-policy-list = ["accept-all"]',
-                   '    default-import-policy = "accept-route"'] if import_routes
-                  else ['    default-import-policy = "reject-route"']),
+                '    import-policy-list = ["accept-all"]',
+                '    default-import-policy = "accept-route"',
                 '    default-export-policy = "accept-route"',
+            ]
+        if not import_routes:
+            t += [
+                "[[defined-sets.neighbor-sets]]",
+                '  neighbor-set-name = "neighbors"',
+                "  neighbor-info-list = [" + ", ".join(f'"{nb.address}"' for nb in neighbors) + "]",
+                "[[policy-definitions]]",
+                '  name = "import-none"',
+                "  [[policy-definitions.statements]]",
+                '    name = "from-neighbors"',
+                "    [policy-definitions.statements.conditions.match-neighbor-set]",
+                '      neighbor-set = "neighbors"',
+                "    [policy-definitions.statements.actions]",
+                '      route-disposition = "reject-route"',
             ]
         t += [
             "[[policy-definitions]]",
@@ -1092,18 +1111,20 @@ class Gobgp:
         ]
         with open(self.conf, "w") as f:
             f.write("\n".join(t) + "\n")
+        self.target = f"unix://{lab.path(name + '.grpc')}" if api_socket else None
         self.proc = lab.start(ns, name, ["gobgpd", "-f", self.conf, "-p", "--pprof-disable",
-                                         f"--api-hosts=127.0.0.1:{self.port}"])
+                                         f"--api-hosts={self.target or f'127.0.0.1:{self.port}'}"])
         wait_until(lambda: self.cli("global") is not None, 15, 0.2, f"{name} gRPC API")
         for o in origins:
             self.add_route(o)
         self.procs = [self.proc]
 
     def cli(self, *args: str, json_out: bool = False) -> Any:
-        argv = ["gobgp", "-u", "127.0.0.1", "-p", str(self.port)] + list(args)
+        argv = (["gobgp", "--target", self.target] if self.target else
+                ["gobgp", "-u", "127.0.0.1", "-p", str(self.port)]) + list(args)
         if json_out:
             argv.append("-j")
-        out = self.ns.run(argv, timeout=10).stdout
+        out = (run(argv, timeout=10) if self.target else self.ns.run(argv, timeout=10)).stdout
         return json.loads(out) if json_out else out
 
     def add_route(self, o: Origin) -> None:
