@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "config/config_parser.h"
+#include "config/duration.h"
 
 namespace {
 
