@@ -917,6 +917,12 @@ class Frr:
             c += ["route-map NH6 permit 10", f" set ipv6 next-hop global {nh6}", "!"]
         self.bgpd_conf = os.path.join(self.dir, "bgpd.conf")
         self.zebra_conf = os.path.join(self.dir, "zebra.conf")
+        # Route-maps before `router bgp`: a `network ... route-map X` read before X exists is
+        # only applied when FRR's route-map delay timer (5 s) fires, which delayed the first
+        # UPDATE by 5 s.
+        bgp_at = c.index(f"router bgp {asn}")
+        maps_at = next((i for i, line in enumerate(c) if line.startswith("route-map ")), len(c))
+        c = c[:bgp_at] + c[maps_at:] + c[bgp_at:maps_at]
         with open(self.bgpd_conf, "w") as f:
             f.write("\n".join(c) + "\n")
         with open(self.zebra_conf, "w") as f:
