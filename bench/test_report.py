@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Unit checks (no root) for the benchmark's pure parts: the route monitor's parsing of
+`ip -tshort -o monitor route` lines, the summaries, and the report's cells and goals."""
+import datetime
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402
+import benchlab  # noqa: E402
+import report  # noqa: E402
+
+
+def check(cond: bool, msg: str) -> None:
+    if not cond:
+        print(f"FAIL: {msg}", flush=True)
+        sys.exit(1)
+
+
+def stamp(line: str) -> float:
+    return datetime.datetime.strptime(line[1:27], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+
+
+def test_monitor_parse() -> None:
+    mon = benchlab.RouteMonitor.__new__(benchlab.RouteMonitor)
+    mon.addr = "203.0.113.10"
+    multi = ("[2026-12-03T10:11:26.623475] 203.0.113.10 proto bird metric 32 \\\tnexthop via "
+             "192.0.2.11 dev br0 weight 1 \\\tnexthop via 192.0.2.12 dev br0 weight 1 ")
+    t, hops = mon._parse(multi)
+    check(hops == {"192.0.2.11", "192.0.2.12"} and abs(t - stamp(multi)) < 1e-6,
+          f"multipath line parsed as {t}, {hops}")
+    single = "[2026-12-03T10:11:26.636982] 203.0.113.10 via 192.0.2.12 dev br0 proto bird metric 32"
+    check(mon._parse(single)[1] == {"192.0.2.12"}, f"single path: {mon._parse(single)}")
+    gone = "[2026-12-03T10:11:26.650893] Deleted 203.0.113.10 via 192.0.2.12 dev br0 proto bird"
+    check(mon._parse(gone)[1] == frozenset(), f"deleted route: {mon._parse(gone)}")
+    for other in ("[2026-12-03T10:11:27.497986] local 203.0.113.10 dev lo table local proto kernel",
+                  "[2026-12-03T10:11:27.497986] 203.0.113.100 via 192.0.2.12 dev br0",
+                  "[2026-12-03T10:11:27.497986] 2001:db8:ffff::10 via 2001:db8::11 dev br0",
+                  "garbage", ""):
+        check(mon._parse(other) is None, f"not the VIP's route, but parsed: {other!r}")
+    # wait(): the first change at or after `since` that satisfies the predicate.
+    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+        f.write(multi + "\n" + single + "\n" + gone + "\n")
+    try:
+        mon.proc = type("P", (), {"log_path": f.name})()
+        mon.events, mon._offset, mon._partial = [], 0, ""
+        t0 = stamp(multi)
+        t = mon.wait(lambda h: "192.0.2.11" not in h, t0, 1, "test")
+        check(abs(t - stamp(single)) < 1e-6, "wait() did not return the single-path change")
+        check(abs(mon.wait(lambda h: not h, t0, 1, "test") - stamp(gone)) < 1e-6,
+              "wait() did not return the deletion")
+        try:
+            mon.wait(lambda h: "192.0.2.13" in h, t0, 0.05, "test")
+            check(False, "wait() returned for a change that never happened")
+        except TimeoutError:
+            pass
+        check(mon.timeline(t0, t0 + 1) == [(0.0, 2), (round(stamp(single) - t0, 4), 1),
+                                           (round(stamp(gone) - t0, 4), 0)],
+              f"timeline: {mon.timeline(t0, t0 + 1)}")
+    finally:
+        os.unlink(f.name)
+
+
+def test_summary_and_cells() -> None:
+    s = bench.summary([0.3, 0.1, 0.2])
+    check((s["median"], s["min"], s["max"], s["n"]) == (0.2, 0.1, 0.3, 3), f"summary: {s}")
+    check(report.cell(s, "ms") == "200 (100-300)", f"cell: {report.cell(s, 'ms')}")
+    base = bench.summary([0.05])
+    check(report.cell(s, "ms", base) == "200 (100-300), 4.0x", f"ratio: {report.cell(s, 'ms', base)}")
+    check(report.cell(None, "s") == "n/a", "a missing figure must read n/a")
+
+
+def test_goals() -> None:
+    doc = {"speakers": {
+        "vipd": {"withdraw": {"median": 0.005}, "drain": {"failed_total": 0, "requests": 4500},
+                 "failover": {"bfd50": {"freeze": {"max": 0.13}, "cut": {"max": 0.21}}},
+                 "idle": {"rss_mib": {"median": 8.0}}, "table": {"rss_peak_mib": 8.1}},
+        "gobgp": {"withdraw": {"median": 0.014}, "idle": {"rss_mib": {"median": 20.0}},
+                  "table": {"rss_peak_mib": 1000.0}},
+        "bird": {"idle": {"rss_mib": {"median": 4.0}}, "table": {"rss_peak_mib": 4.1}}}}
+    got = {text: ok for text, ok, _ in report.goals(doc)}
+    want = [False, True, False, False, False, True, False]  # 2.8x; 0; cut 210 ms; 2.5x; ...
+    check(list(got.values()) == want, f"goals: {got}")
+    check(all(ok is None for _, ok, _ in report.goals({"speakers": {}})),
+          "goals without figures must be 'not measured'")
+
+
+if __name__ == "__main__":
+    test_monitor_parse()
+    test_summary_and_cells()
+    test_goals()
+    print("PASS", flush=True)
