@@ -141,13 +141,7 @@ class Bench:
             for r in failed:
                 errors[r["error"]] = errors.get(r["error"], 0) + 1
             lat = sorted(r["latency"] for r in reqs if "node" in r)
-            # A request in flight when the fabric changed its ECMP route can have its later
-            # packets hashed to another node, which resets it: that is the fabric's hashing
-            # (hash-threshold, not resilient), not the drain. Counted apart.
-            at_change = [r for r in failed
-                         if r["t"] - 0.05 <= t0 + gone <= r["t"] + r["latency"] + 0.05]
             run = {"requests": len(reqs), "failed": len(failed), "errors": errors,
-                   "failed_in_flight_at_route_change": len(at_change),
                    "failed_at_s": [round(r["t"] - t0, 3) for r in failed],
                    "drain_command_s": round(cmd, 3), "nexthop_gone_s": round(gone, 4),
                    "latency_p99_ms": round(lat[int(len(lat) * 0.99)] * 1000, 1),
@@ -166,9 +160,7 @@ class Bench:
         return {"rate_per_s": DRAIN_RATE, "timeout_s": DRAIN_TIMEOUT_S, "runs": runs,
                 "failed": summary([r["failed"] for r in runs], 0),
                 "requests": sum(r["requests"] for r in runs),
-                "failed_total": sum(r["failed"] for r in runs),
-                "failed_in_flight_at_route_change": sum(r["failed_in_flight_at_route_change"]
-                                                        for r in runs)}
+                "failed_total": sum(r["failed"] for r in runs)}
 
     def failover(self, f: benchlab.Fabric, mode: str) -> dict:
         bound = (HOLD_S if mode == "hold" else 1) * 3 + 15

@@ -49,6 +49,17 @@ def cell(s: Optional[dict], unit: str, base: Optional[dict] = None) -> str:
     return text
 
 
+RESET = "Connection reset by peer"
+
+
+def resets(drain: dict) -> int:
+    """Failed requests that were reset: a connection in flight when the fabric's ECMP route
+    changed, whose later packets the fabric's hash (hash-threshold, not resilient) sent to
+    another node, which answered with a RST. The drain sequence cannot prevent these; requests
+    that reached a node after it had unbound the VIP fail as unreachable or time out instead."""
+    return sum(r["errors"].get(RESET, 0) for r in drain["runs"])
+
+
 def rows(doc: dict) -> tuple[list[str], list[list[str]]]:
     sp = doc["speakers"]
     kinds = [k for k in LABELS if k in sp]
@@ -63,11 +74,10 @@ def rows(doc: dict) -> tuple[list[str], list[list[str]]]:
 
     add("start to announced, s", ("start",), "s")
     add("planned withdraw, command to next hop gone, ms", ("withdraw",), "ms")
-    out.append(["failed requests during a drain: all (in flight when the fabric's ECMP route "
-                "changed)"] + [
+    out.append(["failed requests during drains: all (of them reset by the fabric's ECMP rehash)"] + [
         "n/a" if not _get(sp[k], "drain") else
         f"{sp[k]['drain']['failed_total']} of {sp[k]['drain']['requests']} "
-        f"({sp[k]['drain'].get('failed_in_flight_at_route_change', '?')})" for k in kinds])
+        f"({resets(sp[k]['drain'])})" for k in kinds])
     for what, name in (("freeze", "node freeze (SIGSTOP)"), ("cut", "link cut")):
         for mode, mname in MODES:
             unit = "s" if mode == "hold" else "ms"
@@ -96,8 +106,7 @@ def goals(doc: dict) -> list[tuple[str, Optional[bool], str]]:
     out.append(("zero failed requests during a planned drain", None if not d else
                 d["failed_total"] == 0,
                 "n/a" if not d else f"{d['failed_total']} failed of {d['requests']}, "
-                f"{d.get('failed_in_flight_at_route_change', '?')} of them in flight when the "
-                f"fabric's ECMP route changed"))
+                f"{resets(d)} of them reset by the fabric's ECMP rehash"))
     f50 = [_get(v, "failover", "bfd50", w, "max") for w in ("freeze", "cut")]
     out.append(("failover under 200 ms with BFD 50ms x 3", None if None in f50 else max(f50) < 0.2,
                 "n/a" if None in f50 else
@@ -173,6 +182,8 @@ set yrange [0.3:{y + 0.7}]
 set ytics ({", ".join(labels)})
 set grid xtics
 set key off
+set arrow from 0.2, graph 0 to 0.2, graph 1 nohead dashtype 2 lc rgb "#cc3311"
+set label "200 ms" at 0.2, graph 1 offset 0.5,-0.8 textcolor rgb "#cc3311"
 set style fill solid 0.6
 set palette defined (0 "#999999", 1 "#4477aa", 2 "#228833")
 unset colorbox

@@ -73,7 +73,8 @@ def test_summary_and_cells() -> None:
 
 def test_goals() -> None:
     doc = {"speakers": {
-        "vipd": {"withdraw": {"median": 0.005}, "drain": {"failed_total": 0, "requests": 4500},
+        "vipd": {"withdraw": {"median": 0.005}, "drain": {"failed_total": 0, "requests": 4500,
+                                                  "runs": [{"errors": {}}]},
                  "failover": {"bfd50": {"freeze": {"max": 0.13}, "cut": {"max": 0.21}}},
                  "idle": {"rss_mib": {"median": 8.0}}, "table": {"rss_peak_mib": 8.1}},
         "gobgp": {"withdraw": {"median": 0.014}, "idle": {"rss_mib": {"median": 20.0}},
@@ -82,6 +83,9 @@ def test_goals() -> None:
     got = {text: ok for text, ok, _ in report.goals(doc)}
     want = [False, True, False, False, False, True, False]  # 2.8x; 0; cut 210 ms; 2.5x; ...
     check(list(got.values()) == want, f"goals: {got}")
+    drain = {"runs": [{"errors": {report.RESET: 1, "Network is unreachable": 2}},
+                      {"errors": {report.RESET: 2}}]}
+    check(report.resets(drain) == 3, f"resets: {report.resets(drain)}")
     check(all(ok is None for _, ok, _ in report.goals({"speakers": {}})),
           "goals without figures must be 'not measured'")
 
