@@ -55,7 +55,6 @@ class Speaker:
     """One speaker instance on one node. start() spawns it (for GoBGP it also issues the
     `global rib add` commands, part of its start-up); the lab waits for the fabric route."""
     kind = ""
-    label = ""
     supports_bfd = False
     dials = True  # False: the fabric dials this speaker
     withdraw_how = ""  # the planned-withdraw command, for the report
@@ -126,7 +125,7 @@ class Speaker:
 
 
 class VipdSpeaker(Speaker):
-    kind, label, supports_bfd, binds_vips = "vipd", "vipd", True, True
+    kind, supports_bfd, binds_vips = "vipd", True, True
     withdraw_how = "vipctl withdraw --transient"
 
     def _start(self) -> None:
@@ -157,7 +156,7 @@ class VipdSpeaker(Speaker):
 
 
 class GobgpSpeaker(Speaker):
-    kind, label, dials = "gobgp", "GoBGP", False
+    kind, dials = "gobgp", False
     withdraw_how = "gobgp global rib del -a ipv4 ... (then -a ipv6)"
 
     def _start(self) -> None:
@@ -177,7 +176,7 @@ class GobgpSpeaker(Speaker):
 
 
 class ExabgpSpeaker(Speaker):
-    kind, label = "exabgp", "ExaBGP"
+    kind = "exabgp"
     withdraw_how = "API: withdraw route ... (a line to its API process)"
 
     def _start(self) -> None:
@@ -217,7 +216,7 @@ class ExabgpSpeaker(Speaker):
 
 
 class FrrSpeaker(Speaker):
-    kind, label, supports_bfd = "frr", "FRR", True
+    kind, supports_bfd = "frr", True
     withdraw_how = "vtysh: no network ... (both families, one vtysh call)"
 
     def _start(self) -> None:
@@ -242,7 +241,7 @@ class FrrSpeaker(Speaker):
 
 
 class BirdSpeaker(Speaker):
-    kind, label, supports_bfd = "bird", "BIRD", True
+    kind, supports_bfd = "bird", True
     withdraw_how = "birdc disable origin4 (then origin6)"
 
     def _start(self) -> None:
