@@ -9,9 +9,11 @@ behind the fabric's 198.51.100.1; VIPs 203.0.113.10/32 and 2001:db8:ffff::10/128
 from __future__ import annotations
 
 import datetime
+import fcntl
 import os
 import select
 import socket
+import struct
 import sys
 import threading
 import time
@@ -20,9 +22,9 @@ from typing import Callable, Optional
 import speakers
 from speakers import lab
 
+import hostile_peer as hp  # tests/e2e, on sys.path through speakers
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, lab.E2E_DIR)
-import hostile_peer as hp  # noqa: E402
 
 VIP4_ADDR = lab.VIP4.split("/")[0]
 CLIENT_V4, CLIENT_GW = "198.51.100.2", "198.51.100.1"
@@ -252,8 +254,6 @@ class Feeder:
     def backlog(self) -> int:
         """Bytes of the table not yet read by the speaker's process: our unsent and unacked
         bytes plus the speaker's socket receive queue (`ss` in its namespace)."""
-        import fcntl
-        import struct
         outq = struct.unpack("i", fcntl.ioctl(self.conn.sock.fileno(), 0x5411,  # SIOCOUTQ
                                               b"\0" * 4))[0]
         out = self.speaker.node.ns.run(["ss", "-tnH", "state", "established",
@@ -275,18 +275,8 @@ class Feeder:
 
 
 def _connect_in(netns: str, addr: str, port: int, source: str) -> socket.socket:
-    """A TCP connection made from inside netns (the thread enters it only for socket())."""
-    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(f"/var/run/netns/{netns}", os.O_RDONLY)
-    try:
-        hp._setns(target)
-        try:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        finally:
-            hp._setns(own)
-    finally:
-        os.close(own)
-        os.close(target)
+    """A TCP connection made from inside netns."""
+    s = hp.tcp_socket_in(netns)
     s.settimeout(3)
     s.bind((source, 0))
     s.connect((addr, port))

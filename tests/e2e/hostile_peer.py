@@ -206,33 +206,33 @@ def _setns(fd: int) -> None:
         raise OSError(err, f"setns: {os.strerror(err)}")
 
 
+def tcp_socket_in(netns: Optional[str] = None) -> socket.socket:
+    """An IPv4 TCP socket of the network namespace netns (an `ip netns` name), or of ours: the
+    calling thread enters netns only to create it; the socket stays there."""
+    if not netns:
+        return socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    target = os.open(f"/var/run/netns/{netns}", os.O_RDONLY)
+    try:
+        _setns(target)
+        try:
+            return socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        finally:
+            _setns(own)
+    finally:
+        os.close(own)
+        os.close(target)
+
+
 class Listener:
-    """A TCP listener on addr:port, inside the network namespace netns (an `ip netns` name)
-    when given: the calling thread enters it only to create the socket, which stays there."""
+    """A TCP listener on addr:port, inside the network namespace netns when given."""
 
     def __init__(self, addr: str, port: int = 179, netns: Optional[str] = None):
         self.addr, self.port = addr, port
-        if netns:
-            own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-            target = os.open(f"/var/run/netns/{netns}", os.O_RDONLY)
-            try:
-                _setns(target)
-                try:
-                    self.sock = self._bind()
-                finally:
-                    _setns(own)
-            finally:
-                os.close(own)
-                os.close(target)
-        else:
-            self.sock = self._bind()
-
-    def _bind(self) -> socket.socket:
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind((self.addr, self.port))
-        s.listen(4)
-        return s
+        self.sock = tcp_socket_in(netns)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((addr, port))
+        self.sock.listen(4)
 
     def accept(self, timeout: float) -> "Conn":
         r, _, _ = select.select([self.sock], [], [], timeout)
