@@ -22,6 +22,7 @@ Usage (root): bench.py [--quick] [--speakers vipd,gobgp,...] [--out DIR] [--buil
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import platform
@@ -107,9 +108,7 @@ class Bench:
             s.withdraw()
             cmd.append(time.time() - t0)
             out.append(f.wait_gone(node, t0, 30, f"{s.kind}: {s.withdraw_how}"))
-            if s.kind == "vipd":  # let its drain finish (GRACEFUL_SHUTDOWN 2 s, unbind 1 s)
-                lab.wait_until(lambda: not node.ns.address_entries("lo", lab.VIP4), 15, 0.05,
-                               "vipd to unbind the VIP after the withdraw")
+            s.withdrawn()
             s.announce()
             f.wait_back(node, t0, 60, f"{s.kind}: announced again")
             f.wait_all(30, "back after withdraw")
@@ -137,9 +136,7 @@ class Bench:
             before = {r.get("node") for r in reqs if r["t"] < t0 and "node" in r}
             late = [r for r in reqs if r.get("node") == f"node{node.index}"
                     and r["t"] > t0 + gone + 0.2]
-            errors: dict[str, int] = {}
-            for r in failed:
-                errors[r["error"]] = errors.get(r["error"], 0) + 1
+            errors = dict(collections.Counter(r["error"] for r in failed))
             lat = sorted(r["latency"] for r in reqs if "node" in r)
             run = {"requests": len(reqs), "failed": len(failed), "errors": errors,
                    "failed_at_s": [round(r["t"] - t0, 3) for r in failed],

@@ -107,6 +107,9 @@ class Speaker:
         """The planned-withdraw command; returns when the command has returned."""
         raise NotImplementedError
 
+    def withdrawn(self) -> None:
+        """Returns once the withdraw has run its course and announce() may follow."""
+
     def announce(self) -> None:
         """Undoes withdraw()."""
         raise NotImplementedError
@@ -144,6 +147,12 @@ class VipdSpeaker(Speaker):
 
     def withdraw(self) -> None:
         self._vipctl("withdraw", "--transient", "--reason", "benchmark")
+
+    def withdrawn(self) -> None:
+        # The withdraw is a drain: GRACEFUL_SHUTDOWN for 2 s, withdraw, unbind 1 s after the
+        # peers' acknowledgement; `vipctl announce` is refused until it has finished.
+        lab.wait_until(lambda: not self.node.ns.address_entries("lo", lab.VIP4), 15, 0.05,
+                       "vipd to unbind the VIP after the withdraw")
 
     def announce(self) -> None:
         self._vipctl("announce")
