@@ -864,11 +864,22 @@ class Frr:
         self.dir = lab.path(name)
         os.makedirs(self.dir, exist_ok=True)
         origins = list(origins)
-        c = [
-            "frr defaults traditional",
-            f"hostname {name}",
-            "log stdout debugging",
-            "!",
+        # Route-maps come before `router bgp`: a `network ... route-map X` read before X exists
+        # is only applied when FRR's route-map delay timer (5 s) fires, which delays the first
+        # UPDATE by 5 s.
+        c = ["frr defaults traditional", f"hostname {name}", "log stdout debugging", "!"]
+        if origins:
+            o = origins[0]
+            c += ["route-map ORIGIN permit 10",
+                  f" set community {' '.join(o.communities)}",
+                  f" set large-community {' '.join(o.large)}",
+                  "!"]
+        if not import_routes:
+            c += ["route-map IMPORT-NONE deny 10", "!"]
+        nh6 = next_hop_v6 or next((nb.next_hop_v6 for nb in neighbors if nb.next_hop_v6), None)
+        if nh6:
+            c += ["route-map NH6 permit 10", f" set ipv6 next-hop global {nh6}", "!"]
+        c += [
             f"router bgp {asn}",
             f" bgp router-id {router_id}",
             " no bgp ebgp-requires-policy",
@@ -904,25 +915,8 @@ class Frr:
                     c.append(f"  neighbor {nb.address} route-map NH6 out")
             c.append(" exit-address-family")
         c.append("!")
-        if origins:
-            o = origins[0]
-            c += ["route-map ORIGIN permit 10",
-                  f" set community {' '.join(o.communities)}",
-                  f" set large-community {' '.join(o.large)}",
-                  "!"]
-        if not import_routes:
-            c += ["route-map IMPORT-NONE deny 10", "!"]
-        nh6 = next_hop_v6 or next((nb.next_hop_v6 for nb in neighbors if nb.next_hop_v6), None)
-        if nh6:
-            c += ["route-map NH6 permit 10", f" set ipv6 next-hop global {nh6}", "!"]
         self.bgpd_conf = os.path.join(self.dir, "bgpd.conf")
         self.zebra_conf = os.path.join(self.dir, "zebra.conf")
-        # Route-maps before `router bgp`: a `network ... route-map X` read before X exists is
-        # only applied when FRR's route-map delay timer (5 s) fires, which delayed the first
-        # UPDATE by 5 s.
-        bgp_at = c.index(f"router bgp {asn}")
-        maps_at = next((i for i, line in enumerate(c) if line.startswith("route-map ")), len(c))
-        c = c[:bgp_at] + c[maps_at:] + c[bgp_at:maps_at]
         with open(self.bgpd_conf, "w") as f:
             f.write("\n".join(c) + "\n")
         with open(self.zebra_conf, "w") as f:
