@@ -552,9 +552,11 @@ void MetadataReader::readImage(const Mapping& root, bool bootstrapEnabled, std::
       return;
     }
     image = *context_.image;
+  } else if (!context_.defaultImage.empty()) {
+    // This vipd's own release: the name its image archive loads as, so a node that imported the
+    // archive never pulls (nor tries a registry nobody chose on an air-gapped node).
+    image = context_.defaultImage;
   } else if (bootstrapEnabled) {
-    // No built-in default: a registry path nobody chose would be pulled on a node that may be
-    // air-gapped or use a mirror.
     error(root.mark, "image",
           "no container image for the static pod: set image here or pass --image (exactly one)");
   }

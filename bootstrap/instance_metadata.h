@@ -60,7 +60,8 @@ struct InstanceMetadata {
   std::vector<PeerMetadata> peers;
   bool bootstrapEnabled = true;
   HealthMetadata health;  // defaults applied
-  // From the metadata or --image; empty only when bootstrap is disabled and neither gives one.
+  // From the metadata, --image or the context's default; empty only when bootstrap is disabled
+  // and none gives one.
   std::string image;
 };
 
@@ -70,6 +71,9 @@ struct MetadataContext {
   // directory: the static pod mounts only that directory.
   std::string configPath;
   std::optional<std::string> image;  // --image
+  // The image when neither the document nor --image names one: the vipd release this binary is
+  // (localhost/vipd:VERSION, what the release archive loads as). Empty: an image is required.
+  std::string defaultImage;
 };
 
 // Parses and checks the document; `fileName` only labels errors. On failure returns every error,

@@ -26,7 +26,8 @@ constexpr std::string_view kUsage =
     "  --metadata FILE     the instance metadata\n"
     "  --config-out PATH   where the config goes (absolute); the static pod mounts its directory\n"
     "  --manifest-dir DIR  kubelet's static-pod directory; vipd's manifest is DIR/vipd.yaml\n"
-    "  --image IMAGE       the static pod's image, when the metadata has none\n"
+    "  --image IMAGE       the static pod's image, when the metadata has none (default: this\n"
+    "                      vipd's release, localhost/vipd:VERSION as its image archive loads)\n"
     "  --strict            refuse to write when DIR holds files that are not manifests\n"
     "  --archive-dir DIR   where replaced and removed manifests go, and temporary files\n"
     "                      (default: DIR/../vipd-manifest-archive; same filesystem as DIR)\n"
@@ -142,10 +143,13 @@ bool isWithin(const fs::path& inner, const fs::path& outer) {
 
 }  // namespace
 
-int runRenderCommand(const std::vector<std::string>& args) {
+int runRenderCommand(const std::vector<std::string>& args, std::string defaultImage) {
   RenderEnvironment env{generated::kStaticPodTemplate,
                         fmt::format("{} (built into vipd)", generated::kStaticPodTemplateSource),
-                        &std::cout, &std::cerr, [] { return std::chrono::system_clock::now(); }};
+                        &std::cout,
+                        &std::cerr,
+                        [] { return std::chrono::system_clock::now(); },
+                        std::move(defaultImage)};
   return runRenderCommand(args, env);
 }
 
@@ -197,7 +201,7 @@ int runRenderCommand(const std::vector<std::string>& args, const RenderEnvironme
                     options.metadata, kMaxMetadataSize >> 10));
   }
   auto rendered = render({**metadataText, options.metadata, options.configOut, options.image,
-                          env.manifestTemplate, env.templateName});
+                          env.manifestTemplate, env.templateName, env.defaultImage});
   if (!rendered) {
     for (const auto& error : rendered.error()) {
       *env.err << error.toString() << '\n';

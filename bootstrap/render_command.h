@@ -27,11 +27,14 @@ struct RenderEnvironment {
   std::ostream* out;         // what was written, archived or left unchanged
   std::ostream* err;         // warnings and errors
   std::function<std::chrono::system_clock::time_point()> now;  // names archived versions
+  // The image when neither the metadata nor --image names one (MetadataContext::defaultImage).
+  std::string defaultImage;
 };
 
 // `args` are the words after "render". Uses the template built into vipd, stdout, stderr and the
-// system clock.
-[[nodiscard]] int runRenderCommand(const std::vector<std::string>& args);
+// system clock; `defaultImage` is this vipd's own image (main passes localhost/vipd:VERSION).
+[[nodiscard]] int runRenderCommand(const std::vector<std::string>& args,
+                                   std::string defaultImage);
 [[nodiscard]] int runRenderCommand(const std::vector<std::string>& args,
                                    const RenderEnvironment& env);
 

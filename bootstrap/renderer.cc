@@ -150,7 +150,8 @@ Result<Rendered> render(const RenderInput& input) {
     return tl::unexpected(Errors{{"--config-out", 0, 0, "", *problem}});
   }
   auto metadata =
-      parseMetadata(input.metadataText, input.metadataPath, {input.configPath, input.image});
+      parseMetadata(input.metadataText, input.metadataPath,
+                    {input.configPath, input.image, input.defaultImage});
   if (!metadata) {
     return tl::unexpected(metadata.error());
   }

@@ -36,6 +36,7 @@ struct RenderInput {
   // the metadata enables bootstrap).
   std::optional<std::string_view> manifestTemplate;
   std::string templateName;  // labels template errors
+  std::string defaultImage;  // MetadataContext::defaultImage
 };
 
 struct Rendered {

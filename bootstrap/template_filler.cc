@@ -28,6 +28,14 @@ Result<std::string> fillTemplate(std::string_view templateText, std::string_view
   size_t lineStart = 0;
   size_t i = 0;
   while (i < templateText.size()) {
+    if (i == lineStart && templateText.compare(i, 2, kNotePrefix) == 0) {
+      // A note for whoever edits the template: not copied, placeholders in it not filled.
+      size_t end = templateText.find('\n', i);
+      i = end == std::string_view::npos ? templateText.size() : end + 1;
+      ++line;
+      lineStart = i;
+      continue;
+    }
     if (templateText.compare(i, 2, "{{") != 0) {
       if (templateText[i] == '\n') {
         ++line;

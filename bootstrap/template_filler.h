@@ -6,6 +6,10 @@
 // placeholder the template never uses, or an unterminated "{{" is an error, so a template edited
 // on one side only fails the render instead of producing a pod that mounts or runs the wrong
 // thing.
+//
+// A line that starts with "#%" is a note about the template itself (what the placeholders are,
+// how it is tested): it is dropped, so the manifest a node gets reads as a manifest, not as a
+// template.
 #pragma once
 
 #include <string>
@@ -16,6 +20,8 @@
 #include "bootstrap/instance_metadata.h"
 
 namespace vipd::bootstrap {
+
+inline constexpr std::string_view kNotePrefix = "#%";
 
 struct TemplateValue {
   std::string name;  // without braces: "IMAGE"

@@ -1,4 +1,5 @@
 #include "daemon/health_checker.h"
+#include "daemon/version.h"
 
 #include <fmt/format.h>
 #include <openssl/err.h>
@@ -17,10 +18,6 @@
 #include <optional>
 #include <string_view>
 #include <utility>
-
-#ifndef VIPD_VERSION
-#define VIPD_VERSION "dev"
-#endif
 
 namespace vipd::daemon {
 
@@ -388,7 +385,7 @@ class HealthProbe : public std::enable_shared_from_this<HealthProbe> {
     request_.method(http::verb::get);
     request_.target(target_.path);
     request_.set(http::field::host, target_.authority);
-    request_.set(http::field::user_agent, "vipd/" VIPD_VERSION);
+    request_.set(http::field::user_agent, fmt::format("vipd/{}", version()));
     request_.set(http::field::accept, "text/plain");
     request_.set(http::field::connection, "close");
     stage_ = "sending the request";

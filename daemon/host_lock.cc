@@ -53,7 +53,26 @@ tl::expected<void, std::string> writeJson(const std::string& path, const nlohman
   return {};
 }
 
+std::string ownPidNamespace() {
+  std::error_code ec;
+  auto target = std::filesystem::read_symlink("/proc/self/ns/pid", ec);
+  return ec ? std::string() : target.string();
+}
+
 }  // namespace
+
+LockHolder thisProcess(std::string mode, std::string controlSocket) {
+  return {::getpid(), std::move(mode), std::move(controlSocket), ownPidNamespace()};
+}
+
+std::string describe(const LockHolder& holder) {
+  static const std::string mine = ownPidNamespace();
+  if (holder.pidNamespace.empty() || holder.pidNamespace == mine) {
+    return fmt::format("pid {}", holder.pid);
+  }
+  return fmt::format("pid {} in PID namespace {} (another container)", holder.pid,
+                     holder.pidNamespace);
+}
 
 int64_t bootTimeMs() {
   timespec ts{};
@@ -112,6 +131,7 @@ tl::expected<bool, std::string> HostLock::tryAcquire(const LockHolder& me) {
   }
   held_ = true;
   auto written = writeJson(dir_ + "/speaker.json", {{"pid", me.pid},
+                                                    {"pidNamespace", me.pidNamespace},
                                                     {"mode", me.mode},
                                                     {"controlSocket", me.controlSocket}});
   if (!written) {
@@ -135,8 +155,10 @@ std::optional<LockHolder> HostLock::holder() const {
       !(*j)["controlSocket"].is_string()) {
     return std::nullopt;
   }
+  const auto& ns = (*j)["pidNamespace"];
   return LockHolder{(*j)["pid"].get<int>(), (*j)["mode"].get<std::string>(),
-                    (*j)["controlSocket"].get<std::string>()};
+                    (*j)["controlSocket"].get<std::string>(),
+                    ns.is_string() ? ns.get<std::string>() : std::string()};
 }
 
 tl::expected<void, std::string> HostLock::writeYieldMarker(const YieldMarker& marker) {

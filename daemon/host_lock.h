@@ -4,8 +4,8 @@
 // when its holder exits, however it exits, so a crashed speaker never blocks the other one.
 //
 // Next to the lock:
-// - speaker.json: who holds the lock (pid, mode, control socket), written by each new holder, so
-//   a contender knows whom to ask for a handoff.
+// - speaker.json: who holds the lock (pid, PID namespace, mode, control socket), written by each
+//   new holder, so a contender knows whom to ask for a handoff and vipctl which instance speaks.
 // - handoff.json: written by a holder that yields on purpose (a planned handoff). The next holder
 //   consumes it: within the restart time it reopens its sessions as a graceful restart (RFC 4724
 //   R and F bits); without it (a crash) its OPEN tells the peers to drop any stale path.
@@ -20,10 +20,22 @@
 namespace vipd::daemon {
 
 struct LockHolder {
+  // In the holder's own PID namespace: in a pod that is usually 1, and means nothing on the host
+  // or in the other pod, hence pidNamespace.
   int pid = 0;
   std::string mode;           // config::modeName()
   std::string controlSocket;  // where to send the handoff request
+  // The holder's PID namespace as /proc/self/ns/pid names it ("pid:[4026531836]"); empty when
+  // unknown (a record written by an older vipd).
+  std::string pidNamespace;
 };
+
+// The record this process writes when it takes the lock.
+LockHolder thisProcess(std::string mode, std::string controlSocket);
+
+// "pid 4711", or "pid 1 in PID namespace pid:[4026532801] (another container)" when the holder
+// does not share this process's PID namespace, for status and log lines.
+std::string describe(const LockHolder& holder);
 
 struct YieldMarker {
   std::string routerId;

@@ -15,6 +15,7 @@
 #include "config/config_parser.h"
 #include "daemon/logger.h"
 #include "daemon/speaker.h"
+#include "daemon/version.h"
 #include "netlink/address_table.h"
 
 namespace {
@@ -66,7 +67,8 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
       return 0;
     }
     if (arg == "--version") {
-      std::printf("vipd %s\n", VIPD_VERSION);
+      std::printf("vipd %.*s\n", static_cast<int>(daemon::version().size()),
+                  daemon::version().data());
       return 0;
     }
     if (arg == "--config") {
@@ -117,7 +119,8 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == "render") {
-    return bootstrap::runRenderCommand(std::vector<std::string>(argv + 2, argv + argc));
+    return bootstrap::runRenderCommand(std::vector<std::string>(argv + 2, argv + argc),
+                                       fmt::format("localhost/vipd:{}", daemon::version()));
   }
   Options options;
   if (auto exitCode = parseOptions(argc, argv, options)) {
@@ -152,7 +155,7 @@ int main(int argc, char** argv) {
     log.error("vipd", "cannot start: {}", started.error());
     return 1;
   }
-  log.info("vipd", "version {} running with config {}", VIPD_VERSION, options.configPath);
+  log.info("vipd", "version {} running with config {}", daemon::version(), options.configPath);
 
   boost::asio::signal_set signals(io, SIGTERM, SIGINT);
   signals.async_wait([&](const boost::system::error_code& ec, int signal) {

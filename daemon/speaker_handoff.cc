@@ -73,7 +73,7 @@ tl::expected<void, std::string> Speaker::startRole() {
   }
   lock_.emplace(std::move(*lock));
   auto acquired = lock_->tryAcquire(
-      {::getpid(), std::string(config::modeName(config_.mode)), config_.control.socket});
+      thisProcess(std::string(config::modeName(config_.mode)), config_.control.socket));
   if (!acquired) {
     return tl::unexpected(acquired.error());
   }
@@ -88,8 +88,8 @@ tl::expected<void, std::string> Speaker::startRole() {
   bool contend = config_.mode == config::Mode::DaemonSet &&
                  (!holder || holder->mode == config::modeName(config::Mode::StaticPod));
   waitForLock(contend ? Role::Contending : Role::Standby,
-              holder ? fmt::format("the {} instance (pid {}) speaks BGP on this node",
-                                   holder->mode, holder->pid)
+              holder ? fmt::format("the {} instance ({}) speaks BGP on this node",
+                                   holder->mode, describe(*holder))
                      : std::string("another instance holds the speaker lock"));
   return {};
 }
@@ -114,7 +114,7 @@ void Speaker::scheduleLockPoll(std::chrono::milliseconds after) {
 
 bool Speaker::acquireLock() {
   auto acquired = lock_->tryAcquire(
-      {::getpid(), std::string(config::modeName(config_.mode)), config_.control.socket});
+      thisProcess(std::string(config::modeName(config_.mode)), config_.control.socket));
   if (!acquired) {
     log_.error("handoff", "{}", acquired.error());
     return false;
@@ -178,8 +178,8 @@ void Speaker::pollLock() {
 
 void Speaker::attemptTakeover(const LockHolder& holder) {
   handoff_.inFlight = true;
-  handoff_.state = fmt::format("asking the static-pod instance (pid {}, {}) to hand over",
-                               holder.pid, holder.controlSocket);
+  handoff_.state = fmt::format("asking the static-pod instance ({}, {}) to hand over",
+                               describe(holder), holder.controlSocket);
   auto mine = identityOf(config_);
   auto refuse = [this](std::string reason) {
     handoff_.inFlight = false;
@@ -365,8 +365,8 @@ nlohmann::json Speaker::handoffStatus() const {
   if (lock_) {
     h["dir"] = lock_->dir();
     if (auto holder = lock_->holder(); holder && role_ != Role::Active) {
-      h["holder"] = {{"pid", holder->pid}, {"mode", holder->mode},
-                     {"controlSocket", holder->controlSocket}};
+      h["holder"] = {{"pid", holder->pid}, {"pidNamespace", holder->pidNamespace},
+                     {"mode", holder->mode}, {"controlSocket", holder->controlSocket}};
     }
   }
   return h;

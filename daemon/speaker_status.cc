@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "daemon/speaker.h"
+#include "daemon/version.h"
 
 namespace vipd::daemon {
 namespace {
@@ -101,7 +102,7 @@ void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply 
             fmt::format("this {} instance is {} and announces nothing; run vipctl against the "
                         "instance that speaks BGP{}",
                         config::modeName(config_.mode), roleName(),
-                        holder ? fmt::format(" (pid {}, --socket {})", holder->pid,
+                        holder ? fmt::format(" ({}, --socket {})", describe(*holder),
                                              holder->controlSocket)
                                : std::string())}});
     return;
@@ -339,7 +340,7 @@ nlohmann::json Speaker::status() const {
     withdrawn["persisted"] = withdrawnPersisted_;
   }
   auto reasons = notReadyReasons();
-  return {{"version", VIPD_VERSION},
+  return {{"version", version()},
           {"mode", config::modeName(config_.mode)},
           {"role", roleName()},
           {"handoff", handoffStatus()},

@@ -3,7 +3,10 @@
 //   vipctl [--socket PATH] status [--json]
 //   vipctl [--socket PATH] withdraw [--wait] [--timeout DUR] [--reason TEXT] [--transient]
 //   vipctl [--socket PATH] announce
+//   vipctl --version
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/duration.h"
+#include "daemon/version.h"
 
 namespace {
 
@@ -25,6 +29,7 @@ constexpr std::string_view kUsage =
     "       vipctl [--socket PATH] withdraw [--wait] [--timeout DUR] [--reason TEXT]\n"
     "                                       [--transient]\n"
     "       vipctl [--socket PATH] announce\n"
+    "       vipctl --version\n"
     "\n"
     "  status    sessions, VIPs, health gate and why each VIP is or is not announced\n"
     "  withdraw  drain this node: GRACEFUL_SHUTDOWN, withdraw, wait for the peers, unbind.\n"
@@ -36,7 +41,10 @@ constexpr std::string_view kUsage =
     "            there would leave every replaced pod withdrawn)\n"
     "  announce  clear the withdrawn state and announce again (once healthy)\n"
     "\n"
-    "  --socket PATH  vipd's control socket (default /run/vipd/vipd.sock)\n"
+    "  --socket PATH  vipd's control socket. Default: $VIPD_CONTROL_SOCKET (set in vipd's pods\n"
+    "                 to the pod's own instance); else the instance that speaks BGP on this\n"
+    "                 node, as /run/vipd/speaker.json names it (the static pod or the\n"
+    "                 DaemonSet pod, whichever holds the node); else /run/vipd/vipd.sock\n"
     "\n"
     "exit codes:\n"
     "  0  success (withdraw --wait: the peers acknowledged the withdraw)\n"
@@ -112,6 +120,31 @@ void printStatus(const json& s) {
   }
 }
 
+constexpr const char* kDefaultSocket = "/run/vipd/vipd.sock";
+// Written by the instance holding the speaker lock in the default handoff.dir (static-pod and
+// daemonset modes; daemon/host_lock.h).
+constexpr const char* kSpeakerRecord = "/run/vipd/speaker.json";
+
+// The control socket to use when --socket is not given (see kUsage). The speaker record is only a
+// hint: anything unreadable in it falls through to the default path.
+std::string defaultSocket() {
+  if (const char* env = std::getenv("VIPD_CONTROL_SOCKET"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  std::ifstream in(kSpeakerRecord);
+  if (in) {
+    auto record = json::parse(in, nullptr, false);
+    if (record.is_object() && record.contains("controlSocket") &&
+        record["controlSocket"].is_string()) {
+      auto path = record["controlSocket"].get<std::string>();
+      if (!path.empty()) {
+        return path;
+      }
+    }
+  }
+  return kDefaultSocket;
+}
+
 int usage(std::string_view problem) {
   std::fprintf(stderr, "vipctl: %.*s\n%.*s", static_cast<int>(problem.size()), problem.data(),
                static_cast<int>(kUsage.size()), kUsage.data());
@@ -121,7 +154,7 @@ int usage(std::string_view problem) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string socketPath = "/run/vipd/vipd.sock";
+  std::optional<std::string> socketPath;
   std::string command;
   bool asJson = false;
   bool wait = false;
@@ -135,8 +168,11 @@ int main(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") {
       std::fwrite(kUsage.data(), 1, kUsage.size(), stdout);
       return 0;
+    } else if (arg == "--version") {
+      fmt::print("vipctl {}\n", vipd::daemon::version());
+      return 0;
     } else if (arg == "--socket" && hasValue) {
-      socketPath = args[++i];
+      socketPath = std::string(args[++i]);
     } else if (arg == "--json") {
       asJson = true;
     } else if (arg == "--wait") {
@@ -171,13 +207,16 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (!socketPath) {
+    socketPath = defaultSocket();
+  }
   asio::io_context io;
   asio::local::stream_protocol::socket socket(io);
   boost::system::error_code ec;
-  socket.connect(asio::local::stream_protocol::endpoint(socketPath), ec);
+  socket.connect(asio::local::stream_protocol::endpoint(*socketPath), ec);
   if (ec) {
     std::fprintf(stderr, "vipctl: vipd is not running or not reachable at %s: %s\n",
-                 socketPath.c_str(), ec.message().c_str());
+                 socketPath->c_str(), ec.message().c_str());
     return kExitUnreachable;
   }
   std::string line = request.dump() + "\n";

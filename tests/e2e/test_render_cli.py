@@ -12,7 +12,10 @@ Asserts:
 - broken metadata exits 1, lists every error as file:line:col: path: message, writes nothing;
 - the image given twice exits 1; a usage error exits 2;
 - bootstrap.enabled false moves the manifest into the archive and keeps the config;
-- the manifest directory never holds anything but manifests (listed after every step).
+- the manifest directory never holds anything but manifests (listed after every step);
+- the manifest reads as a manifest: the template's notes (lines starting with #%) are gone;
+- without an image in the metadata or --image, the manifest pins this vipd's own release,
+  localhost/vipd:VERSION with VERSION as `vipd --version` prints it (never :latest).
 """
 import json
 import os
@@ -113,6 +116,8 @@ def test() -> None:
                   "vipd validate should accept the rendered config")
         pod = read(manifest)
         lab.check("{{" not in pod and "}}" not in pod, "no placeholder may be left")
+        lab.check("#%" not in pod and "template" not in pod.lower(),
+                  "the manifest should carry no note about the template it was made from")
         for needle in ['image: "registry.example/vipd:0.1.0"', f'"--config", "{config}"',
                        f'mountPath: "{config_dir}"', f'path: "{config_dir}"',
                        "containerPort: 9473", '"/run/vipd/static-pod.sock"']:
@@ -211,6 +216,17 @@ def test() -> None:
         lab.check(os.path.exists(config), "the config stays")
         v = cmd([vipd, "validate", "--config", config])
         lab.check(v.returncode == 0, "the config is still valid")
+
+        # No image anywhere: this vipd's own release, pinned.
+        version = cmd([vipd, "--version"]).stdout.split()[-1]
+        del doc["image"]
+        doc["bootstrap"]["enabled"] = True
+        write(metadata, json.dumps(doc, indent=2))
+        p = cmd(render)
+        lab.check(p.returncode == 0, f"render without an image should exit 0: {p.returncode}")
+        want = f'image: "localhost/vipd:{version}"'
+        lab.check(want in read(manifest) and "latest" not in read(manifest),
+                  f"the manifest should pin {want!r}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

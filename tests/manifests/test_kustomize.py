@@ -19,7 +19,11 @@ Asserts:
   file, or when neither gives one;
 - the static-pod template holds exactly the five placeholders, is YAML as it stands, and after
   substitution is a Pod with the same security fields, probes on METRICS_PORT and the preStop
-  on CONTROL_SOCKET.
+  on CONTROL_SOCKET;
+- one version: the DaemonSet's image is localhost/vipd:<meson's project version> (the release
+  CHANGELOG.md's first entry describes), and no image anywhere in manifests/ or in what kustomize
+  builds is `:latest` or untagged; in both pods VIPD_CONTROL_SOCKET (vipctl's default inside the
+  pod) is the pod's own control socket, the one its preStop hook uses.
 Needs kubectl and PyYAML (missing: skip outside CI, fail with CI=true) and the built vipd.
 """
 
@@ -280,6 +284,50 @@ def check_static_pod(c: Checks, daemonset_selector: dict) -> None:
             "static pod: CONFIG_DIR read-only at the same path")
 
 
+def project_version() -> str:
+    with open(os.path.join(SOURCE_DIR, "meson.build")) as f:
+        m = re.search(r"^project\('vipd',.*?version\s*:\s*'([^']+)'", f.read(), re.S | re.M)
+    return m.group(1) if m else ""
+
+
+def check_versions(c: Checks, objects: list[dict]) -> None:
+    version = project_version()
+    c.expect(re.fullmatch(r"\d+\.\d+\.\d+", version), f"meson.build's version {version!r}")
+    with open(os.path.join(SOURCE_DIR, "CHANGELOG.md")) as f:
+        releases = re.findall(r"^## \[?(\d+\.\d+\.\d+)\]?", f.read(), re.M)
+    c.expect(releases[:1] == [version],
+             f"CHANGELOG.md's first release {releases[:1]} is meson's version {version}")
+    ds = next((o for o in objects if o.get("kind") == "DaemonSet"), {})
+    containers = ds.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
+    c.equal([ctr.get("image") for ctr in containers], [f"localhost/vipd:{version}"],
+            "DaemonSet: the image pins this release's tag")
+    images = []
+    for root, _, files in os.walk(MANIFESTS):
+        for name in files:
+            with open(os.path.join(root, name)) as f:
+                images += re.findall(r"^\s*(?:-\s*)?image:\s*\"?([^\s\"#]+)", f.read(), re.M)
+    for image in images:
+        if "{{" in image:
+            continue
+        tag = image.rsplit("/", 1)[-1]
+        c.expect(":" in tag and not tag.endswith(":latest"),
+                 f"manifests/: image {image} is pinned to a tag other than latest")
+
+    template = {"DaemonSet": containers[0] if containers else {}}
+    with open(STATIC_POD) as f:
+        rendered = f.read()
+    for name, value in PLACEHOLDERS.items():
+        rendered = rendered.replace("{{" + name + "}}", value)
+    template["static pod"] = yaml.safe_load(rendered)["spec"]["containers"][0]
+    for what, ctr in template.items():
+        env = {e["name"]: e.get("value") for e in ctr.get("env", [])}
+        hook = ctr.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
+        socket = hook[hook.index("--socket") + 1] if "--socket" in hook else None
+        c.expect(socket is not None and env.get("VIPD_CONTROL_SOCKET") == socket,
+                 f"{what}: VIPD_CONTROL_SOCKET {env.get('VIPD_CONTROL_SOCKET')} is the pod's "
+                 f"own control socket {socket}")
+
+
 def test(c: Checks) -> None:
     p = run([kubectl(), "version", "--client"])
     print(p.stdout.strip() or p.stderr.strip())
@@ -288,6 +336,7 @@ def test(c: Checks) -> None:
     c.expect(base == objects, "manifests/ builds the same objects as its daemonset/ base")
     selector = check_daemonset(c, objects)
     check_static_pod(c, selector)
+    check_versions(c, objects)
 
 
 if __name__ == "__main__":

@@ -344,6 +344,20 @@ TEST(BootstrapMetadata, ImageHasExactlyOneSource) {
               ElementsAre(HasSubstr("--image: 'vipd\nname: x' is not an image reference")));
 }
 
+// vipd render passes its own release as the default (localhost/vipd:VERSION): it fills in only
+// when neither the document nor --image names an image, and never hides a conflict between them.
+TEST(BootstrapMetadata, TheDefaultImageFillsInOnlyWhenNoneIsGiven) {
+  std::string noImage = replaced("image: registry.example/vipd:0.1.0\n", "");
+  MetadataContext withDefault{"/etc/vipd/vipd.yaml", std::nullopt, "localhost/vipd:0.2.0"};
+  EXPECT_EQ(parsed(noImage, withDefault).image, "localhost/vipd:0.2.0");
+  EXPECT_EQ(parsed(kValid, withDefault).image, "registry.example/vipd:0.1.0");
+  MetadataContext flagAndDefault{"/etc/vipd/vipd.yaml", "registry.example/vipd:flag",
+                                 "localhost/vipd:0.2.0"};
+  EXPECT_EQ(parsed(noImage, flagAndDefault).image, "registry.example/vipd:flag");
+  EXPECT_THAT(errorsOf(kValid, flagAndDefault),
+              ElementsAre(HasSubstr("image is set both here and by --image")));
+}
+
 TEST(BootstrapMetadata, EveryKindOfErrorInOnePass) {
   // One of each: a missing field, a wrong type, a bad address, no IPv4 node address, a VIP that
   // is a node address, an unknown key, a password file outside the config directory, and the

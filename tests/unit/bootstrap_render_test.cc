@@ -233,6 +233,27 @@ TEST(BootstrapTemplate, FillsEveryOccurrence) {
   EXPECT_EQ(*filled, "image: vipd:1\nports: [9473, 9473]\n{ not: a } }}\n");
 }
 
+TEST(BootstrapTemplate, NotesAboutTheTemplateAreDropped) {
+  auto filled = fillTemplate(
+      "#% A template note: {{NOT_A_PLACEHOLDER}} is not filled here\n"
+      "# kept: a comment for whoever reads the manifest\n"
+      "image: {{IMAGE}}  #% kept: not at the start of a line\n"
+      "#%\n"
+      "port: {{PORT}}\n"
+      "#% the last line, without a newline",
+      "t", kValues);
+  ASSERT_TRUE(filled.has_value()) << joined(strings(filled.error()));
+  EXPECT_EQ(*filled,
+            "# kept: a comment for whoever reads the manifest\n"
+            "image: vipd:1  #% kept: not at the start of a line\n"
+            "port: 9473\n");
+  // Line numbers in errors still count the notes.
+  auto broken = fillTemplate("#% note\n#% note\nimage: {{IMAGE}} {{X}}\nport: {{PORT}}\n", "t",
+                             kValues);
+  ASSERT_FALSE(broken.has_value());
+  EXPECT_THAT(strings(broken.error()), ElementsAre(HasSubstr("t:3:18: unknown placeholder {{X}}")));
+}
+
 TEST(BootstrapTemplate, EveryProblemAtOnce) {
   auto filled = fillTemplate(
       "image: {{IMAGE}}\n"         // 1

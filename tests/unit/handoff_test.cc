@@ -7,6 +7,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
 
 #include "config/config_parser.h"
 #include "daemon/handoff_protocol.h"
@@ -122,6 +125,35 @@ TEST_F(HostLockTest, OneHolderAtATimeAndTheRecordNamesIt) {
   a->release();
   EXPECT_EQ(b->tryAcquire({222, "daemonset", "/run/vipd/vipd.sock"}), true);
   EXPECT_EQ(a->holder()->pid, 222);
+}
+
+// In a pod, vipd is pid 1 of its own PID namespace: the record says which namespace, so the other
+// pod and the host do not read "pid 1" as a process of theirs.
+TEST_F(HostLockTest, TheRecordNamesThePidNamespace) {
+  auto a = HostLock::open(dir_);
+  auto b = HostLock::open(dir_);
+  ASSERT_TRUE(a && b);
+  LockHolder me = thisProcess("static-pod", "/run/vipd/static-pod.sock");
+  EXPECT_EQ(me.pid, ::getpid());
+  EXPECT_EQ(me.pidNamespace, std::filesystem::read_symlink("/proc/self/ns/pid").string());
+  EXPECT_TRUE(me.pidNamespace.starts_with("pid:["));
+  EXPECT_EQ(a->tryAcquire(me), true);
+  auto holder = b->holder();
+  ASSERT_TRUE(holder);
+  EXPECT_EQ(holder->pidNamespace, me.pidNamespace);
+  EXPECT_EQ(describe(*holder), fmt::format("pid {}", ::getpid()));
+
+  LockHolder inPod{1, "static-pod", "/run/vipd/static-pod.sock", "pid:[4026532801]"};
+  EXPECT_EQ(describe(inPod), "pid 1 in PID namespace pid:[4026532801] (another container)");
+  // A record from before pidNamespace existed still reads, and is described by its pid alone.
+  {
+    std::ofstream old(dir_ + "/speaker.json");
+    old << R"({"pid": 7, "mode": "static-pod", "controlSocket": "/s.sock"})";
+  }
+  holder = b->holder();
+  ASSERT_TRUE(holder);
+  EXPECT_EQ(holder->pidNamespace, "");
+  EXPECT_EQ(describe(*holder), "pid 7");
 }
 
 TEST_F(HostLockTest, ExitReleasesTheLockHoweverTheHolderExits) {
