@@ -159,10 +159,19 @@ def test() -> None:
                     lab.check(not ns.address_entries(ifname, cidr),
                               f"{what}: {cidr} is not on {ifname}: {ns.addr_show(ifname)}")
 
-        def up_in_bird(what: str) -> None:
-            lab.wait_established(bird, [node.v4], UP_S)
-            lab.wait_until(lambda: bird.bfd_state(node.v4) == "Up", UP_S, 0.1,
-                           lambda: f"{what}: BFD Up in BIRD ({bird.bfd_sessions()})")
+        def up_in_bird(v: lab.Vipd, what: str) -> None:
+            """The session Established and BFD Up in BIRD's view; fails at once if vipd exits."""
+            def running() -> None:
+                if not v.proc.alive():
+                    last = v.proc.log_text().strip().splitlines()[-1:]
+                    lab.check(False, f"{what}: vipd exited {v.proc.popen.returncode}: {last}")
+            lab.wait_until(lambda: not v.proc.alive()
+                           or bird.neighbor_state(node.v4) == "Established", UP_S, 0.1,
+                           lambda: f"{what}: Established in BIRD ({bird.neighbor_state(node.v4)})")
+            running()
+            lab.wait_until(lambda: not v.proc.alive() or bird.bfd_state(node.v4) == "Up", UP_S,
+                           0.1, lambda: f"{what}: BFD Up in BIRD ({bird.bfd_sessions()})")
+            running()
 
         def stop(v: lab.Vipd, what: str) -> None:
             v.proc.signal(signal.SIGTERM)
@@ -174,7 +183,7 @@ def test() -> None:
         what = "manifests' set"
         v = start("vipd-caps", caps, listen=True)
         check_running_caps(v, caps)
-        up_in_bird(what)
+        up_in_bird(v, what)
         for prefix, hop in routes:
             r = lab.wait_until(lambda p=prefix: bird.route(p), UP_S, 0.1,
                                f"{what}: {prefix} in BIRD")
@@ -220,7 +229,7 @@ def test() -> None:
         what = "without NET_BIND_SERVICE, listen off"
         v = start("vipd-dial", fewer, listen=False)
         check_running_caps(v, fewer)
-        up_in_bird(what)
+        up_in_bird(v, what)
         for prefix, hop in routes:
             r = lab.wait_until(lambda p=prefix: bird.route(p), UP_S, 0.1,
                                f"{what}: {prefix} in BIRD")
@@ -237,7 +246,7 @@ def test() -> None:
             ns.ip("link", "del", "vip0")  # so that vipd has to create it
         v = start("vipd-no-admin", fewer, listen=True)
         check_running_caps(v, fewer)
-        up_in_bird(what)
+        up_in_bird(v, what)
         for vip in vips:
             s = v.vip_status(vip["address"])
             lab.log(f"{what}: {vip['address']} on {vip['interface']}: {s['state']}: "
