@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "daemon/asio_address.h"
+#include "daemon/port_bind_error.h"
 
 namespace vipd::daemon {
 namespace {
@@ -185,12 +186,11 @@ tl::expected<void, std::string> BfdService::openSockets() {
         r->socket.bind(udp::endpoint(v6 ? udp::v6() : udp::v4(), port), ec);
       }
       if (ec) {
-        std::string hint = ec == asio::error::address_in_use
-                               ? "; another BFD speaker (bfdd, BIRD, a second vipd) holds it on "
-                                 "this node: stop it or turn peers[].bfd off"
-                               : "";
-        return tl::unexpected(fmt::format("cannot receive BFD on UDP port {} ({}): {}{}", port,
-                                          v6 ? "IPv6" : "IPv4", ec.message(), hint));
+        return tl::unexpected(portBindError(
+            fmt::format("cannot receive BFD on UDP port {} ({})", port, v6 ? "IPv6" : "IPv4"),
+            port, ec.value(), ec.message(),
+            {.inUse = "another BFD speaker (bfdd, BIRD, a second vipd) holds it on this node: "
+                      "stop it or turn peers[].bfd off"}));
       }
       receivers_.push_back(std::move(r));
     }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -164,8 +165,17 @@ tl::expected<void, std::string> ControlServer::open() {
     if (groupId_) {
       if (::chown(path_.c_str(), static_cast<uid_t>(-1), *groupId_) != 0 ||
           ::chmod(path_.c_str(), 0660) != 0) {
-        return tl::unexpected(fmt::format("cannot give group {} access to control socket {}: {}",
-                                          *group_, path_, std::strerror(errno)));
+        const int error = errno;
+        // The owner may hand a file only to a group it is in itself; any other group takes
+        // CAP_CHOWN, which vipd's manifests do not grant.
+        return tl::unexpected(fmt::format(
+            "cannot give group {} access to control socket {}: {}{}", *group_, path_,
+            std::strerror(error),
+            error == EPERM ? fmt::format("; handing the socket to a group vipd is not a member "
+                                         "of needs CAP_CHOWN: run vipd with group {} among its "
+                                         "groups, or grant CAP_CHOWN",
+                                         *group_)
+                           : std::string()));
       }
     } else {
       ::chmod(path_.c_str(), 0600);

@@ -23,8 +23,17 @@ constexpr size_t kMaxMd5KeyLength = 80;
 tl::expected<SessionKey, std::string> readSessionKey(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
-    return tl::unexpected(fmt::format("cannot read the password file {}: {}", path,
-                                      std::strerror(errno)));
+    const int error = errno;
+    // The key must be mode 0600 or stricter (below), so only its owner can read it: a root
+    // vipd without CAP_DAC_OVERRIDE (as the manifests run it) cannot read a key someone else
+    // owns.
+    return tl::unexpected(fmt::format(
+        "cannot read the password file {}: {}{}", path, std::strerror(error),
+        error == EACCES ? fmt::format("; vipd reads it without CAP_DAC_OVERRIDE, so the file must "
+                                      "belong to vipd's own user (chown root {} when vipd runs "
+                                      "as root) and its directories must be searchable",
+                                      path)
+                        : std::string()));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

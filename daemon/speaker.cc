@@ -7,6 +7,7 @@
 #include <random>
 
 #include "daemon/asio_address.h"
+#include "daemon/port_bind_error.h"
 
 namespace vipd::daemon {
 namespace {
@@ -312,10 +313,11 @@ tl::expected<void, std::string> Speaker::openBgpListener() {
     listener_->listen(asio::socket_base::max_listen_connections, ec);
   }
   if (ec) {
-    return tl::unexpected(fmt::format(
-        "cannot listen for BGP on {} port {}: {} (another BGP daemon may own the port; set "
-        "listen.enabled: false to dial out only)",
-        a.toString(), config_.listen.port, ec.message()));
+    return tl::unexpected(portBindError(
+        fmt::format("cannot listen for BGP on {} port {}", a.toString(), config_.listen.port),
+        config_.listen.port, ec.value(), ec.message(),
+        {.inUse = "another BGP daemon may own the port; set listen.enabled: false to dial out only",
+         .unprivilegedPort = "set listen.port above 1023"}));
   }
   log_.info("listener", "accepting BGP connections from configured peers on {} port {}",
             a.toString(), config_.listen.port);

@@ -303,6 +303,11 @@ class KernelAddressTable final : public AddressTable {
       if (!reply_.message.empty()) {
         reason += " (" + reply_.message + ")";
       }
+      if (reply_.error == EPERM) {
+        // rtnetlink's only reason for EPERM: the sender lacks CAP_NET_ADMIN (dumps need none,
+        // so a process without it lists interfaces and addresses but changes nothing).
+        reason += "; changing interfaces and addresses needs CAP_NET_ADMIN";
+      }
       return Error{std::move(operation), std::move(object), std::move(reason), reply_.error};
     }
     return Error{std::move(operation), std::move(object), nl_geterror(err), 0};

@@ -1762,9 +1762,13 @@ class Vipd:
     (plain `ip addr add`), default none."""
 
     def __init__(self, lab: Lab, ns: Namespace, config: Any, build_dir: str = BUILD_DIR,
-                 name: str = "vipd", bind: Iterable[str] = (), args: Iterable[str] = ()):
+                 name: str = "vipd", bind: Iterable[str] = (), args: Iterable[str] = (),
+                 wrapper: Iterable[str] = ()):
         self.lab, self.ns, self.name = lab, ns, name
         self.args = list(args)  # extra command-line arguments (e.g. --router-id)
+        # A command prefix that execs vipd inside ns (e.g. setpriv dropping capabilities): the
+        # process the lab tracks is then vipd itself.
+        self.wrapper = list(wrapper)
         self.build_dir = build_dir
         self.conf = lab.path(f"{name}.yaml")
         text = config if isinstance(config, str) else to_yaml(config) + "\n"
@@ -1781,7 +1785,8 @@ class Vipd:
 
     def _start(self) -> Proc:
         name = self.name if not self.procs else f"{self.name}-run{len(self.procs) + 1}"
-        proc = self.lab.start(self.ns, name, [self.binary, "--config", self.conf] + self.args)
+        proc = self.lab.start(self.ns, name,
+                              self.wrapper + [self.binary, "--config", self.conf] + self.args)
         self.procs.append(proc)
         return proc
 

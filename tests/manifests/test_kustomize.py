@@ -8,7 +8,8 @@ Asserts:
   are exactly the DaemonSet and its ConfigMap (the static-pod template is not picked up);
 - the DaemonSet: kube-system, hostNetwork, system-node-critical, the control-plane role label as
   nodeSelector and tolerations, RollingUpdate maxUnavailable 1, capabilities exactly
-  NET_ADMIN + NET_RAW with ALL dropped, not privileged, no privilege escalation, read-only root,
+  NET_ADMIN + NET_BIND_SERVICE with ALL dropped (tests/e2e/test_capabilities.py runs vipd with
+  that set), not privileged, no privilege escalation, read-only root,
   the preStop `vipctl ... withdraw --wait --transient` on the config's control socket, probes on
   127.0.0.1 and the config's metrics port, NODE_IP from status.hostIP passed as --router-id, the
   ConfigMap mounted where --config points, hostPaths for every directory the config names, a
@@ -105,8 +106,8 @@ def check_pod_common(c: Checks, who: str, spec: dict, port: int, socket: str) ->
 
     sc = ctr.get("securityContext", {})
     caps = sc.get("capabilities", {})
-    c.equal(sorted(caps.get("add", [])), ["NET_ADMIN", "NET_RAW"],
-            f"{who}: capabilities added are exactly NET_ADMIN and NET_RAW")
+    c.equal(sorted(caps.get("add", [])), ["NET_ADMIN", "NET_BIND_SERVICE"],
+            f"{who}: capabilities added are exactly NET_ADMIN and NET_BIND_SERVICE")
     c.equal(caps.get("drop"), ["ALL"], f"{who}: every other capability dropped")
     c.equal(sc.get("privileged"), False, f"{who}: not privileged")
     c.equal(sc.get("allowPrivilegeEscalation"), False, f"{who}: no privilege escalation")
@@ -246,6 +247,14 @@ def check_daemonset(c: Checks, objects: list[dict]) -> dict:
     return selector
 
 
+def render_static_pod(template: str) -> str:
+    """The template with each placeholder filled as `vipd render` would (test values). Also used
+    by tests/e2e/test_capabilities.py, which reads the capabilities the pod grants."""
+    for name, value in PLACEHOLDERS.items():
+        template = template.replace("{{" + name + "}}", value)
+    return template
+
+
 def check_static_pod(c: Checks, daemonset_selector: dict) -> None:
     with open(STATIC_POD) as f:
         template = f.read()
@@ -259,10 +268,7 @@ def check_static_pod(c: Checks, daemonset_selector: dict) -> None:
         parses = False
     c.expect(parses, "static pod: the template itself is YAML")
 
-    rendered = template
-    for name, value in PLACEHOLDERS.items():
-        rendered = rendered.replace("{{" + name + "}}", value)
-    pod = yaml.safe_load(rendered)
+    pod = yaml.safe_load(render_static_pod(template))
     c.equal((pod.get("apiVersion"), pod.get("kind")), ("v1", "Pod"), "static pod: a v1 Pod")
     meta = pod.get("metadata", {})
     c.equal((meta.get("name"), meta.get("namespace")), ("vipd-bootstrap", "kube-system"),

@@ -4,10 +4,12 @@
 // inherit it. Needs root (CAP_SYS_ADMIN for unshare): skipped without it, except with CI=true,
 // where a missing privilege is a failure.
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <linux/if_addr.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -272,6 +274,45 @@ TEST_F(NetlinkKernel, ErrorsNameOperationObjectAndReason) {
   EXPECT_EQ(lo.error().code, EOPNOTSUPP);
   EXPECT_EQ(lo.error().toString().rfind("delete link lo: Operation not supported", 0), 0u)
       << lo.error().toString();
+}
+
+// Takes `capability` out of this thread's effective set (it stays permitted) until destroyed:
+// the kernel then judges the thread's requests as it would a process never granted it.
+class WithoutEffectiveCapability {
+ public:
+  explicit WithoutEffectiveCapability(int capability) {
+    header_.version = _LINUX_CAPABILITY_VERSION_3;
+    ok_ = ::syscall(SYS_capget, &header_, saved_) == 0;
+    __user_cap_data_struct reduced[2] = {saved_[0], saved_[1]};
+    reduced[capability / 32].effective &= ~(1u << (capability % 32));
+    ok_ = ok_ && ::syscall(SYS_capset, &header_, reduced) == 0;
+  }
+  ~WithoutEffectiveCapability() { ::syscall(SYS_capset, &header_, saved_); }
+  bool ok() const { return ok_; }
+
+ private:
+  __user_cap_header_struct header_{};
+  __user_cap_data_struct saved_[2]{};
+  bool ok_ = false;
+};
+
+TEST_F(NetlinkKernel, WithoutCapNetAdminChangesFailNamingIt) {
+  WithoutEffectiveCapability without(CAP_NET_ADMIN);
+  ASSERT_TRUE(without.ok()) << "capset: " << std::strerror(errno);
+  // Reading needs no capability: vipd still sees what is bound.
+  EXPECT_TRUE(table_->links());
+  EXPECT_TRUE(table_->addresses());
+  auto added = table_->addAddress("lo", addr("203.0.113.10/32"), AddOptions{});
+  ASSERT_FALSE(added);
+  EXPECT_EQ(added.error().code, EPERM);
+  EXPECT_EQ(added.error().toString(),
+            "add address 203.0.113.10/32 on lo: Operation not permitted; changing interfaces and "
+            "addresses needs CAP_NET_ADMIN");
+  auto created = table_->createDummy("vip0");
+  ASSERT_FALSE(created);
+  EXPECT_EQ(created.error().code, EPERM);
+  EXPECT_NE(created.error().toString().find("CAP_NET_ADMIN"), std::string::npos)
+      << created.error().toString();
 }
 
 TEST_F(NetlinkKernel, RemoveIsIdempotentAndExact) {
