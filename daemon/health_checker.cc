@@ -346,7 +346,7 @@ class HealthProbe : public std::enable_shared_from_this<HealthProbe> {
   void handshake() {
     stream_.emplace(std::move(socket_), *tls_);
     SSL* handle = stream_->native_handle();
-    // The server name is always a DNS name (start() checked), so it may go in SNI (RFC 6066
+    // The server name is never an IP address (start() made sure), so it may go in SNI (RFC 6066
     // section 3), whatever the URL's host is.
     if (SSL_set_tlsext_host_name(handle, target_.serverName.c_str()) != 1) {
       finish(false, fmt::format("cannot set TLS server name {}", target_.serverName));
