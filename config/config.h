@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bgp/ip_address.h"
@@ -84,6 +85,11 @@ struct Control {
   auto operator<=>(const Control&) const = default;
 };
 
+// The name every kubeadm, k3s and RKE2 apiserver certificate carries (the `kubernetes` Service's
+// short name), whatever addresses it names: what the apiserver check verifies when the URL's host
+// is an IP address and health.serverName is unset.
+inline constexpr std::string_view kDefaultApiserverServerName = "kubernetes";
+
 // The local apiserver check that gates announcements (issue 4). There is no default type:
 // `none` must be written explicitly.
 struct Health {
@@ -93,6 +99,10 @@ struct Health {
   std::string caFile;                                  // apiserver: required
   std::optional<std::string> certFile;                 // apiserver: client certificate
   std::optional<std::string> keyFile;                  // with certFile
+  // apiserver: the DNS name the server certificate must carry, also sent as TLS SNI. Unset: the
+  // URL's host when that is a DNS name, kDefaultApiserverServerName when it is an IP address
+  // (stock apiserver certificates name no loopback address, but all of them name `kubernetes`).
+  std::optional<std::string> serverName;
   std::string address = "127.0.0.1:6443";              // tcp: host:port to connect to
   milliseconds interval{1000};
   milliseconds timeout{1000};

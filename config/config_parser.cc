@@ -168,6 +168,49 @@ std::optional<std::pair<bgp::IpAddress, uint16_t>> parseAddressPort(std::string_
   return std::pair{*address, static_cast<uint16_t>(port)};
 }
 
+// Why `text` is not a DNS name as a certificate carries one (RFC 1123 labels: letters, digits and
+// '-', not at either end of a label; no empty label, so no leading, trailing or doubled dot; no
+// wildcard), or nothing when it is one.
+std::optional<std::string> dnsNameProblem(std::string_view text) {
+  constexpr size_t kMaxName = 253;
+  constexpr size_t kMaxLabel = 63;
+  if (text.empty()) {
+    return "the name is empty";
+  }
+  if (text.size() > kMaxName) {
+    return fmt::format("the name is {} characters long; at most {}", text.size(), kMaxName);
+  }
+  size_t start = 0;
+  while (true) {
+    size_t dot = text.find('.', start);
+    auto label = text.substr(start, dot == std::string_view::npos ? text.npos : dot - start);
+    if (label.empty()) {
+      return std::string("it has an empty label (a leading, trailing or doubled '.')");
+    }
+    if (label.size() > kMaxLabel) {
+      return fmt::format("label '{}...' is longer than {} characters", label.substr(0, 20),
+                         kMaxLabel);
+    }
+    for (char c : label) {
+      bool ok =
+          (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+      if (!ok) {
+        auto byte = static_cast<unsigned char>(c);
+        std::string shown = byte > 0x20 && byte < 0x7f ? fmt::format("'{}'", c)
+                                                       : fmt::format("byte 0x{:02x}", byte);
+        return fmt::format("{} is not allowed; use letters, digits, '-' and '.'", shown);
+      }
+    }
+    if (label.front() == '-' || label.back() == '-') {
+      return fmt::format("label '{}' starts or ends with '-'", label);
+    }
+    if (dot == std::string_view::npos) {
+      return std::nullopt;
+    }
+    start = dot + 1;
+  }
+}
+
 size_t editDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) {
@@ -1147,8 +1190,8 @@ void ConfigReader::readDrain(const Field& f, Drain& drain) {
 
 void ConfigReader::readHealth(const Field& f, Health& health) {
   auto m = readMapping(f.value, f.path,
-                       {"type", "url", "caFile", "certFile", "keyFile", "address", "interval",
-                        "timeout", "rise", "fall"});
+                       {"type", "url", "serverName", "caFile", "certFile", "keyFile", "address",
+                        "interval", "timeout", "rise", "fall"});
   if (!m) {
     return;
   }
@@ -1174,6 +1217,21 @@ void ConfigReader::readHealth(const Field& f, Health& health) {
                               *url));
       } else {
         health.url = *url;
+      }
+    }
+  }
+  // Like the other apiserver-only keys it is checked whatever the type (a later switch to
+  // apiserver then finds it valid) and used only by the apiserver check.
+  if (const Field* n = m->find("serverName")) {
+    if (auto name = readString(*n)) {
+      if (bgp::IpAddress::parse(*name)) {
+        error(*n, fmt::format("'{}' is an IP address; serverName is the DNS name the apiserver's "
+                              "certificate must carry, such as {}",
+                              *name, kDefaultApiserverServerName));
+      } else if (auto problem = dnsNameProblem(*name)) {
+        error(*n, fmt::format("{} is not a DNS name: {}", describe(n->value), *problem));
+      } else {
+        health.serverName = *name;
       }
     }
   }

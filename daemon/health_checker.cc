@@ -215,8 +215,11 @@ bool looksLikeHtml(std::string_view contentType, std::string_view body) {
 }
 
 // One message for a failed TLS handshake: OpenSSL's reason, and for a rejected certificate the
-// verifier's reason ("unable to get local issuer certificate", "IP address mismatch").
-std::string describeTlsError(const boost::system::error_code& ec, SSL* ssl) {
+// verifier's reason ("unable to get local issuer certificate", "hostname mismatch"). A name
+// mismatch also says which name was expected and which setting changes it, since on a stock
+// apiserver certificate the cure is health.serverName, not the URL.
+std::string describeTlsError(const boost::system::error_code& ec, SSL* ssl,
+                             std::string_view serverName) {
   if (ec == ssl::error::stream_truncated) {
     return "the server closed the connection";
   }
@@ -230,6 +233,10 @@ std::string describeTlsError(const boost::system::error_code& ec, SSL* ssl) {
     long verify = SSL_get_verify_result(ssl);
     if (verify != X509_V_OK) {
       text += fmt::format(": {}", X509_verify_cert_error_string(verify));
+    }
+    if (verify == X509_V_ERR_HOSTNAME_MISMATCH) {
+      text +=
+          fmt::format(" (the certificate does not name '{}'; set health.serverName)", serverName);
     }
   }
   return text;
@@ -336,31 +343,24 @@ class HealthProbe : public std::enable_shared_from_this<HealthProbe> {
   void handshake() {
     stream_.emplace(std::move(socket_), *tls_);
     SSL* handle = stream_->native_handle();
-    bool ipHost = isIpAddress(target_.host);
-    // SNI carries DNS names only (RFC 6066 section 3).
-    if (!ipHost && SSL_set_tlsext_host_name(handle, target_.host.c_str()) != 1) {
-      finish(false, fmt::format("cannot set TLS server name {}", target_.host));
+    // The server name is never an IP address (start() made sure), so it may go in SNI (RFC 6066
+    // section 3), whatever the URL's host is.
+    if (SSL_set_tlsext_host_name(handle, target_.serverName.c_str()) != 1) {
+      finish(false, fmt::format("cannot set TLS server name {}", target_.serverName));
+      return;
+    }
+    // OpenSSL checks the name once the chain has verified to caFile and, on a mismatch, fails
+    // the handshake with X509_V_ERR_HOSTNAME_MISMATCH, which describeTlsError() names. Like
+    // Go's crypto/tls (kubectl, kubelet), only subjectAltName DNS entries count, never the
+    // subject's CN; a wildcard must be a whole label.
+    SSL_set_hostflags(handle,
+                      X509_CHECK_FLAG_NEVER_CHECK_SUBJECT | X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    if (SSL_set1_host(handle, target_.serverName.c_str()) != 1) {
+      finish(false, fmt::format("cannot set the expected certificate name {}", target_.serverName));
       return;
     }
     boost::system::error_code ec;
     stream_->set_verify_mode(ssl::verify_peer, ec);
-    if (!ec) {
-      // host_name_verification rejects a mismatch without saying why; record the reason so the
-      // handshake error names it.
-      stream_->set_verify_callback(
-          [check = ssl::host_name_verification(target_.host), ipHost](bool preverified,
-                                                                      ssl::verify_context& ctx) {
-            if (check(preverified, ctx)) {
-              return true;
-            }
-            if (preverified) {
-              X509_STORE_CTX_set_error(ctx.native_handle(), ipHost ? X509_V_ERR_IP_ADDRESS_MISMATCH
-                                                                   : X509_V_ERR_HOSTNAME_MISMATCH);
-            }
-            return false;
-          },
-          ec);
-    }
     if (ec) {
       finish(false, fmt::format("cannot set up TLS verification: {}", ec.message()));
       return;
@@ -372,13 +372,16 @@ class HealthProbe : public std::enable_shared_from_this<HealthProbe> {
                              });
   }
 
+  std::string tlsError(const boost::system::error_code& ec) {
+    return describeTlsError(ec, stream_->native_handle(), target_.serverName);
+  }
+
   void onHandshake(const boost::system::error_code& ec) {
     if (finished_) {
       return;
     }
     if (ec) {
-      finish(false, fmt::format("TLS handshake failed: {}",
-                                describeTlsError(ec, stream_->native_handle())));
+      finish(false, fmt::format("TLS handshake failed: {}", tlsError(ec)));
       return;
     }
     request_.version(11);
@@ -400,8 +403,7 @@ class HealthProbe : public std::enable_shared_from_this<HealthProbe> {
       return;
     }
     if (ec) {
-      finish(false, fmt::format("sending the request failed: {}",
-                                describeTlsError(ec, stream_->native_handle())));
+      finish(false, fmt::format("sending the request failed: {}", tlsError(ec)));
       return;
     }
     parser_.emplace();
@@ -432,8 +434,7 @@ class HealthProbe : public std::enable_shared_from_this<HealthProbe> {
       return;
     }
     if (ec) {
-      finish(false, fmt::format("reading the response failed: {}",
-                                describeTlsError(ec, stream_->native_handle())));
+      finish(false, fmt::format("reading the response failed: {}", tlsError(ec)));
       return;
     }
     evaluate(parser_->get());
@@ -545,6 +546,21 @@ tl::expected<void, std::string> HealthChecker::start() {
       return tl::unexpected(fmt::format("health.url '{}': {}", health_.url, target.error()));
     }
     target_ = std::move(*target);
+    if (health_.serverName) {
+      // The config parser allows only DNS names; a Health built in code gets the same answer.
+      // An empty name matters most: OpenSSL takes it as "check no name at all".
+      if (isIpAddress(*health_.serverName) || health_.serverName->empty()) {
+        return tl::unexpected(
+            fmt::format("health.serverName '{}': expected the DNS name the apiserver's "
+                        "certificate carries, such as {}",
+                        *health_.serverName, config::kDefaultApiserverServerName));
+      }
+      target_.serverName = *health_.serverName;
+    } else if (isIpAddress(target_.host)) {
+      target_.serverName = config::kDefaultApiserverServerName;
+    } else {
+      target_.serverName = target_.host;
+    }
     if (health_.caFile.empty()) {
       return fail("health.caFile is required for type apiserver");
     }
@@ -652,7 +668,7 @@ nlohmann::json HealthChecker::status() const {
   } else if (health_.type == config::Health::Type::Tcp) {
     target = health_.address;
   }
-  return nlohmann::json{
+  nlohmann::json status{
       {"type", typeName(health_.type)},
       {"target", target},
       {"healthy", healthy()},
@@ -664,6 +680,10 @@ nlohmann::json HealthChecker::status() const {
       {"checks", gate_.checks()},
       {"failures", gate_.failures()},
   };
+  if (health_.type == config::Health::Type::Apiserver) {
+    status["serverName"] = target_.serverName;
+  }
+  return status;
 }
 
 void HealthChecker::probeNow() {
@@ -733,6 +753,11 @@ void HealthChecker::onProbeDone(const ProbeResult& result) {
 std::string HealthChecker::describe() const {
   switch (health_.type) {
     case config::Health::Type::Apiserver:
+      // The name the certificate must carry, when the URL does not already say it: with
+      // an IP address in the URL, a mismatch is otherwise hard to place.
+      if (target_.serverName != target_.host) {
+        return fmt::format("apiserver {} (server name {})", health_.url, target_.serverName);
+      }
       return fmt::format("apiserver {}", health_.url);
     case config::Health::Type::Tcp:
       return fmt::format("tcp {}", health_.address);

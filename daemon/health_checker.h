@@ -2,12 +2,16 @@
 // port) every `interval`, feeds the outcomes to a HealthGate and tells its owner when the gate
 // flips. Runs on the io_context thread and never blocks it; every probe is bounded by `timeout`.
 //
-// type apiserver: an HTTPS GET of `url`. The server certificate must chain to `caFile` (and only
-// to it: the system trust store is not used) and name the URL's host (an IP SAN for an address, a
-// DNS name otherwise; SNI is sent for DNS names). `certFile`/`keyFile` are presented when the
-// server asks for a client certificate. A probe succeeds only on HTTP 200 with the body `ok` (one
-// trailing newline allowed): a proxy's error page, any other body, a certificate from another CA,
-// a refused connection and a timeout all fail. Response bodies are capped at kMaxHealthBodyBytes.
+// type apiserver: an HTTPS GET of `url`, connecting to the URL's host and port. The server
+// certificate must chain to `caFile` (and only to it: the system trust store is not used) and
+// carry the server name as a subjectAltName DNS entry (the subject's CN is not consulted); the
+// server name is also sent as SNI. It is `serverName` when set, else the URL's host when that is
+// a DNS name, else `kubernetes` (config::kDefaultApiserverServerName): a stock kubeadm, k3s or
+// RKE2 apiserver certificate names no loopback address, but always that. `certFile`/`keyFile`
+// are presented when the server asks for a client certificate. A probe succeeds only on HTTP 200
+// with the body `ok` (one trailing newline allowed): a proxy's error page, any other body, a
+// certificate from another CA or without the server name, a refused connection and a timeout all
+// fail. Response bodies are capped at kMaxHealthBodyBytes.
 // type tcp: a probe succeeds when a connection to `address` (host:port) is established.
 // type none: healthy at once; never probes.
 #pragma once
@@ -48,6 +52,8 @@ struct HealthTarget {
   std::string port;       // decimal
   std::string authority;  // as written: the Host header and the name in messages
   std::string path;       // request target, "/" at least (apiserver only)
+  // apiserver only: the DNS name the certificate must carry, sent as SNI; never an IP address.
+  std::string serverName;
 };
 
 class HealthProbe;
@@ -78,15 +84,18 @@ class HealthChecker {
   // The last probe's outcome (for type none, a fixed "health check disabled" success).
   const ProbeResult& last() const;
   // {"type","target","healthy","consecutiveSuccesses","consecutiveFailures","lastResult",
-  //  "lastDetail","lastLatencyMs","checks","failures"}; lastResult is "success", "failure", or
-  // "pending" before the first probe has finished.
+  //  "lastDetail","lastLatencyMs","checks","failures"}, and for type apiserver "serverName" (the
+  // name the certificate must carry; empty before start()); lastResult is "success", "failure",
+  // or "pending" before the first probe has finished.
   nlohmann::json status() const;
 
  private:
   void probeNow();
   void scheduleNext();
   void onProbeDone(const ProbeResult& result);
-  std::string describe() const;  // "apiserver https://127.0.0.1:6443/readyz"
+  // "apiserver https://127.0.0.1:6443/readyz (server name kubernetes)"; the server name only
+  // when it is not the URL's host.
+  std::string describe() const;
 
   asio::io_context& io_;
   config::Health health_;

@@ -6,7 +6,8 @@ HTTPS (python ssl) on --listen with --cert/--key. Each request reads --mode-file
   proxy502  502 with a proxy's HTML error page
   other     200 with a body that is not "ok"
   slow      "ok" after 2 s
-Every request and failed TLS handshake is logged to stdout with a wall-clock timestamp.
+Every request, every handshake's TLS server name (SNI; "-" when the client sent none) and every
+failed TLS handshake is logged to stdout with a wall-clock timestamp.
 """
 import argparse
 import http.server
@@ -38,6 +39,11 @@ def main() -> None:
     host, port = args.listen.rsplit(":", 1)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
+
+    def on_server_name(_sslobj, server_name, _ctx) -> None:
+        log(f"SNI {server_name or '-'}")
+
+    ctx.sni_callback = on_server_name
 
     class Handler(http.server.BaseHTTPRequestHandler):
         timeout = 5

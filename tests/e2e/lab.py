@@ -1701,16 +1701,35 @@ def make_ca(lab: Lab, name: str) -> tuple[str, str]:
     return crt, key
 
 
-def make_server_cert(lab: Lab, ca: tuple[str, str], name: str,
-                     ip: str = "127.0.0.1") -> tuple[str, str]:
-    """A server certificate for IP SAN ip, signed by ca: (cert path, key path)."""
+# What kubeadm puts in the apiserver's serving certificate besides the node's address: the
+# `kubernetes` Service's names and its ClusterIP (the first address of the default service CIDR).
+# No 127.0.0.1: vipd's default check (https://127.0.0.1:6443/readyz) has to verify the name
+# `kubernetes` instead, the one every kubeadm, k3s and RKE2 apiserver certificate carries.
+KUBEADM_APISERVER_DNS = ("kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                         "kubernetes.default.svc.cluster.local")
+KUBEADM_SERVICE_IP = "10.96.0.1"
+
+
+def make_server_cert(lab: Lab, ca: tuple[str, str], name: str, node_ip: Optional[str] = None,
+                     only_ip: Optional[str] = None) -> tuple[str, str]:
+    """An apiserver serving certificate signed by ca: (cert path, key path). By default shaped
+    like a stock kubeadm one: CN kube-apiserver, DNS KUBEADM_APISERVER_DNS, IP
+    KUBEADM_SERVICE_IP and node_ip when given, and no 127.0.0.1. With only_ip, the other shape:
+    the address as the CN and as the only subjectAltName, no DNS name at all."""
     crt, key, csr = lab.path(f"{name}.crt"), lab.path(f"{name}.key"), lab.path(f"{name}.csr")
     ext = lab.path(f"{name}.ext")
+    if only_ip is not None:
+        cn, sans = only_ip, [f"IP:{only_ip}"]
+    else:
+        cn = "kube-apiserver"
+        sans = [f"DNS:{d}" for d in KUBEADM_APISERVER_DNS] + [f"IP:{KUBEADM_SERVICE_IP}"]
+        if node_ip is not None:
+            sans.append(f"IP:{node_ip}")
     with open(ext, "w") as f:
-        f.write(f"subjectAltName=IP:{ip}\nextendedKeyUsage=serverAuth\n"
+        f.write(f"subjectAltName={','.join(sans)}\nextendedKeyUsage=serverAuth\n"
                 "basicConstraints=CA:FALSE\n")
     run(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", key, "-out", csr, "-subj", f"/CN={ip}"])
+         "-keyout", key, "-out", csr, "-subj", f"/CN={cn}"])
     run(["openssl", "x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1], "-CAcreateserial",
          "-out", crt, "-days", "2", "-extfile", ext])
     return crt, key
@@ -1745,6 +1764,10 @@ class FakeApiserver:
 
     def url(self, path: str = "/readyz") -> str:
         return f"https://{self.addr}:{self.port}{path}"
+
+    def server_names(self) -> list[str]:
+        """The TLS server name (SNI) of each handshake so far, "-" where none was sent."""
+        return re.findall(r"^\S+ SNI (\S+)$", self.proc.log_text(), re.MULTILINE)
 
     def stop(self) -> None:
         self.proc.stop()

@@ -1,21 +1,28 @@
 #!/usr/bin/env python3
 """e2e: vipd's health gate against a stand-in kube-apiserver. BIRD fabric (AS 65000), vipd on
 node 1 (AS 65001) with health {type: apiserver, url: https://127.0.0.1:6443/readyz, caFile,
-interval 200ms, timeout 200ms, rise 2, fall 3}; the apiserver is fake_apiserver.py (python ssl)
-in node 1's namespace, its certificate (IP SAN 127.0.0.1) from a CA made with the openssl CLI.
+interval 200ms, timeout 200ms, rise 2, fall 3} and no serverName; the apiserver is
+fake_apiserver.py (python ssl) in node 1's namespace. Its certificate, from a CA made with the
+openssl CLI, is shaped like a stock kubeadm one (lab.make_server_cert): DNS kubernetes,
+kubernetes.default, kubernetes.default.svc, kubernetes.default.svc.cluster.local, IP 10.96.0.1 and
+the node's address, and no 127.0.0.1, so vipd must verify the default server name `kubernetes`.
 
 Asserts:
 - /readyz answers 503 "not ready: ..." before any session, /healthz 200 "ok";
 - healthy ("ok"): both VIPs reach BIRD (time from vipd's start printed; at least rise x
-  interval); status healthy, vipd_health_healthy 1, vipd_vip_announced 1, /readyz 200 "ok";
+  interval); status healthy with serverName kubernetes, every handshake's SNI kubernetes,
+  vipd_health_healthy 1, vipd_vip_announced 1, /readyz 200 "ok";
 - a proxy's 502 HTML page: both VIPs leave BIRD within fall x interval + margin (measured), not
   before (fall-1) x interval; the session stays up; status lastDetail names the 502;
   vipd_health_healthy 0; /readyz 200 (every VIP is in its intended, withdrawn, state);
 - back to "ok": announced again within rise x interval + margin;
 - 200 with a body other than "ok": withdrawn again;
-- a vipd restarted against an apiserver presenting a certificate from a foreign CA: the session
-  comes up but the VIPs are never announced (watched for a few seconds) and lastDetail mentions
-  the certificate verification.
+- a vipd restarted against an apiserver presenting a certificate from a foreign CA (with the
+  same kubeadm names): the session comes up but the VIPs are never announced (watched for a few
+  seconds) and lastDetail names the unknown issuer;
+- a vipd restarted against an apiserver presenting a certificate from the cluster CA whose only
+  name is the IP SAN 127.0.0.1 (the URL's own address, but not `kubernetes`): never announced
+  either, and lastDetail names the hostname mismatch, `kubernetes` and health.serverName.
 """
 import signal
 import time
@@ -60,11 +67,14 @@ def test() -> None:
     with lab.Lab("health-gate") as L:
         ca = lab.make_ca(L, "cluster-ca")
         foreign_ca = lab.make_ca(L, "foreign-ca")
-        server = lab.make_server_cert(L, ca, "apiserver-cert")
-        foreign = lab.make_server_cert(L, foreign_ca, "apiserver-foreign-cert")
+        ip_only = lab.make_server_cert(L, ca, "apiserver-iponly-cert", only_ip="127.0.0.1")
         st: dict = {}
 
         def edit(c: dict, topo: lab.Topology) -> None:
+            node_ip = topo.nodes[0].v4
+            server = lab.make_server_cert(L, ca, "apiserver-cert", node_ip=node_ip)
+            st["foreign"] = lab.make_server_cert(L, foreign_ca, "apiserver-foreign-cert",
+                                                 node_ip=node_ip)
             st["api"] = lab.FakeApiserver(L, topo.nodes[0].ns, server, mode="ok")
             c["health"] = {"type": "apiserver", "url": st["api"].url(), "caFile": ca[0],
                            "interval": "200ms", "timeout": "200ms", "rise": RISE, "fall": FALL}
@@ -90,6 +100,11 @@ def test() -> None:
         lab.log(f"health status: {h}")
         lab.check(h["type"] == "apiserver" and h["healthy"] is True, f"health: {h}")
         lab.check(h["consecutiveSuccesses"] >= RISE and h["lastResult"] == "success", f"health: {h}")
+        lab.check(h["serverName"] == "kubernetes", f"the default server name: {h}")
+        names = api.server_names()
+        lab.log(f"apiserver: {len(names)} handshakes, SNI {sorted(set(names))}")
+        lab.check(names and set(names) == {"kubernetes"},
+                  f"every handshake should carry SNI kubernetes: {sorted(set(names))}")
         check_metrics(vipd, 1, 1)
         code, body = lab.wait_until(lambda: (lambda r: r if r[0] == 200 else None)(
             vipd.http("/readyz")), 5, 0.1, "/readyz 200 once announced")
@@ -126,25 +141,51 @@ def test() -> None:
                 f"lastDetail {h['lastDetail']!r}")
         lab.check(h["healthy"] is False, f"health: {h}")
 
-        # A certificate from a foreign CA: a fresh vipd never announces.
-        api.stop()
-        st["api"] = api = lab.FakeApiserver(L, node.ns, foreign, mode="ok", name="apiserver-foreign")
-        vipd.restart(signal.SIGTERM)
-        lab.wait_established(bird, [node.v4], 30)
-        lab.log("restarted vipd's session is Established; the apiserver's certificate is from a "
-                "foreign CA")
-        lab.wait_never(lambda: bird.has_route(lab.VIP4) or bird.has_route(lab.VIP6),
-                       FOREIGN_WATCH_S, 0.05, "a VIP announced with an untrusted apiserver")
-        h = vipd.status()["health"]
-        lab.log(f"after {FOREIGN_WATCH_S}s: health {h}")
-        lab.check(h["healthy"] is False and h["consecutiveSuccesses"] == 0, f"health: {h}")
-        lab.check(h["lastResult"] == "failure", f"health: {h}")
-        lab.check("certificate" in h["lastDetail"].lower() and "verif" in h["lastDetail"].lower(),
-                  f"lastDetail should mention certificate verification: {h['lastDetail']!r}")
-        check_metrics(vipd, 0, 0)
-        failed = [ln for ln in api.proc.log_text().splitlines() if "handshake failed" in ln]
-        lab.check(failed, "the apiserver should log vipd's failed handshakes")
-        lab.log(f"apiserver: {len(failed)} failed handshakes, e.g. {failed[0]}")
+        # A certificate from a foreign CA, with the right names: a fresh vipd never announces.
+        api = restart_against(L, vipd, bird, node, api, st["foreign"], "apiserver-foreign",
+                              "from a foreign CA")
+        detail = never_announced(vipd, bird, api, "an untrusted apiserver")
+        lab.check("certificate verify failed" in detail and "local issuer" in detail,
+                  f"lastDetail should name the unknown issuer: {detail!r}")
+
+        # A certificate from the cluster CA naming only 127.0.0.1 (the URL's address) and not
+        # `kubernetes`: never announced either, and the detail says what to set.
+        api = restart_against(L, vipd, bird, node, api, ip_only, "apiserver-iponly",
+                              "from the cluster CA, IP SAN 127.0.0.1 only")
+        detail = never_announced(vipd, bird, api, "an apiserver certificate without 'kubernetes'")
+        lab.check("hostname mismatch" in detail and "'kubernetes'" in detail
+                  and "health.serverName" in detail,
+                  f"lastDetail should name the mismatch, kubernetes and health.serverName: "
+                  f"{detail!r}")
+
+
+def restart_against(L: lab.Lab, vipd: lab.Vipd, bird: lab.Bird, node: lab.Node,
+                    api: lab.FakeApiserver, cert: tuple[str, str], name: str,
+                    what: str) -> lab.FakeApiserver:
+    """Replaces the apiserver with one presenting cert, restarts vipd and waits for its session:
+    the new apiserver."""
+    api.stop()
+    api = lab.FakeApiserver(L, node.ns, cert, mode="ok", name=name)
+    vipd.restart(signal.SIGTERM)
+    lab.wait_established(bird, [node.v4], 30)
+    lab.log(f"restarted vipd's session is Established; the apiserver's certificate is {what}")
+    return api
+
+
+def never_announced(vipd: lab.Vipd, bird: lab.Bird, api: lab.FakeApiserver, what: str) -> str:
+    """Watches BIRD for FOREIGN_WATCH_S: no VIP may arrive, and vipd's health must have failed
+    every check and the apiserver logged the failed handshakes. Returns lastDetail."""
+    lab.wait_never(lambda: bird.has_route(lab.VIP4) or bird.has_route(lab.VIP6),
+                   FOREIGN_WATCH_S, 0.05, f"a VIP announced with {what}")
+    h = vipd.status()["health"]
+    lab.log(f"after {FOREIGN_WATCH_S}s: health {h}")
+    lab.check(h["healthy"] is False and h["consecutiveSuccesses"] == 0, f"health: {h}")
+    lab.check(h["lastResult"] == "failure" and h["checks"] > 0, f"health: {h}")
+    check_metrics(vipd, 0, 0)
+    failed = [ln for ln in api.proc.log_text().splitlines() if "handshake failed" in ln]
+    lab.check(failed, "the apiserver should log vipd's failed handshakes")
+    lab.log(f"apiserver: {len(failed)} failed handshakes, e.g. {failed[0]}")
+    return h["lastDetail"]
 
 
 if __name__ == "__main__":

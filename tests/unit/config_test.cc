@@ -134,6 +134,7 @@ TEST(ConfigParse, FullConfigParsesToExpectedValues) {
 
   EXPECT_EQ(c.health.type, Health::Type::Apiserver);
   EXPECT_EQ(c.health.url, "https://[::1]:16443/livez?verbose");
+  EXPECT_EQ(c.health.serverName, "kubernetes.default.svc");
   EXPECT_EQ(c.health.caFile, "/etc/kubernetes/pki/ca.crt");
   EXPECT_EQ(c.health.certFile, "/etc/kubernetes/pki/apiserver-kubelet-client.crt");
   EXPECT_EQ(c.health.keyFile, "/etc/kubernetes/pki/apiserver-kubelet-client.key");
@@ -182,6 +183,8 @@ TEST(ConfigParse, DefaultsAreApplied) {
   // minimal.yaml says only `type: none`; every other health key has its default.
   EXPECT_EQ(c.health.type, Health::Type::None);
   EXPECT_EQ(c.health.url, "https://127.0.0.1:6443/readyz");
+  // Unset: the checker derives it from the URL (`kubernetes` for this IP address).
+  EXPECT_EQ(c.health.serverName, std::nullopt);
   EXPECT_EQ(c.health.caFile, "");
   EXPECT_EQ(c.health.certFile, std::nullopt);
   EXPECT_EQ(c.health.keyFile, std::nullopt);
@@ -688,6 +691,67 @@ TEST(ConfigErrors, HealthUrlMustBeHttps) {
       parseConfig(withHealth(apiserver + "  url: https://10.0.0.1:6443/livez\n"), "vipd.yaml");
   ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
   EXPECT_EQ(ok->health.url, "https://10.0.0.1:6443/livez");
+}
+
+TEST(ConfigParse, HealthServerName) {
+  const std::string apiserver = "  type: apiserver\n  caFile: /ca.crt\n";
+  auto ok = parseConfig(withHealth(apiserver), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->health.serverName, std::nullopt);  // derived from the URL by the checker
+  for (const char* name : {"kubernetes", "kubernetes.default.svc.cluster.local",
+                           "API-1.example.com", "k8s-api.internal", "x"}) {
+    ok = parseConfig(withHealth(apiserver + "  serverName: " + name + "\n"), "vipd.yaml");
+    ASSERT_TRUE(ok.has_value()) << name << ": " << describeErrors(ok.error());
+    EXPECT_EQ(ok->health.serverName, name);
+  }
+}
+
+TEST(ConfigErrors, HealthServerNameIsADnsName) {
+  const std::string apiserver = "  type: apiserver\n  caFile: /ca.crt\n";
+  auto nameError = [&](std::string_view name) {
+    return onlyError(withHealth(apiserver + "  serverName: " + std::string(name) + "\n"));
+  };
+  EXPECT_EQ(nameError("kube_rnetes"),
+            "vipd.yaml:13:15: health.serverName: 'kube_rnetes' is not a DNS name: '_' is not "
+            "allowed; use letters, digits, '-' and '.'");
+  EXPECT_EQ(nameError("kubernetes..svc"),
+            "vipd.yaml:13:15: health.serverName: 'kubernetes..svc' is not a DNS name: it has an "
+            "empty label (a leading, trailing or doubled '.')");
+  EXPECT_THAT(nameError("kubernetes."), HasSubstr("it has an empty label"));
+  EXPECT_THAT(nameError(".kubernetes"), HasSubstr("it has an empty label"));
+  EXPECT_THAT(nameError("'*.example.com'"), HasSubstr("'*' is not allowed"));
+  EXPECT_THAT(nameError("'kube rnetes'"), HasSubstr("byte 0x20 is not allowed"));
+  EXPECT_THAT(nameError("-kubernetes"), HasSubstr("label '-kubernetes' starts or ends with '-'"));
+  EXPECT_THAT(nameError("https://kubernetes"), HasSubstr("':' is not allowed"));
+  EXPECT_THAT(nameError("''"), HasSubstr("health.serverName: '' is not a DNS name: the name is "
+                                         "empty"));
+  EXPECT_THAT(nameError(std::string(64, 'a')),
+              HasSubstr("is not a DNS name: label 'aaaaaaaaaaaaaaaaaaaa...' is longer than 63"));
+  std::string longName;
+  for (int i = 0; i < 5; ++i) {
+    longName += std::string(50, 'a') + ".";  // each label is short enough
+  }
+  EXPECT_THAT(nameError(longName + "com"),
+              HasSubstr("is not a DNS name: the name is 258 characters long; at most 253"));
+  EXPECT_EQ(nameError("10.96.0.1"),
+            "vipd.yaml:13:15: health.serverName: '10.96.0.1' is an IP address; serverName is the "
+            "DNS name the apiserver's certificate must carry, such as kubernetes");
+  EXPECT_THAT(nameError("'::1'"), HasSubstr("'::1' is an IP address"));
+  EXPECT_THAT(nameError("[kubernetes]"),
+              HasSubstr("health.serverName: expected a string, got a list"));
+  EXPECT_THAT(nameError(""), HasSubstr("health.serverName: expected a string, got no value"));
+}
+
+TEST(ConfigErrors, HealthServerNameWithAnotherTypeIsCheckedButUnused) {
+  // As url, caFile, certFile and keyFile: an apiserver-only key is validated whatever the type,
+  // so switching the type to apiserver never uncovers a bad value, and otherwise it is ignored.
+  auto ok = parseConfig(withHealth("  type: tcp\n  serverName: kubernetes\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->health.type, Health::Type::Tcp);
+  EXPECT_EQ(ok->health.serverName, "kubernetes");
+  EXPECT_EQ(onlyError(withHealth("  type: none\n  serverName: kube_rnetes\n")),
+            "vipd.yaml:12:15: health.serverName: 'kube_rnetes' is not a DNS name: '_' is not "
+            "allowed; use letters, digits, '-' and '.'");
 }
 
 TEST(ConfigErrors, ClientCertificateAndKeyGoTogether) {

@@ -1,7 +1,9 @@
 // HealthChecker against real local servers on 127.0.0.1, run on the test's own io_context. The
-// certificates are made at test time with the OpenSSL C API: a CA, a server certificate for
-// 127.0.0.1 from it, a client certificate from it, a server certificate for another address, and
-// a second ("foreign") CA with its own server certificate for 127.0.0.1.
+// certificates are made at test time with the OpenSSL C API: a CA; from it a server certificate
+// shaped like a stock kubeadm apiserver's (the `kubernetes` names, the Service and node addresses,
+// no 127.0.0.1), a client certificate, and server certificates that lack the name `kubernetes`
+// (another name; 127.0.0.1 only, as an IP SAN or as the CN); and a second ("foreign") CA with its
+// own kubeadm-shaped server certificate.
 #include "daemon/health_checker.h"
 
 #include <gmock/gmock.h>
@@ -104,11 +106,19 @@ void writePem(const std::string& path, EVP_PKEY* key) {
   std::fclose(f);
 }
 
+// What kubeadm puts in the apiserver's serving certificate: the `kubernetes` Service's names, its
+// ClusterIP and the node's address, but no loopback address (192.0.2.11 stands for the node).
+constexpr const char* kKubeadmSan =
+    "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,"
+    "DNS:kubernetes.default.svc.cluster.local,IP:10.96.0.1,IP:192.0.2.11";
+
 struct Pki {
   std::string dir;
   std::string ca, serverCert, serverKey, clientCert, clientKey;
-  std::string otherIpCert, otherIpKey;  // from our CA, but for 127.0.0.2
-  std::string foreignCa, foreignCert, foreignKey;
+  std::string otherNameCert, otherNameKey;  // from our CA, for the name etcd and 127.0.0.1
+  std::string ipOnlyCert, ipOnlyKey;        // from our CA, IP SAN 127.0.0.1 only
+  std::string cnOnlyCert, cnOnlyKey;        // from our CA, CN kubernetes, IP SAN 127.0.0.1 only
+  std::string foreignCa, foreignCert, foreignKey;  // kubeadm-shaped, from another CA
 
   std::string path(const char* file) const { return dir + "/" + file; }
 
@@ -127,14 +137,17 @@ struct Pki {
       writePem(certPath = path((std::string(name) + ".crt").c_str()), cert.get());
       writePem(keyPath = path((std::string(name) + ".key").c_str()), key.get());
     };
-    leaf("server", "127.0.0.1", "IP:127.0.0.1", caCert.get(), caKey.get(), serverCert, serverKey);
+    leaf("server", "kube-apiserver", kKubeadmSan, caCert.get(), caKey.get(), serverCert, serverKey);
     leaf("client", "vipd", "DNS:vipd", caCert.get(), caKey.get(), clientCert, clientKey);
-    leaf("other", "127.0.0.2", "IP:127.0.0.2", caCert.get(), caKey.get(), otherIpCert, otherIpKey);
+    leaf("other", "etcd", "DNS:etcd,IP:127.0.0.1", caCert.get(), caKey.get(), otherNameCert,
+         otherNameKey);
+    leaf("iponly", "127.0.0.1", "IP:127.0.0.1", caCert.get(), caKey.get(), ipOnlyCert, ipOnlyKey);
+    leaf("cnonly", "kubernetes", "IP:127.0.0.1", caCert.get(), caKey.get(), cnOnlyCert, cnOnlyKey);
 
     Key foreignCaKey = makeKey();
     Cert foreignCaCert = makeCert("foreign CA", foreignCaKey.get(), nullptr, nullptr, nullptr);
     writePem(foreignCa = path("foreign-ca.crt"), foreignCaCert.get());
-    leaf("foreign", "127.0.0.1", "IP:127.0.0.1", foreignCaCert.get(), foreignCaKey.get(),
+    leaf("foreign", "kube-apiserver", kKubeadmSan, foreignCaCert.get(), foreignCaKey.get(),
          foreignCert, foreignKey);
   }
 };
@@ -149,7 +162,7 @@ struct Reply {
 };
 
 // An HTTPS server on 127.0.0.1:<ephemeral> that answers every request with `reply` (which a test
-// may change between probes).
+// may change between probes), and records the SNI of every handshake.
 class TlsServer {
  public:
   TlsServer(asio::io_context& io, const std::string& certFile, const std::string& keyFile,
@@ -161,20 +174,31 @@ class TlsServer {
       ctx_.load_verify_file(*clientCa);
       ctx_.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
     }
+    SSL_CTX_set_tlsext_servername_callback(ctx_.native_handle(), &TlsServer::onServerName);
+    SSL_CTX_set_tlsext_servername_arg(ctx_.native_handle(), this);
     acceptNext();
   }
 
   uint16_t port() const { return acceptor_.local_endpoint().port(); }
-  std::string url(const std::string& path = "/readyz") const {
-    return "https://127.0.0.1:" + std::to_string(port()) + path;
+  std::string url(const std::string& path = "/readyz",
+                  const std::string& host = "127.0.0.1") const {
+    return "https://" + host + ":" + std::to_string(port()) + path;
   }
 
   Reply reply;
   int requests = 0;
   std::vector<std::string> targets;
   std::vector<std::string> hosts;
+  std::vector<std::string> serverNames;  // SNI per handshake; "" when the client sent none
 
  private:
+  // Called for every ClientHello (OpenSSL calls it also when there is no SNI extension).
+  static int onServerName(SSL* ssl, int*, void* arg) {
+    const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+    static_cast<TlsServer*>(arg)->serverNames.emplace_back(name != nullptr ? name : "");
+    return SSL_TLSEXT_ERR_OK;
+  }
+
   struct Session {
     explicit Session(tcp::socket s, ssl::context& ctx) : stream(std::move(s), ctx) {}
     ssl::stream<tcp::socket> stream;
@@ -324,6 +348,7 @@ TEST_F(HealthCheckerTest, OkBecomesHealthyExactlyAfterRise) {
   auto status = checker.status();
   EXPECT_EQ(status["type"], "apiserver");
   EXPECT_EQ(status["target"], server.url());
+  EXPECT_EQ(status["serverName"], "kubernetes");
   EXPECT_EQ(status["healthy"], true);
   EXPECT_EQ(status["consecutiveSuccesses"], 3);  // not one probe earlier
   EXPECT_EQ(status["consecutiveFailures"], 0);
@@ -361,8 +386,8 @@ TEST_F(HealthCheckerTest, ProxyErrorPageWithdrawsAfterFall) {
   EXPECT_EQ(checker.status()["failures"], 2);
   EXPECT_THAT(logged, HasSubstr("check failed (1 of 2 before withdrawing)"));
   EXPECT_THAT(logged, HasSubstr("health: apiserver " + server.url() +
-                                " unhealthy after 2 failures (last: HTTP 502 with a text/html "
-                                "body: not an apiserver); withdrawing VIPs"));
+                                " (server name kubernetes) unhealthy after 2 failures (last: HTTP "
+                                "502 with a text/html body: not an apiserver); withdrawing VIPs"));
 }
 
 TEST_F(HealthCheckerTest, OkWithAnotherBodyFails) {
@@ -409,19 +434,105 @@ TEST_F(HealthCheckerTest, OversizedBodyFails) {
   EXPECT_EQ(r.detail, "response body larger than 64 KiB");
 }
 
-TEST_F(HealthCheckerTest, CertificateFromAnotherCaFails) {
-  TlsServer server(io_, pki_->foreignCert, pki_->foreignKey);
+// ---- the certificate's name ----
+
+TEST_F(HealthCheckerTest, KubeadmCertificateWithoutLoopbackPassesAsKubernetes) {
+  // The stock kubeadm apiserver certificate names no 127.0.0.1: with the URL's IP address the
+  // check verifies the name `kubernetes` instead, and sends it as SNI.
+  TlsServer server(io_, pki_->serverCert, pki_->serverKey);
+  auto& checker = make(apiserver(server.url()));
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(checker.start().has_value());
+  ASSERT_TRUE(runUntil([&] { return checks() >= 1; }));
+  std::string logged = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(checker.last().ok) << checker.last().detail;
+  EXPECT_EQ(server.serverNames.at(0), "kubernetes");
+  // The connection still goes to the URL's address, and says so in the Host header.
+  EXPECT_EQ(server.hosts.at(0), "127.0.0.1:" + std::to_string(server.port()));
+  EXPECT_THAT(logged, HasSubstr("probing apiserver " + server.url() + " (server name kubernetes)"));
+}
+
+TEST_F(HealthCheckerTest, IpOnlyCertificateFailsNamingTheExpectedName) {
+  // The URL's address in the certificate is not enough: it must name `kubernetes`.
+  TlsServer server(io_, pki_->ipOnlyCert, pki_->ipOnlyKey);
   ProbeResult r = firstProbe(apiserver(server.url()));
   EXPECT_FALSE(r.ok);
-  EXPECT_THAT(r.detail, StartsWith("TLS handshake failed: certificate verify failed"));
+  EXPECT_EQ(r.detail,
+            "TLS handshake failed: certificate verify failed: hostname mismatch (the certificate "
+            "does not name 'kubernetes'; set health.serverName)");
   EXPECT_EQ(server.requests, 0);
 }
 
-TEST_F(HealthCheckerTest, CertificateForAnotherAddressFails) {
-  TlsServer server(io_, pki_->otherIpCert, pki_->otherIpKey);
+TEST_F(HealthCheckerTest, CertificateForAnotherNameFails) {
+  TlsServer server(io_, pki_->otherNameCert, pki_->otherNameKey);
   ProbeResult r = firstProbe(apiserver(server.url()));
   EXPECT_FALSE(r.ok);
-  EXPECT_EQ(r.detail, "TLS handshake failed: certificate verify failed: IP address mismatch");
+  EXPECT_EQ(r.detail,
+            "TLS handshake failed: certificate verify failed: hostname mismatch (the certificate "
+            "does not name 'kubernetes'; set health.serverName)");
+  EXPECT_EQ(server.requests, 0);
+}
+
+TEST_F(HealthCheckerTest, SubjectCommonNameIsNotAName) {
+  // CN=kubernetes without a DNS subjectAltName: ignored, as Go's crypto/tls (kubectl) does.
+  TlsServer server(io_, pki_->cnOnlyCert, pki_->cnOnlyKey);
+  ProbeResult r = firstProbe(apiserver(server.url()));
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.detail, HasSubstr("hostname mismatch (the certificate does not name 'kubernetes'"));
+}
+
+TEST_F(HealthCheckerTest, ExplicitServerNameThatTheCertificateCarriesPasses) {
+  TlsServer server(io_, pki_->serverCert, pki_->serverKey);
+  auto health = apiserver(server.url());
+  health.serverName = "kubernetes.default.svc.cluster.local";
+  ProbeResult r = firstProbe(health);
+  EXPECT_TRUE(r.ok) << r.detail;
+  EXPECT_EQ(server.serverNames.at(0), "kubernetes.default.svc.cluster.local");
+  EXPECT_EQ(checker_->status()["serverName"], "kubernetes.default.svc.cluster.local");
+
+  // The name chooses which certificate passes: one without `kubernetes` but with this name.
+  TlsServer other(io_, pki_->otherNameCert, pki_->otherNameKey);
+  health = apiserver(other.url());
+  health.serverName = "etcd";
+  r = firstProbe(health);
+  EXPECT_TRUE(r.ok) << r.detail;
+  EXPECT_EQ(other.serverNames.at(0), "etcd");
+}
+
+TEST_F(HealthCheckerTest, ExplicitServerNameThatTheCertificateLacksFails) {
+  TlsServer server(io_, pki_->serverCert, pki_->serverKey);
+  auto health = apiserver(server.url());
+  health.serverName = "apiserver.example.com";
+  ProbeResult r = firstProbe(health);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.detail,
+            "TLS handshake failed: certificate verify failed: hostname mismatch (the certificate "
+            "does not name 'apiserver.example.com'; set health.serverName)");
+  EXPECT_EQ(server.serverNames.at(0), "apiserver.example.com");
+  EXPECT_EQ(server.requests, 0);
+}
+
+TEST_F(HealthCheckerTest, UrlWithADnsNameVerifiesThatName) {
+  // "localhost" (from /etc/hosts) is the default server name; the kubeadm certificate lacks it.
+  TlsServer server(io_, pki_->serverCert, pki_->serverKey);
+  ProbeResult r = firstProbe(apiserver(server.url("/readyz", "localhost")));
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.detail,
+            "TLS handshake failed: certificate verify failed: hostname mismatch (the certificate "
+            "does not name 'localhost'; set health.serverName)");
+  EXPECT_EQ(server.serverNames.at(0), "localhost");
+  EXPECT_EQ(checker_->status()["serverName"], "localhost");
+}
+
+TEST_F(HealthCheckerTest, CertificateFromAnotherCaFailsEvenWithTheRightName) {
+  // The foreign certificate names `kubernetes` like ours: only the chain to caFile differs.
+  TlsServer server(io_, pki_->foreignCert, pki_->foreignKey);
+  ProbeResult r = firstProbe(apiserver(server.url()));
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.detail,
+            "TLS handshake failed: certificate verify failed: unable to get local issuer "
+            "certificate");
+  EXPECT_EQ(server.requests, 0);
 }
 
 TEST_F(HealthCheckerTest, ServerThatNeverAnswersTimesOut) {
@@ -541,6 +652,17 @@ TEST_F(HealthCheckerTest, CertFileWithoutKeyFileIsAnError) {
   auto started = make(health).start();
   ASSERT_FALSE(started.has_value());
   EXPECT_THAT(started.error(), HasSubstr("health.certFile and health.keyFile"));
+}
+
+TEST_F(HealthCheckerTest, ServerNameThatIsNotADnsNameIsAnError) {
+  // The config parser rejects these; a Health built in code must not switch the name check off.
+  for (const char* name : {"", "127.0.0.1", "::1"}) {
+    auto health = apiserver("https://127.0.0.1:6443/readyz");
+    health.serverName = name;
+    auto started = make(health).start();
+    ASSERT_FALSE(started.has_value()) << name;
+    EXPECT_THAT(started.error(), StartsWith(std::string("health.serverName '") + name + "'"));
+  }
 }
 
 TEST_F(HealthCheckerTest, BadUrlsAreErrors) {
