@@ -5,7 +5,10 @@
 #                         (build-san/), run every test (unit + end to end) under them
 #                         (VIPD_SANITIZE=0: the plain build/ instead)
 #   scripts/dev.sh build  install packages and build only
-# Both share the install and build steps below, so the demo and CI never drift apart.
+#   scripts/dev.sh image  build the container image localhost/vipd:VERSION with podman from the
+#                         Containerfile (no registry needed); its last line is the reference
+#   scripts/dev.sh release  the image as an OCI archive plus SHA256SUMS in dist/
+# They share the install and build steps below, so the demo, CI and the image never drift apart.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -40,6 +43,9 @@ packages=(
   # The manifest tests: PyYAML, and kubectl for `kubectl kustomize`: Debian's kubernetes-client,
   # unless a kubectl is installed already (another package's /usr/bin/kubectl conflicts with it).
   python3-yaml $(command -v kubectl >/dev/null || echo kubernetes-client)
+  # The image (scripts/dev.sh image) and the pods the tests run from it: podman with runc (crun
+  # refuses these machines' hybrid cgroup layout), mmdebstrap for a base image without a registry.
+  podman runc mmdebstrap
 )
 
 install_packages() {
@@ -85,6 +91,90 @@ PY
   return $rc
 }
 
+# --- the container image ---------------------------------------------------------------------
+
+# podman as it works here: runc, and limits a container may set (podman's default nofile of
+# 1048576 is refused above the hard limit; runc is refused nproc limits above ~32768 on these
+# machines, so 4096, plenty for vipd and a compiler). A CONTAINERS_CONF of the caller's wins.
+
+podman_config() {
+  [[ -z ${CONTAINERS_CONF:-} ]] || return 0
+  local conf=$here/build-podman/containers.conf
+  mkdir -p "${conf%/*}"
+  cat >"$conf.tmp" <<EOF
+# Written by scripts/dev.sh: podman settings for vipd's image build and tests on this machine.
+[engine]
+runtime = "runc"
+[containers]
+default_ulimits = ["nofile=$(ulimit -Hn):$(ulimit -Hn)", "nproc=4096:4096"]
+EOF
+  mv "$conf.tmp" "$conf"
+  export CONTAINERS_CONF=$conf
+}
+
+project_version() {
+  sed -n "s/^ *version *: *'\\([^']*\\)'.*/\\1/p" "$here/meson.build" | head -n 1
+}
+
+# The Containerfile's build stage base: docker.io/library/debian:12 when it is here or can be
+# pulled, else the same release made from Debian's archive with mmdebstrap (once; kept as
+# localhost/vipd-base/debian:12). Prints the reference.
+build_base() {
+  local upstream=docker.io/library/debian:12 local_base=localhost/vipd-base/debian:12
+  if podman image exists "$upstream" || timeout 60 podman pull -q "$upstream" >/dev/null 2>&1; then
+    echo "$upstream"
+    return
+  fi
+  if ! podman image exists "$local_base"; then
+    echo "== $upstream cannot be pulled: building $local_base with mmdebstrap" >&2
+    local mirror=${VIPD_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+    local security=${VIPD_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+    local tar
+    tar=$(mktemp --tmpdir vipd-base.XXXXXX.tar)
+    mmdebstrap --quiet --variant=minbase bookworm "$tar" \
+      "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
+      "deb $security bookworm-security main" >&2
+    podman import --quiet "$tar" "$local_base" >/dev/null
+    rm -f "$tar"
+  fi
+  echo "$local_base"
+}
+
+# Builds localhost/vipd:VERSION (scripts/version.sh). The build stage is tagged
+# localhost/vipd-build:cache so that its layers stay cached (a second build with nothing changed
+# takes seconds) while older, untagged build stages are pruned.
+build_image() {
+  podman_config
+  local version base
+  version=$("$here/scripts/version.sh" "$(project_version)" "${VIPD_VERSION:-}")
+  base=$(build_base)
+  # RUN steps do not take containers.conf's limits: the same ones, given here.
+  local args=(--build-arg "BUILD_IMAGE=$base" --build-arg "VERSION=$version"
+              --ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit "nproc=4096:4096"
+              -f "$here/Containerfile")
+  echo "== building localhost/vipd:$version (build stage on $base)" >&2
+  podman build "${args[@]}" --target build -t localhost/vipd-build:cache "$here" >&2
+  podman build "${args[@]}" -t "localhost/vipd:$version" "$here" >&2
+  podman image prune -f >/dev/null
+  echo "localhost/vipd:$version"
+}
+
+release() {
+  local ref version archive
+  ref=$(build_image)
+  version=${ref##*:}
+  archive=vipd-$version.oci.tar
+  mkdir -p "$here/dist"
+  rm -f "$here/dist/$archive"
+  # The archive's image name is the reference, so `podman load`, `ctr images import` and
+  # containerd (crictl) all know it as localhost/vipd:VERSION, the name `vipd render` and the
+  # DaemonSet use.
+  podman save --quiet --format oci-archive -o "$here/dist/$archive" "$ref"
+  (cd "$here/dist" && sha256sum "$archive" >"$archive.sha256" && cat ./*.sha256 >SHA256SUMS)
+  echo "== wrote dist/$archive and dist/SHA256SUMS" >&2
+  echo "$here/dist/$archive"
+}
+
 case ${1:-} in
   demo)
     install_packages
@@ -101,8 +191,16 @@ case ${1:-} in
     install_packages
     build
     ;;
+  image)
+    install_packages
+    build_image
+    ;;
+  release)
+    install_packages
+    release
+    ;;
   *)
-    echo "usage: $0 demo|test|build" >&2
+    echo "usage: $0 demo|test|build|image|release" >&2
     exit 2
     ;;
 esac

@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
-"""The Containerfile installs exactly the runtime packages the binaries need. No container engine
-is needed: the check reads the Containerfile and the built binaries.
+"""The Containerfile's stages name what the binaries need, and nothing else. No container engine
+is needed: the check reads the Containerfile and the built binaries (tests/manifests/
+test_image.py builds the image and checks what is in it).
 
 Asserts:
 - every shared library of $VIPD_BUILD_DIR/daemon/vipd and vipctl (`ldd`) resolves, and maps to a
   Debian package (`dpkg -S`);
-- the runtime stage (FROM debian:12-slim) installs exactly those packages, less the ones
-  debian:12-slim already has (BASE_PACKAGES below): none missing, nothing else (no -dev package,
-  no compiler);
-- the build stage (FROM debian:12 AS build) installs only packages that scripts/dev.sh installs
-  too, so the two lists cannot drift apart, and none of the test-only ones;
-- every file the runtime stage copies out of the build stage is where `meson install --destdir
-  /out` puts it (`meson introspect --installed` of the build directory), and the image runs vipd
-  as its entrypoint, as root.
-The build host is Debian 12 like both stages, so its library packages are the image's.
+- three stages, their bases build arguments defaulting to debian:12 (build), debian:12-slim
+  (slim) and scratch (runtime, the last one, what `podman build` makes by default);
+- the slim stage installs exactly those packages, less the ones debian:12-slim already has
+  (BASE_PACKAGES below): none missing, nothing else (no -dev package, no compiler);
+- the build stage installs only packages that scripts/dev.sh installs too, so the two lists
+  cannot drift apart, and none of the test-only ones; it builds with -Dtests=false, stripped,
+  with the version passed in, and assembles the runtime filesystem with scripts/image-rootfs.sh
+  from where meson installs the binaries;
+- every file the slim stage copies out of the build stage is where `meson install --destdir
+  /out` puts it (`meson introspect --installed` of the build directory); the runtime stage copies
+  only the assembled filesystem; both run vipd as their entrypoint, as root.
+The build host is Debian 12 like the stages, so its library packages are the image's.
 Needs ldd and dpkg (missing: skip outside CI, fail with CI=true) and the built binaries.
 """
 
@@ -73,10 +77,12 @@ def package_of(path: str) -> str | None:
     return None
 
 
-def stages(text: str) -> list[list[str]]:
-    """The Containerfile's instructions per stage, continuation lines joined, comments dropped."""
+def stages(text: str) -> tuple[list[str], list[list[str]]]:
+    """The Containerfile's instructions before the first FROM (global ARGs), and per stage;
+    continuation lines joined, comments dropped."""
     joined = re.sub(r"\\\n", " ", "\n".join(l for l in text.splitlines()
                                             if not l.lstrip().startswith("#")))
+    head: list[str] = []
     out: list[list[str]] = []
     for line in joined.splitlines():
         line = " ".join(line.split())
@@ -84,9 +90,8 @@ def stages(text: str) -> list[list[str]]:
             continue
         if line.upper().startswith("FROM "):
             out.append([])
-        if out:
-            out[-1].append(line)
-    return out
+        (out[-1] if out else head).append(line)
+    return head, out
 
 
 def apt_installs(stage: list[str]) -> list[str]:
@@ -134,14 +139,19 @@ def test(c: Checks) -> None:
         print(f"  {package}: {', '.join(sorted(libs))}")
 
     with open(CONTAINERFILE) as f:
-        all_stages = stages(f.read())
-    if not c.equal(len(all_stages), 2, "Containerfile: a build stage and a runtime stage"):
+        head, all_stages = stages(f.read())
+    if not c.equal(len(all_stages), 3, "Containerfile: build, slim and runtime stages"):
         return
-    build, runtime = all_stages
-    c.equal(build[0], "FROM docker.io/library/debian:12 AS build", "build stage: Debian 12")
-    c.equal(runtime[0], "FROM docker.io/library/debian:12-slim", "runtime stage: Debian 12 slim")
+    build, slim, runtime = all_stages
+    c.equal(head, ["ARG BUILD_IMAGE=docker.io/library/debian:12",
+                   "ARG SLIM_IMAGE=docker.io/library/debian:12-slim",
+                   "ARG RUNTIME_IMAGE=scratch"],
+            "Containerfile: the base images are build arguments with the upstream defaults")
+    c.equal(build[0], "FROM ${BUILD_IMAGE} AS build", "build stage: from BUILD_IMAGE")
+    c.equal(slim[0], "FROM ${SLIM_IMAGE} AS slim", "slim stage: from SLIM_IMAGE")
+    c.equal(runtime[0], "FROM ${RUNTIME_IMAGE} AS runtime", "runtime stage: from RUNTIME_IMAGE")
 
-    installed = apt_installs(runtime)
+    installed = apt_installs(slim)
     expected = set(needed) - BASE_PACKAGES
     # A sanitizer build (CI's: -Db_sanitize=address,undefined) links the sanitizer runtimes; the
     # image is built without them, so they are not part of what it needs.
@@ -149,33 +159,46 @@ def test(c: Checks) -> None:
     if sanitizer_runtimes:
         print(f"  (sanitizer build: not expecting {', '.join(sorted(sanitizer_runtimes))} in the image)")
     expected -= sanitizer_runtimes
-    c.equal(sorted(expected - set(installed)), [], "runtime stage: no needed package missing")
-    c.equal(sorted(set(installed) - expected), [], "runtime stage: no package beyond the needed")
-    c.equal(len(installed), len(set(installed)), "runtime stage: each package named once")
+    c.equal(sorted(expected - set(installed)), [], "slim stage: no needed package missing")
+    c.equal(sorted(set(installed) - expected), [], "slim stage: no package beyond the needed")
+    c.equal(len(installed), len(set(installed)), "slim stage: each package named once")
     c.expect(not any(p.endswith("-dev") or p in COMPILERS for p in installed),
-             "runtime stage: no -dev package, no compiler")
-    c.expect(not BASE_PACKAGES & set(installed), "runtime stage: nothing the base already has")
+             "slim stage: no -dev package, no compiler")
+    c.expect(not BASE_PACKAGES & set(installed), "slim stage: nothing the base already has")
 
     build_packages = set(apt_installs(build))
     c.expect(bool(build_packages), "build stage: installs its build dependencies")
     c.equal(sorted(build_packages - dev_sh_packages()), [],
             "build stage: every package is also in scripts/dev.sh")
     c.equal(sorted(build_packages & TEST_ONLY), [], "build stage: no test-only package")
-    c.expect(any("-Dtests=false" in l for l in build), "build stage: meson -Dtests=false")
+    setup = [l for l in build if "meson setup" in l]
+    c.expect(len(setup) == 1 and all(f in setup[0] for f in
+                                     ("-Dtests=false", "-Dstrip=true", "-Dvipd_version=${VERSION}")),
+             "build stage: meson -Dtests=false -Dstrip=true -Dvipd_version=${VERSION}")
+    c.expect("ARG VERSION=" in build, "build stage: VERSION is a build argument")
 
     p = run(["meson", "introspect", BUILD_DIR, "--installed"])
     installed_files = set(json.loads(p.stdout).values()) if p.returncode == 0 else set()
     c.expect(bool(installed_files), f"meson introspect {BUILD_DIR} --installed lists files")
-    copies = [l.split()[2:-1] for l in runtime if l.startswith("COPY --from=build ")]
+    copies = [l.split()[2:-1] for l in slim if l.startswith("COPY --from=build ")]
     sources = [s for sources in copies for s in sources]
     c.equal(sorted(os.path.basename(s) for s in sources), sorted(BINARIES),
-            "runtime stage: copies vipd and vipctl from the build stage")
+            "slim stage: copies vipd and vipctl from the build stage")
+    bindirs = set()
     for source in sources:
         c.expect(source.startswith(DESTDIR + "/") and source[len(DESTDIR):] in installed_files,
-                 f"runtime stage: {source} is where meson installs it")
-    c.expect("USER 0" in runtime, "runtime stage: USER 0")
-    c.equal([l for l in runtime if l.startswith("ENTRYPOINT")], ['ENTRYPOINT ["vipd"]'],
-            "runtime stage: ENTRYPOINT vipd")
+                 f"slim stage: {source} is where meson installs it")
+        bindirs.add(os.path.dirname(source))
+    rootfs = [l for l in build if "scripts/image-rootfs.sh" in l]
+    c.expect(len(bindirs) == 1 and len(rootfs) == 1 and
+             f"/src/scripts/image-rootfs.sh {bindirs.pop() if bindirs else '?'} /rootfs" in rootfs[0],
+             "build stage: image-rootfs.sh assembles /rootfs from where meson installs the binaries")
+    c.equal([l for l in runtime if l.startswith(("COPY", "ADD", "RUN"))],
+            ["COPY --from=build /rootfs/ /"], "runtime stage: only the assembled filesystem")
+    for name, stage in (("slim", slim), ("runtime", runtime)):
+        c.expect("USER 0" in stage, f"{name} stage: USER 0")
+        c.equal([l for l in stage if l.startswith("ENTRYPOINT")], ['ENTRYPOINT ["vipd"]'],
+                f"{name} stage: ENTRYPOINT vipd")
 
 
 if __name__ == "__main__":
