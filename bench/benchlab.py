@@ -137,16 +137,7 @@ class Fabric:
         # L4 hash: each client connection is its own flow, spread over the three nodes.
         self.fabric.sysctl("net.ipv4.fib_multipath_hash_policy", "1")
         if responders:
-            self.client = L.namespace("client")
-            self.client.add_veth("eth0", self.fabric, "cl0")
-            self.fabric.add_address("cl0", f"{CLIENT_GW}/24")
-            self.client.add_address("eth0", f"{CLIENT_V4}/24")
-            self.client.ip("route", "add", "default", "via", CLIENT_GW)
-            for n in self.nodes:
-                n.ns.ip("route", "add", "198.51.100.0/24", "via", lab.FABRIC_V4)
-                L.start(n.ns, f"http-n{n.index}", [sys.executable,
-                        os.path.join(HERE, "http_responder.py"), VIP4_ADDR, str(HTTP_PORT),
-                        f"node{n.index}"])
+            self.client = add_client(L, self.topo)
         cls = speakers.KINDS[kind]
         neighbors = [lab.Neighbor(n.v4, n.asn, passive=cls.dials, name=f"node{n.index}")
                      for n in self.nodes]
@@ -185,9 +176,33 @@ class Fabric:
                        f"Passive) again (state {self.bird.neighbor_state(node.v4)!r})")
 
     def run_load(self, rate: float, duration: float, timeout: float, out: str) -> lab.Proc:
-        return self.L.start(self.client, f"load-{os.path.basename(out)}", [
-            sys.executable, os.path.join(HERE, "load_client.py"), VIP4_ADDR, str(HTTP_PORT),
-            str(rate), str(duration), str(timeout), out])
+        return run_load(self.L, self.client, rate, duration, timeout, out)
+
+
+def add_client(L: lab.Lab, topo: lab.Topology) -> lab.Namespace:
+    """Clients of the VIP: a client namespace behind the fabric (198.51.100.2 via 198.51.100.1)
+    and, on every node of topo, an HTTP responder on the VIP that answers with the node's name.
+    Returns the client namespace (run_load's)."""
+    client = L.namespace("client")
+    client.add_veth("eth0", topo.fabric, "cl0")
+    topo.fabric.add_address("cl0", f"{CLIENT_GW}/24")
+    client.add_address("eth0", f"{CLIENT_V4}/24")
+    client.ip("route", "add", "default", "via", CLIENT_GW)
+    for n in topo.nodes:
+        n.ns.ip("route", "add", "198.51.100.0/24", "via", lab.FABRIC_V4)
+        L.start(n.ns, f"http-n{n.index}", [sys.executable,
+                os.path.join(HERE, "http_responder.py"), VIP4_ADDR, str(HTTP_PORT),
+                f"node{n.index}"])
+    return client
+
+
+def run_load(L: lab.Lab, client: lab.Namespace, rate: float, duration: float, timeout: float,
+             out: str) -> lab.Proc:
+    """load_client.py in client: RATE new connections a second to the VIP for DURATION s, each
+    bounded by TIMEOUT s; every request's outcome lands in out (JSON) when it exits."""
+    return L.start(client, f"load-{os.path.basename(out)}", [
+        sys.executable, os.path.join(HERE, "load_client.py"), VIP4_ADDR, str(HTTP_PORT),
+        str(rate), str(duration), str(timeout), out])
 
 
 class Feeder:

@@ -7,9 +7,11 @@
 #   scripts/dev.sh build  install packages and build only
 #   scripts/dev.sh image  build the container image localhost/vipd:VERSION with podman from the
 #                         Containerfile (no registry needed); its last line is the reference
+#                         (`image slim`: the slim stage, localhost/vipd:VERSION-slim)
 #   scripts/dev.sh release  the image as an OCI archive plus SHA256SUMS in dist/
 # They share the install and build steps below, so the demo, CI and the image never drift apart.
 set -euo pipefail
+shopt -s inherit_errexit  # a failure inside $(...) stops the script too
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${VIPD_BUILD_DIR:-$here/build}
@@ -116,11 +118,14 @@ project_version() {
   sed -n "s/^ *version *: *'\\([^']*\\)'.*/\\1/p" "$here/meson.build" | head -n 1
 }
 
-# The Containerfile's build stage base: docker.io/library/debian:12 when it is here or can be
+# A Containerfile base: docker.io/library/debian:TAG (12 or 12-slim) when it is here or can be
 # pulled, else the same release made from Debian's archive with mmdebstrap (once; kept as
-# localhost/vipd-base/debian:12). Prints the reference.
-build_base() {
-  local upstream=docker.io/library/debian:12 local_base=localhost/vipd-base/debian:12
+# localhost/vipd-base/debian:TAG). 12-slim leaves out what Docker's debian:12-slim does
+# (documentation but the copyright files, manual pages, locales). Prints the reference.
+# VIPD_DEBIAN_MIRROR and VIPD_DEBIAN_SECURITY_MIRROR name other mirrors.
+debian_base() {
+  local tag=$1
+  local upstream=docker.io/library/debian:$tag local_base=localhost/vipd-base/debian:$tag
   if podman image exists "$upstream" || timeout 60 podman pull -q "$upstream" >/dev/null 2>&1; then
     echo "$upstream"
     return
@@ -129,9 +134,24 @@ build_base() {
     echo "== $upstream cannot be pulled: building $local_base with mmdebstrap" >&2
     local mirror=${VIPD_DEBIAN_MIRROR:-http://deb.debian.org/debian}
     local security=${VIPD_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+    local slim=()
+    if [[ $tag == *-slim ]]; then
+      local p
+      for p in '/usr/share/doc/*' '/usr/share/groff/*' '/usr/share/info/*' '/usr/share/linda/*' \
+               '/usr/share/lintian/overrides/*' '/usr/share/locale/*' '/usr/share/man/*'; do
+        slim+=(--dpkgopt="path-exclude=$p")
+      done
+      slim+=(--dpkgopt="path-include=/usr/share/doc/*/copyright")
+    fi
     local tar
     tar=$(mktemp --tmpdir vipd-base.XXXXXX.tar)
-    mmdebstrap --quiet --variant=minbase bookworm "$tar" \
+    # As Docker's debian images are made: usr-is-merged rather than usrmerge (which pulls in
+    # perl, 45 MB) and no apt indices.
+    local perl="usrmerge libfile-find-rule-perl libnumber-compare-perl libtext-glob-perl perl"
+    perl+=" libperl5.36 perl-modules-5.36"
+    mmdebstrap --quiet --variant=minbase --include=usr-is-merged "${slim[@]}" \
+      --customize-hook="chroot \"\$1\" dpkg --purge $perl" \
+      --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*' bookworm "$tar" \
       "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
       "deb $security bookworm-security main" >&2
     podman import --quiet "$tar" "$local_base" >/dev/null
@@ -144,19 +164,32 @@ build_base() {
 # localhost/vipd-build:cache so that its layers stay cached (a second build with nothing changed
 # takes seconds) while older, untagged build stages are pruned.
 build_image() {
+  local target=${1:-runtime}
   podman_config
-  local version base
+  local version base ref
   version=$("$here/scripts/version.sh" "$(project_version)" "${VIPD_VERSION:-}")
-  base=$(build_base)
+  base=$(debian_base 12)
   # RUN steps do not take containers.conf's limits: the same ones, given here.
   local args=(--build-arg "BUILD_IMAGE=$base" --build-arg "VERSION=$version"
               --ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit "nproc=4096:4096"
               -f "$here/Containerfile")
-  echo "== building localhost/vipd:$version (build stage on $base)" >&2
+  ref=localhost/vipd:$version
+  case $target in
+    runtime) ;;
+    slim)
+      args+=(--build-arg "SLIM_IMAGE=$(debian_base 12-slim)")
+      ref=$ref-slim
+      ;;
+    *)
+      echo "$0 image: unknown target '$target' (runtime or slim)" >&2
+      exit 2
+      ;;
+  esac
+  echo "== building $ref (build stage on $base)" >&2
   podman build "${args[@]}" --target build -t localhost/vipd-build:cache "$here" >&2
-  podman build "${args[@]}" -t "localhost/vipd:$version" "$here" >&2
+  podman build "${args[@]}" --target "$target" -t "$ref" "$here" >&2
   podman image prune -f >/dev/null
-  echo "localhost/vipd:$version"
+  echo "$ref"
 }
 
 release() {
@@ -193,7 +226,7 @@ case ${1:-} in
     ;;
   image)
     install_packages
-    build_image
+    build_image "${2:-runtime}"
     ;;
   release)
     install_packages

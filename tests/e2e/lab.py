@@ -23,6 +23,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -350,6 +351,54 @@ class Namespace:
 def parse_nexthops(route_text: str) -> list[str]:
     hops = re.findall(r"\bvia (?:inet6 |inet )?([0-9a-fA-F:.]+)", route_text)
     return sorted(set(hops), key=_addr_key)
+
+
+class FabricPoller:
+    """Polls the fabric's kernel route for VIP4 every 10 ms in a thread and records when
+    next_hop is missing (a gap shorter than the interval can hide: pair it with `ip monitor`)."""
+
+    interval = 0.010
+
+    def __init__(self, fabric: Namespace, next_hop: str):
+        self.fabric, self.next_hop = fabric, next_hop
+        self.samples: list[tuple[float, bool, list[str]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            t = time.monotonic()
+            hops = parse_nexthops(run(["ip", "-n", self.fabric.name, "route", "show", VIP4],
+                                      check=False, timeout=5).stdout)
+            self.samples.append((t, self.next_hop in hops, hops))
+            time.sleep(max(0.0, self.interval - (time.monotonic() - t)))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def gaps(self) -> list[tuple[float, float]]:
+        """(start, length) of every interval in which the next hop was missing."""
+        out, start = [], None
+        for t, present, _ in self.samples:
+            if not present and start is None:
+                start = t
+            elif present and start is not None:
+                out.append((start, t - start))
+                start = None
+        if start is not None:
+            out.append((start, self.samples[-1][0] - start))
+        return out
+
+    def never_below(self, count: int) -> bool:
+        return all(len(h) >= count for _, _, h in self.samples)
+
+    def summary(self) -> str:
+        if not self.samples:
+            return "no samples"
+        span = self.samples[-1][0] - self.samples[0][0]
+        return f"{len(self.samples)} samples over {span:.2f}s (every {span / len(self.samples) * 1000:.1f}ms)"
 
 
 def _addr_key(a: str):

@@ -18,59 +18,9 @@ sharing one handoff directory (the hostPath /run/vipd) and one state directory:
 """
 import re
 import signal
-import threading
 import time
 
 import lab
-
-POLL_S = 0.010
-
-
-class FabricPoller:
-    """Polls the fabric's kernel route for VIP4 every 10 ms in a thread and records when node's
-    next hop is missing."""
-
-    def __init__(self, fabric: lab.Namespace, next_hop: str):
-        self.fabric, self.next_hop = fabric, next_hop
-        self.samples: list[tuple[float, bool, list[str]]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            t = time.monotonic()
-            hops = lab.parse_nexthops(lab.run(["ip", "-n", self.fabric.name, "route", "show",
-                                               lab.VIP4], check=False, timeout=5).stdout)
-            self.samples.append((t, self.next_hop in hops, hops))
-            time.sleep(max(0.0, POLL_S - (time.monotonic() - t)))
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def gaps(self) -> list[tuple[float, float]]:
-        """(start, length) of every interval in which the next hop was missing."""
-        out, start = [], None
-        for t, present, _ in self.samples:
-            if not present and start is None:
-                start = t
-            elif present and start is not None:
-                out.append((start, t - start))
-                start = None
-        if start is not None:
-            out.append((start, self.samples[-1][0] - start))
-        return out
-
-    def never_below(self, count: int) -> bool:
-        return all(len(h) >= count for _, _, h in self.samples)
-
-    def summary(self) -> str:
-        if not self.samples:
-            return "no samples"
-        span = self.samples[-1][0] - self.samples[0][0]
-        return f"{len(self.samples)} samples over {span:.2f}s (every {span / len(self.samples) * 1000:.1f}ms)"
-
 
 class RouteMonitor:
     """`ip -timestamp monitor route` in the fabric: every change the kernel made to VIP4's route,
@@ -172,7 +122,7 @@ def wait_role(v: lab.Vipd, role: str, timeout: float = 15) -> float:
 
 def refused_takeover(L, topo, n1, bird, static, ds_cfg) -> None:
     bad = dict(ds_cfg, vips=ds_cfg["vips"] + [{"address": "203.0.113.99/32", "interface": "lo"}])
-    poller = FabricPoller(topo.fabric, n1.v4)
+    poller = lab.FabricPoller(topo.fabric, n1.v4)
     ds = start_ds(L, n1, bad, "ds-mismatch")
     lab.wait_until(lambda: ds.status()["handoff"]["refused"], 15, 0.05,
                    lambda: f"the mismatched takeover refused (status {ds.status()['handoff']})")
@@ -198,7 +148,7 @@ def refused_takeover(L, topo, n1, bird, static, ds_cfg) -> None:
 
 def takeover(L, topo, n1, bird, static, ds_cfg, name: str, expect_gapless: bool):
     monitor = RouteMonitor(L, topo.fabric, n1.v4, f"{name}-route-monitor")
-    poller = FabricPoller(topo.fabric, n1.v4)
+    poller = lab.FabricPoller(topo.fabric, n1.v4)
     time.sleep(0.2)
     t0 = time.monotonic()
     ds = start_ds(L, n1, ds_cfg, name)
@@ -255,7 +205,7 @@ def test() -> None:
         lab.check(code == 200, f"a standby static-pod instance is ready, got {code}")
 
         # 4. The daemonset pod goes away: it drains, the standby takes the node back.
-        poller = FabricPoller(topo.fabric, n1.v4)
+        poller = lab.FabricPoller(topo.fabric, n1.v4)
         time.sleep(0.1)
         ds.proc.signal(signal.SIGTERM)
         lab.check(ds.wait_exit(15) == 0, "the daemonset instance exits 0 after draining")
@@ -273,7 +223,7 @@ def test() -> None:
 
         # 5. Take over again, then stop the standby: nothing is withdrawn.
         ds2, _ = takeover(L, topo, n1, bird, static, ds_cfg, "ds-2", expect_gapless=True)
-        poller = FabricPoller(topo.fabric, n1.v4)
+        poller = lab.FabricPoller(topo.fabric, n1.v4)
         static.proc.signal(signal.SIGTERM)
         lab.check(static.wait_exit(5) == 0, "the standby exits 0 on SIGTERM")
         time.sleep(1.0)

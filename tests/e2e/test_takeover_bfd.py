@@ -50,7 +50,7 @@ import test_takeover
 
 TIMERS = lab.BfdTimers(300, 300, 3)
 RESTART_TIME_S = 3  # handoff.restartTime in test_takeover.node1_configs
-POLL_S = test_takeover.POLL_S  # 10 ms
+POLL_S = lab.FabricPoller.interval  # 10 ms
 # (BIRD's BGP option on top of lab.Bird(bfd=)'s `bfd on;`, what it means)
 # and whether the no-drop rule is asserted (see the docstring).
 BIRD_BFD_MODES = [
@@ -61,7 +61,7 @@ BIRD_BFD_MODES = [
 FIN_BPF = "tcp port 179 and (tcp[tcpflags] & (tcp-fin|tcp-rst) != 0)"
 
 
-class BirdPathPoller(test_takeover.FabricPoller):
+class BirdPathPoller(lab.FabricPoller):
     """FabricPoller's bookkeeping (gaps, summary) over BIRD's RIB instead of the kernel: polls
     `show route for VIP4 all` every 10 ms and records whether BIRD holds a path learnt from the
     neighbour at addr (stale or not). A birdc error counts as missing and is kept in the
@@ -158,7 +158,7 @@ def takeover_with_bfd(bird_option: str, what: str, gapless: bool) -> dict:
 
         # 2-3. The daemonset instance takes over while the fabric is watched.
         monitor = test_takeover.RouteMonitor(L, topo.fabric, n1.v4, "route-monitor")
-        kernel = test_takeover.FabricPoller(topo.fabric, n1.v4)
+        kernel = lab.FabricPoller(topo.fabric, n1.v4)
         rib = BirdPathPoller(bird, n1.v4)
         time.sleep(0.3)
         lab.check(kernel.samples and rib.samples

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""e2e: the static pod, rendered as a node's first boot renders it and run by a real container
+runtime (podman 4.3, runc) as the pod of a lab node (pods.PodLab: BIRD fabric, node 1 the pod's
+host with a kubeadm-shaped apiserver certificate, node 2 a plain vipd, clients behind the fabric).
+The manifest is changed only as pods.for_podman documents (no ports, probes run by the test).
+
+Asserts:
+- `vipd render` run from the image writes the manifest into /etc/kubernetes/manifests, pinned to
+  this build's image (localhost/vipd:VERSION), with no template notes;
+- the container runs with exactly the manifest's capabilities (effective, permitted, bounding),
+  no new privileges, a seccomp filter, a read-only root filesystem and each hostPath mounted
+  where and how the manifest says;
+- BIRD installs the VIP's path via node 1 (the fabric's kernel route has both nodes), so the
+  default health check passed against the stock-shaped certificate;
+- the manifest's probes pass when run as a kubelet runs them (httpGet on 127.0.0.1:9473);
+- `vipctl status` on node 1's host, without --socket, reaches the pod's vipd (speaker.json names
+  its control socket and its PID namespace); `vipctl status` inside the pod reaches it too;
+- `podman pod stop` (SIGTERM; podman runs no preStop hook) under 200 new connections a second
+  through the VIP: node 1's path leaves the fabric before the container exits, no request fails,
+  vipd exits 0 and the VIP is no longer bound on node 1. The drain's figures are printed.
+"""
+import json
+import os
+import time
+
+import lab
+import pods
+
+POD, CONTAINER = "vipd-bootstrap", "vipd-bootstrap-vipd"
+LEAD_S, TAIL_S = 1.5, 2.0  # load before the stop and after the container exited
+
+
+def stop_under_load(P: pods.PodLab) -> None:
+    duration = LEAD_S + 10 + TAIL_S
+    load, out = P.load("stop", duration)
+    time.sleep(LEAD_S)
+    t0 = time.time()
+    P.podman.pod_stop(POD)
+    stopped = time.time() - t0
+    info = P.podman.inspect(CONTAINER)
+    exited = pods.wall_time(info["State"]["FinishedAt"]) - t0
+    gone = P.monitor.wait(lambda h: P.n1.v4 not in h, t0, 30, "node 1's path gone") - t0
+    reqs = P.requests(load, out, duration)
+    failed = [r for r in reqs if "error" in r]
+    answered = {r.get("node") for r in reqs if r["t"] < t0 and "node" in r}
+    print(f"podman pod stop: node 1's path left the fabric {gone * 1000:.0f} ms after SIGTERM, "
+          f"the container exited at {exited:.2f} s (`podman pod stop` returned at "
+          f"{stopped:.2f} s); {len(failed)} of {len(reqs)} requests failed "
+          f"({pods.LOAD_RATE}/s, {pods.LOAD_TIMEOUT_S:.0f} s deadline)")
+    lab.check(answered == {"node1", "node2"},
+              f"before the stop both nodes answered (L4 hash): {sorted(answered)}")
+    lab.check(gone < exited, f"the path left the fabric ({gone:.3f} s) before the container "
+              f"exited ({exited:.3f} s)")
+    lab.check(info["State"]["ExitCode"] == 0, f"vipd exited 0: {info['State']}")
+    lab.check(not failed, f"requests failed during the stop: {failed[:10]}")
+    lab.check(not P.n1.ns.address_entries("lo", lab.VIP4), "the VIP is unbound on node 1")
+    lab.check(P.hops() == [P.n2.v4], f"node 2 carries the VIP alone: {P.hops()}")
+
+
+def test() -> None:
+    with lab.Lab("pod-static") as L:
+        P = pods.PodLab(L)
+        try:
+            P.wait_hops([P.n2.v4], 30, "node 2 announces")
+            p = P.render()
+            lab.check(f"wrote /etc/kubernetes/manifests/vipd.yaml" in p.stdout,
+                      f"render wrote the manifest: {p.stdout}")
+            manifest = P.static_manifest()
+            ctr = manifest["spec"]["containers"][0]
+            lab.check(ctr["image"] == P.ref, f"the manifest pins {P.ref}: {ctr['image']}")
+
+            t0 = time.monotonic()
+            pod, probes = P.play("static-pod", [manifest])
+            pods.check_container(P.podman, CONTAINER, pod["spec"])
+            P.wait_hops([P.n1.v4, P.n2.v4], 30, "node 1's path from the pod")
+            print(f"static pod: node 1's path in the fabric {time.monotonic() - t0:.2f} s after "
+                  f"`podman kube play` (health check rise included)")
+            lab.check(set(probes) == {"vipd/livenessProbe", "vipd/readinessProbe"},
+                      f"the manifest has a liveness and a readiness probe: {sorted(probes)}")
+            P.probes_pass(probes, 10)
+
+            with open(P.host.path("/run/vipd/speaker.json")) as f:
+                record = json.load(f)
+            lab.log(f"speaker.json: {record}")
+            pid = P.podman.inspect(CONTAINER)["State"]["Pid"]
+            lab.check(record["controlSocket"] == "/run/vipd/static-pod.sock" and
+                      record["pidNamespace"] == os.readlink(f"/proc/{pid}/ns/pid") and
+                      record["pidNamespace"] != os.readlink("/proc/self/ns/pid"),
+                      "speaker.json names the pod's socket and its PID namespace")
+            status = P.vipctl_on_host("status", "--json")
+            lab.check(status.returncode == 0, f"vipctl status on the host: {status.stderr}")
+            s = json.loads(status.stdout)
+            lab.check((s["mode"], s["role"], s["version"]) == ("static-pod", "active", P.version),
+                      f"the host's vipctl reached the pod's vipd: {s['mode']} {s['role']}")
+            text = P.vipctl_on_host("status").stdout
+            lab.log(f"vipctl status on node 1's host:\n{text}")
+            lab.check("UNHEALTHY" not in text and "kubernetes" in json.dumps(s["health"]),
+                      f"health passes against the stock-shaped certificate: {s['health']}")
+            inside = P.podman.run("exec", CONTAINER, "vipctl", "status")
+            lab.check("static-pod" in inside.stdout, f"vipctl in the pod: {inside.stdout}")
+
+            stop_under_load(P)
+        except BaseException:
+            print(P.podman.logs(CONTAINER)[-6000:])
+            raise
+
+
+if __name__ == "__main__":
+    pods.main(test, ["bird", "birdc", "openssl"])
