@@ -46,8 +46,9 @@ packages=(
   # unless a kubectl is installed already (another package's /usr/bin/kubectl conflicts with it).
   python3-yaml $(command -v kubectl >/dev/null || echo kubernetes-client)
   # The image (scripts/dev.sh image) and the pods the tests run from it: podman with runc (crun
-  # refuses these machines' hybrid cgroup layout), mmdebstrap for a base image without a registry.
-  podman runc mmdebstrap
+  # refuses these machines' hybrid cgroup layout), mmdebstrap for a base image without a registry;
+  # containerd for its `ctr images import` of the release archive (a kubelet's runtime).
+  podman runc mmdebstrap containerd
 )
 
 install_packages() {

@@ -359,8 +359,9 @@ class FabricPoller:
 
     interval = 0.010
 
-    def __init__(self, fabric: Namespace, next_hop: str):
+    def __init__(self, fabric: Namespace, next_hop: str, interval: Optional[float] = None):
         self.fabric, self.next_hop = fabric, next_hop
+        self.interval = interval or self.interval
         self.samples: list[tuple[float, bool, list[str]]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -398,7 +399,14 @@ class FabricPoller:
         if not self.samples:
             return "no samples"
         span = self.samples[-1][0] - self.samples[0][0]
-        return f"{len(self.samples)} samples over {span:.2f}s (every {span / len(self.samples) * 1000:.1f}ms)"
+        return (f"{len(self.samples)} samples over {span:.2f}s (every "
+                f"{self.mean_spacing() * 1000:.1f}ms)")
+
+    def mean_spacing(self) -> float:
+        """Seconds between samples on average."""
+        if len(self.samples) < 2:
+            return float("inf")
+        return (self.samples[-1][0] - self.samples[0][0]) / (len(self.samples) - 1)
 
 
 def _addr_key(a: str):
