@@ -15,6 +15,7 @@ Asserts:
 - the manifest's probes pass when run as a kubelet runs them (httpGet on 127.0.0.1:9473);
 - `vipctl status` on node 1's host, without --socket, reaches the pod's vipd (speaker.json names
   its control socket and its PID namespace); `vipctl status` inside the pod reaches it too;
+  vipd_build_info on /metrics carries the version the image is tagged with;
 - `podman pod stop` (SIGTERM; podman runs no preStop hook) under 200 new connections a second
   through the VIP: node 1's path leaves the fabric before the container exits, no request fails,
   vipd exits 0 and the VIP is no longer bound on node 1. The drain's figures are printed.
@@ -98,6 +99,11 @@ def test() -> None:
                       f"health passes against the stock-shaped certificate: {s['health']}")
             inside = P.podman.run("exec", CONTAINER, "vipctl", "status")
             lab.check("static-pod" in inside.stdout, f"vipctl in the pod: {inside.stdout}")
+            code, text = lab.http_get(P.n1.ns, "http://127.0.0.1:9473/metrics")
+            info = [(labels, v) for name, labels, v in lab.parse_prometheus(text)
+                    if name == "vipd_build_info"]
+            lab.check(info == [({"version": P.version}, 1.0)],
+                      f"vipd_build_info carries the image's version {P.version}: {info}")
 
             stop_under_load(P)
         except BaseException:
