@@ -173,6 +173,13 @@ def test() -> None:
                            0.1, lambda: f"{what}: BFD Up in BIRD ({bird.bfd_sessions()})")
             running()
 
+        def routes_in_bird(what: str) -> None:
+            for prefix, hop in routes:
+                r = lab.wait_until(lambda p=prefix: bird.route(p), UP_S, 0.1,
+                                   f"{what}: {prefix} in BIRD")
+                lab.check(hop in r["nexthops"],
+                          f"{what}: {prefix} via {hop}, not {r['nexthops']}")
+
         def stop(v: lab.Vipd, what: str) -> None:
             v.proc.signal(signal.SIGTERM)
             lab.check(v.wait_exit(15) == 0, f"{what}: vipd exits 0 on SIGTERM")
@@ -184,10 +191,7 @@ def test() -> None:
         v = start("vipd-caps", caps, listen=True)
         check_running_caps(v, caps)
         up_in_bird(v, what)
-        for prefix, hop in routes:
-            r = lab.wait_until(lambda p=prefix: bird.route(p), UP_S, 0.1,
-                               f"{what}: {prefix} in BIRD")
-            lab.check(hop in r["nexthops"], f"{what}: {prefix} via {hop}, not {r['nexthops']}")
+        routes_in_bird(what)
         st = v.peer_status(lab.FABRIC_V4)
         lab.check(st["state"] == "Established" and st["ttlSecurity"] is True,
                   f"{what}: vipd's view: {st['state']}, ttlSecurity {st['ttlSecurity']}")
@@ -230,10 +234,7 @@ def test() -> None:
         v = start("vipd-dial", fewer, listen=False)
         check_running_caps(v, fewer)
         up_in_bird(v, what)
-        for prefix, hop in routes:
-            r = lab.wait_until(lambda p=prefix: bird.route(p), UP_S, 0.1,
-                               f"{what}: {prefix} in BIRD")
-            lab.check(hop in r["nexthops"], f"{what}: {prefix} via {hop}, not {r['nexthops']}")
+        routes_in_bird(what)
         print(f"{what}: Established with TCP-MD5 and GTSM, BFD Up (UDP 3784 needs no "
               f"capability), {len(routes)} VIPs in BIRD")
         stop(v, what)
