@@ -125,24 +125,27 @@ constexpr const char* kDefaultSocket = "/run/vipd/vipd.sock";
 // daemonset modes; daemon/host_lock.h).
 constexpr const char* kSpeakerRecord = "/run/vipd/speaker.json";
 
-// The control socket to use when --socket is not given (see kUsage). The speaker record is only a
-// hint: anything unreadable in it falls through to the default path.
-std::string defaultSocket() {
+// The control sockets to try, in order, when --socket is not given (see kUsage). The speaker
+// record is only a hint: it outlives its writer (/run survives a pod), so the default path is
+// tried after it, and anything unreadable in it is skipped.
+std::vector<std::string> defaultSockets() {
   if (const char* env = std::getenv("VIPD_CONTROL_SOCKET"); env != nullptr && *env != '\0') {
-    return env;
+    return {env};
   }
+  std::vector<std::string> paths;
   std::ifstream in(kSpeakerRecord);
   if (in) {
     auto record = json::parse(in, nullptr, false);
     if (record.is_object() && record.contains("controlSocket") &&
         record["controlSocket"].is_string()) {
       auto path = record["controlSocket"].get<std::string>();
-      if (!path.empty()) {
-        return path;
+      if (!path.empty() && path != kDefaultSocket) {
+        paths.push_back(path);
       }
     }
   }
-  return kDefaultSocket;
+  paths.emplace_back(kDefaultSocket);
+  return paths;
 }
 
 int usage(std::string_view problem) {
@@ -207,16 +210,22 @@ int main(int argc, char** argv) {
     }
   }
 
-  if (!socketPath) {
-    socketPath = defaultSocket();
-  }
+  std::vector<std::string> candidates =
+      socketPath ? std::vector<std::string>{*socketPath} : defaultSockets();
   asio::io_context io;
   asio::local::stream_protocol::socket socket(io);
   boost::system::error_code ec;
-  socket.connect(asio::local::stream_protocol::endpoint(*socketPath), ec);
+  std::string tried;
+  for (const auto& path : candidates) {
+    socket.close(ec);
+    socket.connect(asio::local::stream_protocol::endpoint(path), ec);
+    if (!ec) {
+      break;
+    }
+    tried += fmt::format("{}{}: {}", tried.empty() ? "" : "; ", path, ec.message());
+  }
   if (ec) {
-    std::fprintf(stderr, "vipctl: vipd is not running or not reachable at %s: %s\n",
-                 socketPath->c_str(), ec.message().c_str());
+    std::fprintf(stderr, "vipctl: vipd is not running or not reachable at %s\n", tried.c_str());
     return kExitUnreachable;
   }
   std::string line = request.dump() + "\n";

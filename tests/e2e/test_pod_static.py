@@ -18,7 +18,8 @@ Asserts:
   vipd_build_info on /metrics carries the version the image is tagged with;
 - `podman pod stop` (SIGTERM; podman runs no preStop hook) under 200 new connections a second
   through the VIP: node 1's path leaves the fabric before the container exits, no request fails,
-  vipd exits 0 and the VIP is no longer bound on node 1. The drain's figures are printed.
+  vipd exits 0 and the VIP is no longer bound on node 1. The drain's figures are printed. A
+  vipctl on the host then names both sockets it tried (the stale speaker.json's and the default).
 """
 import json
 import os
@@ -56,6 +57,11 @@ def stop_under_load(P: pods.PodLab) -> None:
     lab.check(not failed, f"requests failed during the stop: {failed[:10]}")
     lab.check(not P.n1.ns.address_entries("lo", lab.VIP4), "the VIP is unbound on node 1")
     lab.check(P.hops() == [P.n2.v4], f"node 2 carries the VIP alone: {P.hops()}")
+    # speaker.json outlives its writer: vipctl then says where it looked.
+    gone = P.vipctl_on_host("status")
+    lab.check(gone.returncode == 3 and "/run/vipd/static-pod.sock" in gone.stderr and
+              "/run/vipd/vipd.sock" in gone.stderr,
+              f"vipctl on the host with no vipd left names both sockets it tried: {gone.stderr}")
 
 
 def test() -> None:
