@@ -1928,7 +1928,15 @@ class Vipd:
                    timeout: float = 30) -> subprocess.CompletedProcess:
         """vipctl --socket S ARGS in vipd's namespace, as root or through wrapper (as_user());
         the completed process (returncode, stdout, stderr), never raises on a non-zero exit."""
-        argv = list(wrapper) + [vipd_binary("vipctl", self.build_dir), "--socket", self.socket]
+        binary = vipd_binary("vipctl", self.build_dir)
+        if wrapper:
+            # Another user may not reach the build directory (a clone under a 0700 directory):
+            # a copy in the lab's directory (0755) is the same program.
+            copy = self.lab.path("vipctl")
+            if not os.path.exists(copy):
+                shutil.copy2(binary, copy)
+            binary = copy
+        argv = list(wrapper) + [binary, "--socket", self.socket]
         return self.ns.run(argv + list(args), check=False, timeout=timeout)
 
     def http(self, path: str, timeout: float = 3) -> tuple[int, str]:
