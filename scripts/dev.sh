@@ -163,7 +163,8 @@ debian_base() {
 
 # Builds localhost/vipd:VERSION (scripts/version.sh). The build stage is tagged
 # localhost/vipd-build:cache so that its layers stay cached (a second build with nothing changed
-# takes seconds) while older, untagged build stages are pruned.
+# takes seconds) while older, untagged build stages are pruned (`podman image prune`: every
+# dangling image of the store, which on a developer's machine are leftovers of earlier builds).
 build_image() {
   local target=${1:-runtime}
   podman_config
