@@ -1,6 +1,6 @@
 """vipd's image and pods under a real container runtime (podman 4.3 with runc) in a lab node.
 
-- image(), release(): scripts/dev.sh image / release, the commands users run; the image lands in
+- dev_sh(), image(): scripts/dev.sh release / image, the commands users run; the image lands in
   the machine's podman store (a second build takes its layers from the cache).
 - NodeHost: a lab node as a container host. Its network namespace is the node's; in a private
   mount namespace the host paths the manifests name (/run/vipd, /var/lib/vipd, /etc/vipd,
@@ -13,7 +13,7 @@
     * `ports:` is removed: podman rejects it on hostNetwork pods (for a kubelet it is only
       informational there);
     * `$(VAR)` from the downward API is expanded by the test: podman does not do it;
-    * the probes are removed and run by the test the way a kubelet runs them (Prober): podman
+    * the probes are removed and run by the test the way a kubelet runs them (probe()): podman
       turns an httpGet probe into `/bin/sh -c "curl ..."` inside the image, and the image has
       neither, on purpose; it would also need systemd for its timers, which these machines lack;
     * a DaemonSet becomes its pod template (podman refuses kind DaemonSet).
