@@ -98,7 +98,9 @@ PY
 
 # podman as it works here: runc, and limits a container may set (podman's default nofile of
 # 1048576 is refused above the hard limit; runc is refused nproc limits above ~32768 on these
-# machines, so 4096, plenty for vipd and a compiler). A CONTAINERS_CONF of the caller's wins.
+# machines, so 4096, plenty for vipd and a compiler). Containers take them from containers.conf,
+# a build's RUN steps only from --ulimit. A CONTAINERS_CONF of the caller's wins.
+podman_limits=("nofile=$(ulimit -Hn):$(ulimit -Hn)" "nproc=4096:4096")
 
 podman_config() {
   [[ -z ${CONTAINERS_CONF:-} ]] || return 0
@@ -109,14 +111,10 @@ podman_config() {
 [engine]
 runtime = "runc"
 [containers]
-default_ulimits = ["nofile=$(ulimit -Hn):$(ulimit -Hn)", "nproc=4096:4096"]
+default_ulimits = [$(printf '"%s", ' "${podman_limits[@]}" | sed 's/, $//')]
 EOF
   mv "$conf.tmp" "$conf"
   export CONTAINERS_CONF=$conf
-}
-
-project_version() {
-  sed -n "s/^ *version *: *'\\([^']*\\)'.*/\\1/p" "$here/meson.build" | head -n 1
 }
 
 # A Containerfile base: docker.io/library/debian:TAG (12 or 12-slim) when it is here or can be
@@ -169,12 +167,10 @@ build_image() {
   local target=${1:-runtime}
   podman_config
   local version base ref
-  version=$("$here/scripts/version.sh" "$(project_version)" "${VIPD_VERSION:-}")
+  version=$("$here/scripts/version.sh")
   base=$(debian_base 12)
-  # RUN steps do not take containers.conf's limits: the same ones, given here.
   local args=(--build-arg "BUILD_IMAGE=$base" --build-arg "VERSION=$version"
-              --ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit "nproc=4096:4096"
-              -f "$here/Containerfile")
+              "${podman_limits[@]/#/--ulimit=}" -f "$here/Containerfile")
   ref=localhost/vipd:$version
   case $target in
     runtime) ;;
@@ -205,7 +201,7 @@ release() {
   # containerd (crictl) all know it as localhost/vipd:VERSION, the name `vipd render` and the
   # DaemonSet use.
   podman save --quiet --format oci-archive -o "$here/dist/$archive" "$ref"
-  (cd "$here/dist" && sha256sum "$archive" >"$archive.sha256" && cat ./*.sha256 >SHA256SUMS)
+  (cd "$here/dist" && sha256sum -- vipd-*.oci.tar >SHA256SUMS)
   echo "== wrote dist/$archive and dist/SHA256SUMS" >&2
   echo "$here/dist/$archive"
 }

@@ -86,13 +86,36 @@ def vipd_binary(name: str = "vipd", build_dir: str = BUILD_DIR) -> str:
 
 
 def run(cmd: list[str], check: bool = True, timeout: float = 15,
-        input: Optional[str] = None) -> subprocess.CompletedProcess:
-    """Runs a short command, bounded in time; raises with its output when check fails."""
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input)
+        input: Optional[str] = None, env: Optional[dict] = None) -> subprocess.CompletedProcess:
+    """Runs a short command, bounded in time; raises with its output when check fails. env: the
+    whole environment (None: this process's)."""
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input, env=env)
     if check and p.returncode != 0:
         raise RuntimeError(f"command failed ({p.returncode}): {' '.join(cmd)}\n"
                            f"stdout: {p.stdout}\nstderr: {p.stderr}")
     return p
+
+
+# linux/capability.h: capability number by the name Kubernetes uses.
+CAPABILITIES = [
+    "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
+    "SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW",
+    "IPC_LOCK", "IPC_OWNER", "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT",
+    "SYS_ADMIN", "SYS_BOOT", "SYS_NICE", "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD",
+    "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP", "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG",
+    "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF", "CHECKPOINT_RESTORE",
+]
+
+
+def capability_mask(caps: Iterable[str]) -> int:
+    """The bits /proc/PID/status shows (CapEff, ...) for these capabilities."""
+    return sum(1 << CAPABILITIES.index(c) for c in caps)
+
+
+def proc_status(pid: int) -> dict[str, str]:
+    """/proc/PID/status as {field: value}."""
+    with open(f"/proc/{pid}/status") as f:
+        return {k: v.strip() for k, _, v in (line.partition(":") for line in f)}
 
 
 def wait_never(predicate: Callable[[], Any], duration: float, interval: float = 0.2,

@@ -87,13 +87,13 @@ def image(target: str = "runtime") -> tuple[str, float, str]:
     return dev_sh("image", *([] if target == "runtime" else [target]))
 
 
+def podman_env() -> dict:
+    return dict(os.environ, CONTAINERS_CONF=CONTAINERS_CONF)
+
+
 def machine_podman(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
     """podman on the machine's own store, where scripts/dev.sh builds the image."""
-    env = dict(os.environ, CONTAINERS_CONF=CONTAINERS_CONF)
-    p = subprocess.run(["podman", *args], capture_output=True, text=True, timeout=timeout, env=env)
-    if check and p.returncode != 0:
-        raise AssertionError(f"podman {' '.join(args)} failed ({p.returncode}): {p.stderr}")
-    return p
+    return lab.run(["podman", *args], check=check, timeout=timeout, env=podman_env())
 
 
 class NodeHost:
@@ -132,12 +132,7 @@ class NodeHost:
 
     def run(self, cmd: list[str], check: bool = True, timeout: float = 30,
             env: Optional[dict] = None) -> subprocess.CompletedProcess:
-        p = subprocess.run(self.argv(cmd), capture_output=True, text=True, timeout=timeout,
-                           env=env)
-        if check and p.returncode != 0:
-            raise AssertionError(f"on node {self.node.index}: {' '.join(cmd)} failed "
-                                 f"({p.returncode}):\nstdout: {p.stdout}\nstderr: {p.stderr}")
-        return p
+        return lab.run(self.argv(cmd), check=check, timeout=timeout, env=env)
 
     def _remove_mountpoints(self) -> None:
         self.holder.stop()
@@ -156,17 +151,12 @@ class Podman:
         base = L.path(name)
         self.flags = ["--root", os.path.join(base, "root"), "--runroot",
                       os.path.join(base, "runroot"), "--tmpdir", os.path.join(base, "tmp")]
-        self.env = dict(os.environ, CONTAINERS_CONF=CONTAINERS_CONF)
         L.on_cleanup(self.cleanup)
 
     def run(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
-        argv = ["podman", *self.flags, *args]
-        if self.host is not None:
-            return self.host.run(argv, check=check, timeout=timeout, env=self.env)
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.env)
-        if check and p.returncode != 0:
-            raise AssertionError(f"{' '.join(argv)} failed ({p.returncode}):\n{p.stderr}")
-        return p
+        run = self.host.run if self.host is not None else lab.run
+        return run(["podman", *self.flags, *args], check=check, timeout=timeout,
+                   env=podman_env())
 
     def load_from_machine(self, ref: str) -> None:
         """Copies ref from the machine's store (where dev.sh built it) into this one."""
@@ -259,18 +249,6 @@ def probe(ns: lab.Namespace, p: dict) -> tuple[bool, str]:
     return 200 <= code < 400, f"{url}: {code} {body.strip()[:80]!r}"
 
 
-def capability_mask(names: list[str]) -> int:
-    bits = {"CHOWN": 0, "DAC_OVERRIDE": 1, "FOWNER": 3, "KILL": 5, "SETGID": 6, "SETUID": 7,
-            "NET_BIND_SERVICE": 10, "NET_BROADCAST": 11, "NET_ADMIN": 12, "NET_RAW": 13,
-            "SYS_CHROOT": 18, "SYS_ADMIN": 21, "SYS_RESOURCE": 24, "AUDIT_WRITE": 29}
-    return sum(1 << bits[n] for n in names)
-
-
-def proc_status(pid: int) -> dict[str, str]:
-    with open(f"/proc/{pid}/status") as f:
-        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
-
-
 def check_container(podman: Podman, container: str, spec: dict) -> dict:
     """Asserts that the running container is what the manifest's spec says: exactly the
     capabilities it adds (every set of vipd's process), no new privileges, seccomp on, a
@@ -280,8 +258,8 @@ def check_container(podman: Podman, container: str, spec: dict) -> dict:
     ctr = spec["containers"][0]
     sc = ctr.get("securityContext", {})
     pid = info["State"]["Pid"]
-    status = proc_status(pid)
-    want = capability_mask(sc["capabilities"]["add"])
+    status = lab.proc_status(pid)
+    want = lab.capability_mask(sc["capabilities"]["add"])
     for field in ("CapEff", "CapPrm", "CapBnd"):
         lab.check(int(status[field], 16) == want,
                   f"{container}: {field} {status[field]} is the manifest's capabilities "

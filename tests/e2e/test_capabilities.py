@@ -44,23 +44,12 @@ TIMERS = lab.BfdTimers(300, 300, 3)
 UP_S = 30
 NO_ROUTE_S = 4
 
-# linux/capability.h: capability number by the name Kubernetes uses.
-CAPABILITIES = [
-    "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
-    "SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW",
-    "IPC_LOCK", "IPC_OWNER", "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT",
-    "SYS_ADMIN", "SYS_BOOT", "SYS_NICE", "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD",
-    "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP", "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG",
-    "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF", "CHECKPOINT_RESTORE",
-]
-
-
 def granted(pod_spec: dict, who: str) -> set[str]:
     """The capabilities the pod's one container adds, after checking it drops ALL first."""
     caps = test_kustomize.container_of(pod_spec).get("securityContext", {}).get("capabilities", {})
     lab.check(caps.get("drop") == ["ALL"], f"{who}: drops ALL: {caps}")
     added = set(caps.get("add", []))
-    unknown = added - set(CAPABILITIES)
+    unknown = added - set(lab.CAPABILITIES)
     lab.check(not unknown, f"{who}: unknown capabilities {sorted(unknown)}")
     return added
 
@@ -77,10 +66,6 @@ def manifest_capabilities() -> set[str]:
     return a
 
 
-def mask(caps: set[str]) -> int:
-    return sum(1 << CAPABILITIES.index(c) for c in caps)
-
-
 def setpriv(caps: set[str]) -> list[str]:
     """Runs the rest as it would run in the pod: uid 0 (unchanged), only caps in every set,
     no_new_privs."""
@@ -89,17 +74,12 @@ def setpriv(caps: set[str]) -> list[str]:
             f"--ambient-caps=-all{plus}", "--"]
 
 
-def proc_status(pid: int) -> dict[str, str]:
-    with open(f"/proc/{pid}/status") as f:
-        return {k: v.strip() for k, _, v in (line.partition(":") for line in f)}
-
-
 def check_running_caps(v: lab.Vipd, caps: set[str]) -> None:
     """The running vipd (the same PID as the wrapper: ip netns exec and setpriv exec it) holds
     exactly caps, as uid 0, with no_new_privs."""
     st = lab.wait_until(lambda: (lambda s: s if s["Name"] == "vipd" else None)(
-        proc_status(v.proc.pid)), 5, 0.02, f"pid {v.proc.pid} to be vipd")
-    want = f"{mask(caps):016x}"
+        lab.proc_status(v.proc.pid)), 5, 0.02, f"pid {v.proc.pid} to be vipd")
+    want = f"{lab.capability_mask(caps):016x}"
     got = {k: st[k] for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")}
     lab.log(f"{v.name} (pid {v.proc.pid}): Uid {st['Uid']}, NoNewPrivs {st['NoNewPrivs']}, {got}")
     lab.check(st["Uid"].split()[:2] == ["0", "0"], f"{v.name} runs as uid 0: {st['Uid']}")

@@ -30,6 +30,7 @@ Needs kubectl and PyYAML (missing: skip outside CI, fail with CI=true) and the b
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -291,9 +292,8 @@ def check_static_pod(c: Checks, daemonset_selector: dict) -> None:
 
 
 def project_version() -> str:
-    with open(os.path.join(SOURCE_DIR, "meson.build")) as f:
-        m = re.search(r"^project\('vipd',.*?version\s*:\s*'([^']+)'", f.read(), re.S | re.M)
-    return m.group(1) if m else ""
+    p = run(["meson", "introspect", "--projectinfo", BUILD_DIR])
+    return json.loads(p.stdout).get("version", "") if p.returncode == 0 else ""
 
 
 def check_versions(c: Checks, objects: list[dict]) -> None:
@@ -321,10 +321,8 @@ def check_versions(c: Checks, objects: list[dict]) -> None:
 
     template = {"DaemonSet": containers[0] if containers else {}}
     with open(STATIC_POD) as f:
-        rendered = f.read()
-    for name, value in PLACEHOLDERS.items():
-        rendered = rendered.replace("{{" + name + "}}", value)
-    template["static pod"] = yaml.safe_load(rendered)["spec"]["containers"][0]
+        static_pod = yaml.safe_load(render_static_pod(f.read()))
+    template["static pod"] = static_pod["spec"]["containers"][0]
     for what, ctr in template.items():
         env = {e["name"]: e.get("value") for e in ctr.get("env", [])}
         hook = ctr.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
