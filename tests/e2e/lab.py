@@ -391,12 +391,16 @@ class FabricPoller:
         self._thread.start()
 
     def _run(self) -> None:
+        # Samples are due on a fixed grid, so one slow `ip` run (a loaded CI machine) is made
+        # up by the next rather than stretching every later interval.
+        due = time.monotonic()
         while not self._stop.is_set():
             t = time.monotonic()
             hops = parse_nexthops(run(["ip", "-n", self.fabric.name, "route", "show", VIP4],
                                       check=False, timeout=5).stdout)
             self.samples.append((t, self.next_hop in hops, hops))
-            time.sleep(max(0.0, self.interval - (time.monotonic() - t)))
+            due = max(due + self.interval, time.monotonic())
+            time.sleep(max(0.0, due - time.monotonic()))
 
     def stop(self) -> None:
         self._stop.set()
