@@ -13,9 +13,9 @@
 
 #include "bootstrap/render_command.h"
 #include "config/config_parser.h"
-#include "daemon/logger.h"
+#include "daemon/base/logger.h"
 #include "daemon/speaker.h"
-#include "daemon/version.h"
+#include "daemon/base/version.h"
 #include "netlink/address_table.h"
 
 namespace {

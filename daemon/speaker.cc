@@ -6,8 +6,8 @@
 #include <fstream>
 #include <random>
 
-#include "daemon/asio_address.h"
-#include "daemon/port_bind_error.h"
+#include "daemon/base/asio_address.h"
+#include "daemon/base/port_bind_error.h"
 
 namespace vipd::daemon {
 namespace {

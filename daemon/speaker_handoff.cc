@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "daemon/control_client.h"
+#include "daemon/control/control_client.h"
 #include "daemon/speaker.h"
 
 namespace vipd::daemon {

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "daemon/speaker.h"
-#include "daemon/version.h"
+#include "daemon/base/version.h"
 
 namespace vipd::daemon {
 namespace {

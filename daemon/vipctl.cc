@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/duration.h"
-#include "daemon/version.h"
+#include "daemon/base/version.h"
 
 namespace {
 

@@ -7,13 +7,13 @@
 //
 // Checks: a rejection says "malformed request: ..."; no exception escapes; an identity that
 // parses round-trips through toJson().
-#include "daemon/control_request.h"
+#include "daemon/control/control_request.h"
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "daemon/handoff_protocol.h"
+#include "daemon/lifecycle/handoff_protocol.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,6 @@
 // parseControlRequest (daemon/control_request.h): the JSON request line of the control socket,
 // parsed and type-checked before any command handler reads it.
-#include "daemon/control_request.h"
+#include "daemon/control/control_request.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/drain_sequence.h"
-#include "daemon/withdrawn_state.h"
+#include "daemon/lifecycle/drain_sequence.h"
+#include "daemon/lifecycle/withdrawn_state.h"
 
 namespace vipd::daemon {
 namespace {

@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 
 #include "config/config_parser.h"
-#include "daemon/handoff_protocol.h"
-#include "daemon/host_lock.h"
+#include "daemon/lifecycle/handoff_protocol.h"
+#include "daemon/lifecycle/host_lock.h"
 
 namespace vipd::daemon {
 namespace {

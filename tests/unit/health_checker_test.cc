@@ -4,7 +4,7 @@
 // no 127.0.0.1), a client certificate, and server certificates that lack the name `kubernetes`
 // (another name; 127.0.0.1 only, as an IP SAN or as the CN); and a second ("foreign") CA with its
 // own kubeadm-shaped server certificate.
-#include "daemon/health_checker.h"
+#include "daemon/health/health_checker.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "daemon/health_gate.h"
+#include "daemon/health/health_gate.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // HttpServer over loopback with a real client: the server runs on an io_context in a background
 // thread (it has none of its own); the client is plain blocking POSIX sockets with a receive
 // timeout, so a server bug fails a test instead of hanging it.
-#include "daemon/http_server.h"
+#include "daemon/http/http_server.h"
 
 #include <arpa/inet.h>
 #include <gmock/gmock.h>

@@ -1,5 +1,5 @@
 // Metrics: status JSON snapshots in, Prometheus text out.
-#include "daemon/metrics.h"
+#include "daemon/http/metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // portBindError(): which advice follows the kernel's reason, for each errno that has one. The
 // real EACCES from a missing CAP_NET_BIND_SERVICE is covered end to end by
 // tests/e2e/test_capabilities.py.
-#include "daemon/port_bind_error.h"
+#include "daemon/base/port_bind_error.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/session_ttl.h"
+#include "daemon/session/session_ttl.h"
 
 namespace vipd::daemon {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "daemon/vip_binder.h"
+#include "daemon/vip/vip_binder.h"
 #include "netlink/fake_address_table.h"
 
 namespace vipd::daemon {

@@ -1,4 +1,4 @@
-#include "daemon/handoff_protocol.h"
+#include "daemon/lifecycle/handoff_protocol.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "daemon/host_lock.h"
+#include "daemon/lifecycle/host_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -1,5 +1,5 @@
-#include "daemon/health_checker.h"
-#include "daemon/version.h"
+#include "daemon/health/health_checker.h"
+#include "daemon/base/version.h"
 
 #include <fmt/format.h>
 #include <openssl/err.h>

@@ -1,4 +1,4 @@
-#include "daemon/session_ttl.h"
+#include "daemon/session/session_ttl.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>

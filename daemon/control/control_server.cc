@@ -1,4 +1,4 @@
-#include "daemon/control_server.h"
+#include "daemon/control/control_server.h"
 
 #include <grp.h>
 #include <pwd.h>
@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "daemon/control_request.h"
+#include "daemon/control/control_request.h"
 
 namespace vipd::daemon {
 namespace {

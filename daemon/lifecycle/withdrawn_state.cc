@@ -1,4 +1,4 @@
-#include "daemon/withdrawn_state.h"
+#include "daemon/lifecycle/withdrawn_state.h"
 
 #include <fcntl.h>
 #include <unistd.h>

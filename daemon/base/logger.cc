@@ -1,4 +1,4 @@
-#include "daemon/logger.h"
+#include "daemon/base/logger.h"
 
 #include <chrono>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "daemon/bfd_service.h"
+#include "daemon/bfd/bfd_service.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "daemon/asio_address.h"
-#include "daemon/port_bind_error.h"
+#include "daemon/base/asio_address.h"
+#include "daemon/base/port_bind_error.h"
 
 namespace vipd::daemon {
 namespace {

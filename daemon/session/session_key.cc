@@ -1,4 +1,4 @@
-#include "daemon/session_key.h"
+#include "daemon/session/session_key.h"
 
 #include <fcntl.h>
 #include <linux/tcp.h>

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <tl/expected.hpp>
 
-#include "daemon/logger.h"
+#include "daemon/base/logger.h"
 
 namespace vipd::daemon {
 

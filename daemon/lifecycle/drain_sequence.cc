@@ -1,4 +1,4 @@
-#include "daemon/drain_sequence.h"
+#include "daemon/lifecycle/drain_sequence.h"
 
 namespace vipd::daemon {
 

@@ -1,4 +1,4 @@
-#include "daemon/metrics.h"
+#include "daemon/http/metrics.h"
 
 #include <prometheus/text_serializer.h>
 

@@ -26,7 +26,7 @@
 #include "bfd/bfd.h"
 #include "bgp/ip_address.h"
 #include "config/config.h"
-#include "daemon/logger.h"
+#include "daemon/base/logger.h"
 
 namespace vipd::daemon {
 

@@ -14,10 +14,10 @@
 
 #include "bgp/session_fsm.h"
 #include "config/config.h"
-#include "daemon/connection.h"
-#include "daemon/logger.h"
-#include "daemon/session_key.h"
-#include "daemon/session_ttl.h"
+#include "daemon/session/connection.h"
+#include "daemon/base/logger.h"
+#include "daemon/session/session_key.h"
+#include "daemon/session/session_ttl.h"
 
 namespace vipd::daemon {
 

@@ -1,4 +1,4 @@
-#include "daemon/http_server.h"
+#include "daemon/http/http_server.h"
 
 #include <array>
 #include <boost/beast/core.hpp>

@@ -1,6 +1,6 @@
-#include "daemon/peer_session.h"
+#include "daemon/session/peer_session.h"
 
-#include "daemon/asio_address.h"
+#include "daemon/base/asio_address.h"
 
 #include <netinet/in.h>
 #include <linux/sockios.h>

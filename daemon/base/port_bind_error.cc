@@ -1,4 +1,4 @@
-#include "daemon/port_bind_error.h"
+#include "daemon/base/port_bind_error.h"
 
 #include <cerrno>
 

@@ -26,8 +26,8 @@
 #include <tl/expected.hpp>
 
 #include "config/config.h"
-#include "daemon/health_gate.h"
-#include "daemon/logger.h"
+#include "daemon/health/health_gate.h"
+#include "daemon/base/logger.h"
 
 namespace boost::asio::ssl {
 class context;

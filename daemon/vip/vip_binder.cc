@@ -1,4 +1,4 @@
-#include "daemon/vip_binder.h"
+#include "daemon/vip/vip_binder.h"
 
 #include <linux/if_addr.h>
 #include <sys/socket.h>

@@ -1,4 +1,4 @@
-#include "daemon/connection.h"
+#include "daemon/session/connection.h"
 
 namespace vipd::daemon {
 

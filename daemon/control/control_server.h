@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <tl/expected.hpp>
 
-#include "daemon/logger.h"
+#include "daemon/base/logger.h"
 
 namespace vipd::daemon {
 
