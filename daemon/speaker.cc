@@ -6,8 +6,12 @@
 #include <fstream>
 #include <random>
 
-#include "daemon/base/asio_address.h"
-#include "daemon/base/port_bind_error.h"
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "daemon/lifecycle/host_lock.h"
+#include "daemon/session/session_config.h"
+#include "daemon/session/session_key.h"
 
 namespace vipd::daemon {
 namespace {
@@ -20,53 +24,8 @@ constexpr auto kRebindDelay = 1s;
 // A full re-read of the kernel now and then, in case a change notification was missed; it also
 // retries bindings that failed.
 constexpr auto kReconcileInterval = 10s;
-
-bgp::SessionConfig sessionConfigFor(const config::Config& config, const config::Peer& peer,
-                                    uint64_t seed) {
-  bgp::SessionConfig s;
-  s.localAsn = config.localAsn;
-  s.peerAsn = peer.asn;
-  s.routerId = config.routerId.v4Value();
-  s.holdTime = std::chrono::duration_cast<std::chrono::seconds>(peer.holdTime);
-  s.keepaliveTime = std::chrono::duration_cast<std::chrono::seconds>(peer.keepaliveTime);
-  s.connectRetryTime = peer.connectRetryTime;
-  s.maxConnectRetryTime = config::kMaxConnectRetry;
-  s.openHoldTime = peer.openHoldTime;
-  bool anyV6 = false;
-  for (const auto& vip : config.vips) {
-    anyV6 = anyV6 || vip.prefix.address.isV6();
-  }
-  bool anyV4 = !anyV6 || std::any_of(config.vips.begin(), config.vips.end(),
-                                     [](const auto& v) { return v.prefix.address.isV4(); });
-  if (anyV4) {
-    s.families.push_back(bgp::kIpv4Unicast);
-  }
-  if (anyV6) {
-    s.families.push_back(bgp::kIpv6Unicast);
-  }
-  s.outbound.ebgp = peer.asn != config.localAsn;
-  s.outbound.localAsn = config.localAsn;
-  if (peer.sourceAddress && peer.sourceAddress->isV4()) {
-    s.outbound.nextHopV4 = peer.sourceAddress;
-  }
-  if (peer.nextHopIpv6) {
-    s.outbound.nextHopV6 = peer.nextHopIpv6;
-  } else if (peer.sourceAddress && peer.sourceAddress->isV6()) {
-    s.outbound.nextHopV6 = peer.sourceAddress;
-  }
-  for (const auto& c : config.communities) {
-    s.outbound.communities.push_back(c.wire());
-  }
-  s.outbound.largeCommunities = config.largeCommunities;
-  s.jitterSeed = seed;
-  if (config.mode != config::Mode::Standalone) {
-    // Graceful restart exists for the handoff between the two instances (and upgrades); a
-    // standalone vipd never needs a peer to keep a path it is not announcing.
-    s.gracefulRestartTime =
-        std::chrono::duration_cast<std::chrono::seconds>(config.handoff.restartTime);
-  }
-  return s;
-}
+constexpr auto kHousekeepingInterval = 1s;
+constexpr std::string_view kDrainCommunication = "vipd: node draining";
 
 }  // namespace
 
@@ -88,15 +47,16 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
         onHealthChange(healthy);
       }),
       http_(io, log, [this](std::string_view target) { return handleHttp(target); }),
-      withdrawnState_(config_.control.stateDir),
+      listener_(io, config_, peers_, log),
       kernelEvents_(io),
       rebindTimer_(io),
       reconcileTimer_(io),
       housekeepingTimer_(io),
-      drainTimer_(io),
+      drainer_(io, config_.drain, config_.control.stateDir, log, *this),
+      handoff_(io, config_, log, *this),
       bfd_(io, log, bfdPeers(), [this](const BfdStateChange& change) { onBfdChange(change); }),
       deferredStartTimer_(io),
-      lockTimer_(io) {
+      report_(config_, peers_, binder_, health_, bfd_, drainer_, handoff_) {
   std::random_device entropy;
   for (const auto& peer : config_.peers) {
     uint64_t seed = (uint64_t{entropy()} << 32) | entropy();
@@ -110,7 +70,6 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       peers_.back()->useBfdGate();
     }
   }
-  lastStuckWarning_.resize(peers_.size());
   deferredStart_.resize(peers_.size());
 }
 
@@ -141,7 +100,7 @@ tl::expected<void, std::string> Speaker::start() {
       !listening) {
     return listening;
   }
-  // Only read the kernel here: binding is the Active instance's job (becomeActive()).
+  // Only read the kernel here: binding is the Active instance's job (startSpeaking()).
   logBindEvents(binder_.refresh());
   // A duplicate, so the descriptor object can close its copy without closing the monitor's.
   kernelEvents_.assign(::dup(monitor_.fd()));
@@ -151,22 +110,16 @@ tl::expected<void, std::string> Speaker::start() {
   if (auto checking = health_.start(); !checking) {
     return checking;
   }
-  return startRole();
+  return handoff_.start();
 }
 
-tl::expected<void, std::string> Speaker::becomeActive(bool restarting, std::string_view why) {
-  role_ = Role::Active;
-  handoff_.state.clear();
-  handoff_.lastRestarting = restarting;
+tl::expected<void, std::string> Speaker::startSpeaking(bool restarting, std::string_view why) {
   // Read again on every takeover: the other instance may have been withdrawn meanwhile.
-  auto persisted = withdrawnState_.load();
-  if (!persisted) {
-    return tl::unexpected(persisted.error());
+  if (auto loaded = drainer_.loadWithdrawn(); !loaded) {
+    return loaded;
   }
-  withdrawn_ = *persisted;
-  withdrawnPersisted_ = true;
-  if (config_.listen.enabled && !listener_) {
-    if (auto listening = openBgpListener(); !listening) {
+  if (config_.listen.enabled && !listener_.isOpen()) {
+    if (auto listening = listener_.open(); !listening) {
       return listening;
     }
   }
@@ -174,12 +127,12 @@ tl::expected<void, std::string> Speaker::becomeActive(bool restarting, std::stri
   if (auto started = bfd_.start(); !started) {
     return started;
   }
-  if (withdrawn_) {
+  if (const auto& withdrawn = drainer_.withdrawn()) {
     // Drained for replacement: do not bind or announce until `vipctl announce`.
     log_.warn("speaker",
               "node is withdrawn since {} ({}); not binding or announcing any VIP until "
               "`vipctl announce`",
-              withdrawn_->since, withdrawn_->reason);
+              withdrawn->since, withdrawn->reason);
     logBindEvents(binder_.refresh());
   } else {
     logBindEvents(binder_.bind());
@@ -192,6 +145,12 @@ tl::expected<void, std::string> Speaker::becomeActive(bool restarting, std::stri
                            "keep this node's path"
                          : "");
   }
+  startPeers(restarting);
+  pushAnnouncements();
+  return {};
+}
+
+void Speaker::startPeers(bool restarting) {
   bool deferring = false;
   for (size_t i = 0; i < peers_.size(); ++i) {
     peers_[i]->setRestarting(restarting);
@@ -214,8 +173,45 @@ tl::expected<void, std::string> Speaker::becomeActive(bool restarting, std::stri
       }
     });
   }
-  pushAnnouncements();
-  return {};
+}
+
+void Speaker::stopSpeaking() {
+  for (auto& peer : peers_) {
+    peer->stop("vipd: cannot start speaking", nullptr);
+  }
+  bfd_.stop(nullptr);
+}
+
+void Speaker::yieldSessions(std::function<void(std::vector<nlohmann::json>)> done) {
+  rebindTimer_.cancel();
+  listener_.close();
+  if (peers_.empty()) {
+    done({});
+    return;
+  }
+  deferredStartTimer_.cancel();
+  auto remaining = std::make_shared<size_t>(peers_.size());
+  auto results = std::make_shared<std::vector<nlohmann::json>>();
+  auto finish = [results, done = std::move(done)]() { done(*results); };
+  // The sessions close first (without a NOTIFICATION, so graceful restart keeps our path), then
+  // BFD says AdminDown (RFC 5880 6.8.16) so a peer that follows RFC 5882 3.2 does not take the
+  // handover for a failure, and the BFD ports are free before the lock is: the daemonset
+  // instance binds them as soon as it holds the lock. In this order the session state that
+  // decides "the peer keeps our path" is read before any BFD change can close it.
+  for (auto& peer : peers_) {
+    std::string address = peer->address().toString();
+    peer->yield([remaining, results, finish, address, this](bool peerKeepsRoutes) {
+      results->push_back({{"address", address}, {"gracefulRestart", peerKeepsRoutes}});
+      if (!peerKeepsRoutes) {
+        log_.warn("peer " + address,
+                  "no graceful restart with this peer: it drops this node's path until the "
+                  "daemonset instance announces it again (the other nodes carry the traffic)");
+      }
+      if (--*remaining == 0) {
+        bfd_.stop(finish);
+      }
+    });
+  }
 }
 
 std::vector<BfdPeer> Speaker::bfdPeers() const {
@@ -241,7 +237,7 @@ void Speaker::startDeferredPeers(std::string_view why) {
 }
 
 void Speaker::onBfdChange(const BfdStateChange& change) {
-  if (role_ != Role::Active || shuttingDown_ || change.peerIndex >= peers_.size()) {
+  if (!handoff_.active() || shuttingDown_ || change.peerIndex >= peers_.size()) {
     return;  // a late report from a BFD run that has been stopped
   }
   auto& peer = *peers_[change.peerIndex];
@@ -271,87 +267,6 @@ void Speaker::onBfdChange(const BfdStateChange& change) {
     peer.bfdDown(fmt::format("BFD {} -> {} ({})", bfd::stateName(change.from),
                              bfd::stateName(change.to), bfd::diagnosticName(change.diagnostic)));
   }
-}
-
-tl::expected<void, std::string> Speaker::openBgpListener() {
-  namespace ip = asio::ip;
-  const auto& a = config_.listen.address;
-  ip::tcp::endpoint endpoint(toAsio(a), config_.listen.port);
-  boost::system::error_code ec;
-  listener_.emplace(io_);
-  listener_->open(endpoint.protocol(), ec);
-  if (!ec) {
-    listener_->set_option(ip::tcp::acceptor::reuse_address(true), ec);
-    listener_->bind(endpoint, ec);
-  }
-  // When every peer uses GTSM, the listener requires TTL 255 itself: the kernel then checks the
-  // SYN and whatever arrives before accept() too (accepted sockets inherit it). Otherwise each
-  // accepted socket gets it from PeerSession::acceptIncoming(), after the handshake.
-  bool gtsmOnly = std::all_of(config_.peers.begin(), config_.peers.end(),
-                              [](const config::Peer& p) { return p.ttlSecurity; });
-  if (!ec && gtsmOnly && !config_.peers.empty()) {
-    // A dual-stack (IPv6) listener also takes IPv4 peers: it needs the options of both.
-    std::vector<bgp::IpAddress> families{bgp::IpAddress::v4(0u)};
-    if (!a.isV4()) {
-      families.push_back(bgp::IpAddress::v6({}));
-    }
-    for (const auto& family : families) {
-      if (auto set = applySessionTtl(listener_->native_handle(), family, kGtsmTtl); !set) {
-        return tl::unexpected(fmt::format("BGP listener: {}", set.error()));
-      }
-    }
-  }
-  for (const auto& peer : peers_) {
-    if (!ec && peer->sessionKey()) {
-      auto keyed = applySessionKey(listener_->native_handle(), peer->address(), *peer->sessionKey());
-      if (!keyed) {
-        return tl::unexpected(keyed.error());
-      }
-    }
-  }
-  if (!ec) {
-    listener_->listen(asio::socket_base::max_listen_connections, ec);
-  }
-  if (ec) {
-    return tl::unexpected(portBindError(
-        fmt::format("cannot listen for BGP on {} port {}", a.toString(), config_.listen.port),
-        config_.listen.port, ec.value(), ec.message(),
-        {.inUse = "another BGP daemon may own the port; set listen.enabled: false to dial out only",
-         .unprivilegedPort = "set listen.port above 1023"}));
-  }
-  log_.info("listener", "accepting BGP connections from configured peers on {} port {}",
-            a.toString(), config_.listen.port);
-  acceptNext();
-  return {};
-}
-
-void Speaker::acceptNext() {
-  listener_->async_accept([this](const boost::system::error_code& ec,
-                                 asio::ip::tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || shuttingDown_) {
-      return;
-    }
-    if (!ec) {
-      boost::system::error_code remoteError;
-      auto remote = socket.remote_endpoint(remoteError);
-      PeerSession* match = nullptr;
-      if (!remoteError) {
-        auto from = fromAsio(remote.address());
-        for (auto& peer : peers_) {
-          if (peer->address() == from) {
-            match = peer.get();
-          }
-        }
-        if (match) {
-          match->acceptIncoming(std::move(socket));
-        } else {
-          log_.warn("listener", "refused a BGP connection from {}, which is not a configured peer",
-                    from.toString());
-        }
-      }
-    }
-    acceptNext();
-  });
 }
 
 void Speaker::watchKernel() {
@@ -408,14 +323,14 @@ void Speaker::refreshAndAnnounce(std::string_view why) {
 void Speaker::scheduleRebind() {
   // A withdrawn or draining node has unbound its VIPs on purpose: never fight that. An instance
   // that is not speaking leaves the addresses to the one that is.
-  if (rebindPending_ || shuttingDown_ || withdrawn_ || drain_ || role_ != Role::Active) {
+  if (rebindPending_ || shuttingDown_ || drainer_.withdrawn() || drainer_.draining() || !handoff_.active()) {
     return;
   }
   rebindPending_ = true;
   rebindTimer_.expires_after(kRebindDelay);
   rebindTimer_.async_wait([this](const boost::system::error_code& ec) {
     rebindPending_ = false;
-    if (ec || shuttingDown_ || withdrawn_ || drain_ || role_ != Role::Active) {
+    if (ec || shuttingDown_ || drainer_.withdrawn() || drainer_.draining() || !handoff_.active()) {
       return;
     }
     logBindEvents(binder_.bind());
@@ -429,7 +344,7 @@ void Speaker::scheduleReconcile() {
     if (ec || shuttingDown_) {
       return;
     }
-    bool mayBind = role_ == Role::Active && !withdrawn_ && !drain_;
+    bool mayBind = handoff_.active() && !drainer_.withdrawn() && !drainer_.draining();
     logBindEvents(mayBind ? binder_.bind() : binder_.refresh());
     pushAnnouncements();
     scheduleReconcile();
@@ -487,15 +402,15 @@ void Speaker::warnAboutArp() const {
 }
 
 std::set<bgp::Prefix> Speaker::intendedAnnouncements() const {
-  if (shuttingDown_ || !health_.healthy() || role_ != Role::Active) {
+  if (shuttingDown_ || !health_.healthy() || !handoff_.active()) {
     return {};
   }
-  if (drain_) {
+  if (drainer_.draining()) {
     // Until its withdraw step, a drain keeps announcing (with GRACEFUL_SHUTDOWN) even though a
     // `vipctl withdraw` has already persisted the withdrawn state.
-    return drain_->withdrawSent ? std::set<bgp::Prefix>{} : binder_.announceable();
+    return drainer_.withdrawSent() ? std::set<bgp::Prefix>{} : binder_.announceable();
   }
-  if (withdrawn_) {
+  if (drainer_.withdrawn()) {
     return {};
   }
   return binder_.announceable();
@@ -510,10 +425,176 @@ void Speaker::pushAnnouncements() {
 
 void Speaker::onHealthChange(bool healthy) {
   // The checker has logged the transition; make the announcements follow it at once.
-  if (healthy && !withdrawn_ && !drain_) {
+  if (healthy && !drainer_.withdrawn() && !drainer_.draining()) {
     refreshAndAnnounce("health gate opened");
   } else {
     pushAnnouncements();
+  }
+}
+
+void Speaker::scheduleHousekeeping() {
+  housekeepingTimer_.expires_after(kHousekeepingInterval);
+  housekeepingTimer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || shuttingDown_) {
+      return;
+    }
+    report_.warnAboutStuckPeers(log_);
+    scheduleHousekeeping();
+  });
+}
+
+void Speaker::setGracefulShutdown(bool on) {
+  for (auto& peer : peers_) {
+    peer->setGracefulShutdown(on);
+  }
+}
+
+std::vector<std::string> Speaker::unacknowledgedPeers() const {
+  std::vector<std::string> out;
+  for (const auto& peer : peers_) {
+    if (peer->state() == bgp::SessionState::Established && peer->unacknowledgedBytes() > 0) {
+      out.push_back(fmt::format("{} has {} bytes unacknowledged", peer->address().toString(),
+                                peer->unacknowledgedBytes()));
+    }
+  }
+  return out;
+}
+
+void Speaker::unbindOwned() { logBindEvents(binder_.unbindOwned()); }
+
+void Speaker::bindAndAnnounce() {
+  logBindEvents(binder_.bind());
+  pushAnnouncements();
+}
+
+void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply reply) {
+  const auto command = request["command"].get<std::string>();
+  if (command == "withdraw" && !request.value("persist", true) && !handoff_.active()) {
+    // A pod's preStop hook on an instance that is not speaking: there is nothing to drain, and
+    // failing the hook would only raise a FailedPreStopHook event.
+    reply({{"ok", true},
+           {"acknowledged", true},
+           {"detail", fmt::format("this instance is {} and announces nothing; nothing to drain",
+                                  handoff_.roleName())}});
+    return;
+  }
+  if ((command == "withdraw" || command == "announce") && !handoff_.active()) {
+    auto holder = handoff_.holder();
+    reply({{"error",
+            fmt::format("this {} instance is {} and announces nothing; run vipctl against the "
+                        "instance that speaks BGP{}",
+                        config::modeName(config_.mode), handoff_.roleName(),
+                        holder ? fmt::format(" ({}, --socket {})", describe(*holder),
+                                             holder->controlSocket)
+                               : std::string())}});
+    return;
+  }
+  if (command == "status") {
+    reply(status());
+  } else if (command == "handoff-check") {
+    handoff_.handleCheck(request, std::move(reply));
+  } else if (command == "handoff-yield") {
+    handoff_.handleYield(request, std::move(reply));
+  } else if (command == "withdraw") {
+    drainer_.handleWithdraw(request, std::move(reply));
+  } else if (command == "announce") {
+    drainer_.handleAnnounce(std::move(reply));
+  } else {
+    reply({{"error",
+            fmt::format("unknown command '{}'; known: status, withdraw, announce, "
+                        "handoff-check, handoff-yield",
+                        command)}});
+  }
+}
+
+SpeakerIntent Speaker::intent() const { return {intendedAnnouncements(), shuttingDown_}; }
+
+nlohmann::json Speaker::status() const { return report_.status(intent()); }
+
+HttpResponse Speaker::handleHttp(std::string_view target) {
+  if (target == "/metrics") {
+    metrics_.update(status());
+    return {200, "text/plain; version=0.0.4", metrics_.serialize()};
+  }
+  if (target == "/healthz") {
+    return {200, "text/plain", "ok\n"};
+  }
+  if (target == "/readyz") {
+    auto reasons = report_.notReadyReasons(intent());
+    if (reasons.empty()) {
+      return {200, "text/plain", "ok\n"};
+    }
+    return {503, "text/plain", fmt::format("not ready: {}\n", fmt::join(reasons, "; "))};
+  }
+  return {404, "text/plain", "not found; try /metrics, /healthz or /readyz\n"};
+}
+
+void Speaker::shutdown(std::function<void()> done) {
+  if (shuttingDown_) {
+    return;
+  }
+  if (!handoff_.active()) {
+    // Standby or contending: the other instance speaks and owns the addresses. Nothing here is
+    // announced, so nothing is withdrawn or unbound.
+    shuttingDown_ = true;
+    log_.info("speaker", "{} instance stopping: it announces nothing, so nothing is withdrawn "
+              "and no address is touched", handoff_.roleName());
+    handoff_.stop();
+    done();
+    return;
+  }
+  auto stop = [this, done = std::move(done)]() mutable {
+    stopPeers(std::string(kDrainCommunication), std::move(done));
+  };
+  if (drainer_.draining()) {
+    // SIGTERM in the middle of `vipctl withdraw`: let that drain finish, then close and exit.
+    log_.info("speaker", "SIGTERM during a drain: exiting once the drain has finished");
+    drainer_.thenRun(std::move(stop));
+    return;
+  }
+  if (drainer_.withdrawn()) {
+    // Already drained by vipctl withdraw: nothing is announced or bound by us; just close.
+    log_.info("speaker", "SIGTERM while withdrawn: closing sessions");
+    stop();
+    return;
+  }
+  drainer_.start("SIGTERM", std::nullopt, nullptr, std::move(stop));
+}
+
+void Speaker::stopPeers(std::string shutdownCommunication, std::function<void()> done) {
+  shuttingDown_ = true;
+  rebindTimer_.cancel();
+  reconcileTimer_.cancel();
+  housekeepingTimer_.cancel();
+  kernelEvents_.cancel();
+  health_.stop();
+  listener_.close();
+  deferredStartTimer_.cancel();
+  if (bfd_.running()) {
+    // AdminDown first (RFC 5880 section 6.8.16), so no peer takes the stop for a failure.
+    log_.info("speaker", "sending BFD AdminDown to {} peer(s)", bfd_.status().size());
+    bfd_.stop([this, shutdownCommunication = std::move(shutdownCommunication),
+               done = std::move(done)]() mutable {
+      stopPeers(std::move(shutdownCommunication), std::move(done));
+    });
+    return;
+  }
+  log_.info("speaker", "sending Cease 6/2 \"{}\" to {} peer(s)", shutdownCommunication,
+            peers_.size());
+  auto remaining = std::make_shared<size_t>(peers_.size());
+  auto finish = std::make_shared<std::function<void()>>(std::move(done));
+  if (peers_.empty()) {
+    if (*finish) {
+      (*finish)();
+    }
+    return;
+  }
+  for (auto& peer : peers_) {
+    peer->stop(shutdownCommunication, [remaining, finish] {
+      if (--*remaining == 0 && *finish) {
+        (*finish)();
+      }
+    });
   }
 }
 

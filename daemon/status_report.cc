@@ -1,8 +1,8 @@
-// Speaker: the control commands, the status document (vipctl status --json, and the source of
-// every metric), readiness, the HTTP probes and the stuck-session warning.
-#include <fmt/format.h>
+#include "daemon/status_report.h"
 
-#include "daemon/speaker.h"
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "daemon/base/version.h"
 
 namespace vipd::daemon {
@@ -85,59 +85,21 @@ nlohmann::json bfdJson(const BfdSessionStatus& b) {
 
 }  // namespace
 
-void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply reply) {
-  const auto command = request["command"].get<std::string>();
-  if (command == "withdraw" && !request.value("persist", true) && role_ != Role::Active) {
-    // A pod's preStop hook on an instance that is not speaking: there is nothing to drain, and
-    // failing the hook would only raise a FailedPreStopHook event.
-    reply({{"ok", true},
-           {"acknowledged", true},
-           {"detail", fmt::format("this instance is {} and announces nothing; nothing to drain",
-                                  roleName())}});
-    return;
-  }
-  if ((command == "withdraw" || command == "announce") && role_ != Role::Active) {
-    auto holder = lock_ ? lock_->holder() : std::nullopt;
-    reply({{"error",
-            fmt::format("this {} instance is {} and announces nothing; run vipctl against the "
-                        "instance that speaks BGP{}",
-                        config::modeName(config_.mode), roleName(),
-                        holder ? fmt::format(" ({}, --socket {})", describe(*holder),
-                                             holder->controlSocket)
-                               : std::string())}});
-    return;
-  }
-  if (command == "status") {
-    reply(status());
-  } else if (command == "handoff-check") {
-    handleHandoffCheck(request, std::move(reply));
-  } else if (command == "handoff-yield") {
-    handleHandoffYield(request, std::move(reply));
-  } else if (command == "withdraw") {
-    handleWithdraw(request, std::move(reply));
-  } else if (command == "announce") {
-    handleAnnounce(std::move(reply));
-  } else {
-    reply({{"error",
-            fmt::format("unknown command '{}'; known: status, withdraw, announce, "
-                        "handoff-check, handoff-yield",
-                        command)}});
-  }
-}
+StatusReport::StatusReport(const config::Config& config,
+                           const std::vector<std::unique_ptr<PeerSession>>& peers,
+                           const VipBinder& binder, const HealthChecker& health,
+                           const BfdService& bfd, const Drainer& drainer, const Handoff& handoff)
+    : config_(config),
+      peers_(peers),
+      binder_(binder),
+      health_(health),
+      bfd_(bfd),
+      drainer_(drainer),
+      handoff_(handoff) {}
 
-void Speaker::scheduleHousekeeping() {
-  housekeepingTimer_.expires_after(kHousekeepingInterval);
-  housekeepingTimer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || shuttingDown_) {
-      return;
-    }
-    warnAboutStuckPeers();
-    scheduleHousekeeping();
-  });
-}
-
-void Speaker::warnAboutStuckPeers() {
+void StatusReport::warnAboutStuckPeers(const Logger& log) {
   auto now = std::chrono::steady_clock::now();
+  lastStuckWarning_.resize(peers_.size());  // the Speaker makes its sessions after this report
   for (size_t i = 0; i < peers_.size(); ++i) {
     auto s = peers_[i]->status();
     if (s.state == bgp::SessionState::Established ||
@@ -150,29 +112,35 @@ void Speaker::warnAboutStuckPeers() {
       continue;
     }
     lastStuckWarning_[i] = now;
-    log_.warn("peer " + s.address,
-              "not Established for {} (more than {}x the hold time), now {}; last error: {}; "
-              "readiness fails until it is; warning again in 1m",
-              formatDuration(s.notEstablishedFor), kStuckHoldTimes, bgp::sessionStateName(s.state),
-              s.lastError.empty() ? "none" : s.lastError);
+    log.warn("peer " + s.address,
+             "not Established for {} (more than {}x the hold time), now {}; last error: {}; "
+             "readiness fails until it is; warning again in 1m",
+             formatDuration(s.notEstablishedFor), kStuckHoldTimes, bgp::sessionStateName(s.state),
+             s.lastError.empty() ? "none" : s.lastError);
   }
 }
 
-std::vector<std::string> Speaker::notReadyReasons() const {
+std::vector<std::string> StatusReport::notReadyReasons(const SpeakerIntent& intent) const {
   std::vector<std::string> reasons;
-  if (role_ == Role::Contending) {
+  if (handoff_.role() == Handoff::Role::Contending) {
     // A DaemonSet pod that has not taken over is not done rolling out.
-    reasons.push_back(fmt::format("not speaking yet: {}", handoff_.state));
+    reasons.push_back(fmt::format("not speaking yet: {}", handoff_.waitingFor()));
     return reasons;
   }
-  if (role_ == Role::Standby) {
+  if (handoff_.role() == Handoff::Role::Standby) {
     // A yielded static-pod instance on standby is doing its job; a daemonset instance on standby
     // (another daemonset instance holds the lock) is not.
     if (config_.mode != config::Mode::StaticPod) {
-      reasons.push_back(fmt::format("on standby: {}", handoff_.state));
+      reasons.push_back(fmt::format("on standby: {}", handoff_.waitingFor()));
     }
     return reasons;
   }
+  addPeerReasons(reasons, intent.shuttingDown);
+  addVipReasons(reasons, intent);
+  return reasons;
+}
+
+void StatusReport::addPeerReasons(std::vector<std::string>& reasons, bool shuttingDown) const {
   bool anyEstablished = false;
   for (size_t i = 0; i < peers_.size(); ++i) {
     auto s = peers_[i]->status();
@@ -187,7 +155,7 @@ std::vector<std::string> Speaker::notReadyReasons() const {
     reasons.push_back("no BGP session is Established");
   }
   for (const auto& b : bfd_.status()) {
-    if (b.state != bfd::State::Up && !shuttingDown_) {
+    if (b.state != bfd::State::Up && !shuttingDown) {
       bool holding = peers_[b.peerIndex]->bfdGate() == false;
       reasons.push_back(fmt::format("peer {}: BFD is {} ({}){}", b.peer, bfd::stateName(b.state),
                                     b.lastReason,
@@ -196,8 +164,13 @@ std::vector<std::string> Speaker::notReadyReasons() const {
                                               "detected by the hold timer only"));
     }
   }
-  auto intended = intendedAnnouncements();
-  bool wantAnnounced = !shuttingDown_ && !withdrawn_ && !drain_ && health_.healthy();
+}
+
+void StatusReport::addVipReasons(std::vector<std::string>& reasons,
+                                 const SpeakerIntent& intent) const {
+  const auto& intended = intent.announcements;
+  bool wantAnnounced = !intent.shuttingDown && !drainer_.withdrawn() && !drainer_.draining() &&
+                       health_.healthy();
   for (const auto& binding : binder_.status()) {
     const auto& prefix = binding.vip.prefix;
     bool announcedSomewhere = false;
@@ -221,28 +194,9 @@ std::vector<std::string> Speaker::notReadyReasons() const {
                                     prefix.toString()));
     }
   }
-  return reasons;
 }
 
-HttpResponse Speaker::handleHttp(std::string_view target) {
-  if (target == "/metrics") {
-    metrics_.update(status());
-    return {200, "text/plain; version=0.0.4", metrics_.serialize()};
-  }
-  if (target == "/healthz") {
-    return {200, "text/plain", "ok\n"};
-  }
-  if (target == "/readyz") {
-    auto reasons = notReadyReasons();
-    if (reasons.empty()) {
-      return {200, "text/plain", "ok\n"};
-    }
-    return {503, "text/plain", fmt::format("not ready: {}\n", fmt::join(reasons, "; "))};
-  }
-  return {404, "text/plain", "not found; try /metrics, /healthz or /readyz\n"};
-}
-
-nlohmann::json Speaker::status() const {
+nlohmann::json StatusReport::peersJson() const {
   nlohmann::json peers = nlohmann::json::array();
   for (size_t i = 0; i < peers_.size(); ++i) {
     auto s = peers_[i]->status();
@@ -299,6 +253,10 @@ nlohmann::json Speaker::status() const {
   for (const auto& b : bfd_.status()) {
     peers[b.peerIndex]["bfd"].update(bfdJson(b));
   }
+  return peers;
+}
+
+nlohmann::json StatusReport::vipsJson(bool shuttingDown) const {
   nlohmann::json vips = nlohmann::json::array();
   for (const auto& binding : binder_.status()) {
     size_t announcedTo = 0;
@@ -310,12 +268,12 @@ nlohmann::json Speaker::status() const {
     // The operator's decisions explain more than the binding they caused (a withdrawn node has
     // unbound its VIPs on purpose), so they come first.
     std::string reason = binding.reason;
-    if (shuttingDown_) {
+    if (shuttingDown) {
       reason = "shutting down";
-    } else if (drain_) {
+    } else if (drainer_.draining()) {
       reason = "draining";
-    } else if (withdrawn_) {
-      reason = fmt::format("withdrawn: {}", withdrawn_->reason);
+    } else if (const auto& withdrawn = drainer_.withdrawn()) {
+      reason = fmt::format("withdrawn: {}", withdrawn->reason);
     } else if (reason.empty()) {
       if (!health_.healthy()) {
         reason = "health gate closed";
@@ -333,25 +291,23 @@ nlohmann::json Speaker::status() const {
                     {"announcedToPeers", announcedTo},
                     {"reason", reason}});
   }
-  nlohmann::json withdrawn{{"active", withdrawn_.has_value()}};
-  if (withdrawn_) {
-    withdrawn["reason"] = withdrawn_->reason;
-    withdrawn["since"] = withdrawn_->since;
-    withdrawn["persisted"] = withdrawnPersisted_;
-  }
-  auto reasons = notReadyReasons();
+  return vips;
+}
+
+nlohmann::json StatusReport::status(const SpeakerIntent& intent) const {
+  auto reasons = notReadyReasons(intent);
   return {{"version", version()},
           {"mode", config::modeName(config_.mode)},
-          {"role", roleName()},
-          {"handoff", handoffStatus()},
+          {"role", handoff_.roleName()},
+          {"handoff", handoff_.status()},
           {"routerId", config_.routerId.toString()},
           {"localAsn", config_.localAsn},
-          {"peers", peers},
-          {"vips", vips},
+          {"peers", peersJson()},
+          {"vips", vipsJson(intent.shuttingDown)},
           {"health", health_.status()},
-          {"withdrawn", withdrawn},
-          {"draining", drain_.has_value()},
-          {"lastDrainResult", lastDrainResult_},
+          {"withdrawn", drainer_.withdrawnStatus()},
+          {"draining", drainer_.draining()},
+          {"lastDrainResult", drainer_.lastResult()},
           {"ready", reasons.empty()},
           {"readyReasons", reasons}};
 }

@@ -1,0 +1,219 @@
+#include "daemon/lifecycle/drainer.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace vipd::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+// How long `vipctl withdraw --wait --timeout` may ask the peers to take at most.
+constexpr std::chrono::milliseconds kMaxAckTimeout = 10min;
+
+std::chrono::milliseconds since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               t);
+}
+
+}  // namespace
+
+Drainer::Drainer(asio::io_context& io, const config::Drain& settings, std::string stateDir,
+                 const Logger& log, DrainHost& host)
+    : settings_(settings), log_(log), host_(host), state_(std::move(stateDir)), timer_(io) {}
+
+tl::expected<void, std::string> Drainer::loadWithdrawn() {
+  auto persisted = state_.load();
+  if (!persisted) {
+    return tl::unexpected(persisted.error());
+  }
+  withdrawn_ = *persisted;
+  withdrawnPersisted_ = true;
+  return {};
+}
+
+void Drainer::start(std::string why, std::optional<std::chrono::milliseconds> ackTimeout,
+                    Settled onSettled, std::function<void()> onFinished) {
+  log_.info("drain", "{}: GRACEFUL_SHUTDOWN for {}ms, then withdraw, wait up to {}ms for every "
+            "peer to acknowledge, then unbind after {}ms",
+            why, settings_.gracefulShutdownTime.count(),
+            ackTimeout.value_or(settings_.timeout).count(), settings_.unbindDelay.count());
+  drain_.emplace(Drain{DrainSequence(settings_.gracefulShutdownTime,
+                                     ackTimeout.value_or(settings_.timeout),
+                                     settings_.unbindDelay),
+                       false, {}, std::move(onSettled), std::move(onFinished)});
+  run(drain_->sequence.start());
+}
+
+void Drainer::thenRun(std::function<void()> then) {
+  drain_->onFinished = [previous = std::move(drain_->onFinished),
+                        then = std::move(then)]() mutable {
+    if (previous) {
+      previous();
+    }
+    then();
+  };
+}
+
+void Drainer::run(std::vector<DrainAction> actions) {
+  using Kind = DrainAction::Kind;
+  for (const auto& action : actions) {
+    if (!drain_) {
+      return;
+    }
+    switch (action.kind) {
+      case Kind::MarkGracefulShutdown:
+        log_.info("drain", "step 1: announcing with GRACEFUL_SHUTDOWN (65535:0)");
+        host_.setGracefulShutdown(true);
+        break;
+      case Kind::Withdraw:
+        log_.info("drain", "step 2: withdrawing every VIP from every peer");
+        drain_->withdrawSent = true;
+        drain_->withdrawSentAt = std::chrono::steady_clock::now();
+        host_.pushAnnouncements();
+        break;
+      case Kind::CheckAcks:
+        // CheckAcks always ends its batch; what follows comes from onAcks.
+        run(drain_->sequence.onAcks(host_.unacknowledgedPeers().empty(),
+                                    since(drain_->withdrawSentAt)));
+        return;
+      case Kind::Wait:
+        timer_.expires_after(action.after);
+        timer_.async_wait([this](const boost::system::error_code& ec) {
+          if (!ec && drain_) {
+            run(drain_->sequence.onTimer());
+          }
+        });
+        break;
+      case Kind::AcksSettled:
+        settle(action.acknowledged);
+        break;
+      case Kind::Unbind:
+        log_.info("drain", "step 4: removing the addresses vipd added");
+        host_.unbindOwned();
+        break;
+      case Kind::Finished:
+        finish();
+        return;
+    }
+  }
+}
+
+void Drainer::settle(bool acknowledged) {
+  auto took = since(drain_->withdrawSentAt);
+  std::string detail;
+  if (acknowledged) {
+    detail = fmt::format("every Established peer acknowledged the withdraw in {}ms", took.count());
+    log_.info("drain", "step 3: {}", detail);
+  } else {
+    auto pending = host_.unacknowledgedPeers();
+    detail = fmt::format("peers did not acknowledge the withdraw within {}ms: {}", took.count(),
+                         pending.empty() ? std::string("none pending now")
+                                         : fmt::format("{}", fmt::join(pending, ", ")));
+    log_.warn("drain", "step 3: {}", detail);
+  }
+  lastResult_ = detail;
+  if (drain_->onSettled) {
+    std::exchange(drain_->onSettled, nullptr)(acknowledged, detail);
+  }
+}
+
+void Drainer::finish() {
+  auto finished = std::move(drain_->onFinished);
+  host_.setGracefulShutdown(false);  // a later announce goes out unmarked
+  drain_.reset();
+  if (finished) {
+    finished();
+  }
+}
+
+void Drainer::handleWithdraw(const nlohmann::json& request, ControlServer::Reply reply) {
+  std::string reason = request.value("reason", std::string("vipctl withdraw"));
+  bool wait = request.value("wait", false);
+  std::optional<std::chrono::milliseconds> ackTimeout;
+  if (request.contains("timeoutMs") && request["timeoutMs"].is_number_unsigned()) {
+    ackTimeout = std::min(std::chrono::milliseconds(request["timeoutMs"].get<uint64_t>()),
+                          kMaxAckTimeout);
+  }
+  if (drain_) {
+    reply({{"error", "a drain is already in progress; retry when it has finished"}});
+    return;
+  }
+  if (withdrawn_) {
+    reply({{"ok", true},
+           {"alreadyWithdrawn", true},
+           {"reason", withdrawn_->reason},
+           {"since", withdrawn_->since}});
+    return;
+  }
+  // A transient withdraw (a pod's preStop hook) drains this process only: persisting it would
+  // leave the pod that replaces this one withdrawn forever.
+  bool persist = request.value("persist", true);
+  Withdrawn state{reason, utcNow()};
+  // Persist first: if vipd or the node dies mid-drain, it must come back withdrawn.
+  if (persist) {
+    if (auto saved = state_.save(state); !saved) {
+      reply({{"error", saved.error()}});
+      return;
+    }
+  }
+  withdrawn_ = state;
+  withdrawnPersisted_ = persist;
+  if (persist) {
+    log_.warn("drain",
+              "vipctl withdraw: \"{}\"; the node stays withdrawn until `vipctl announce`",
+              reason);
+  } else {
+    log_.warn("drain",
+              "vipctl withdraw --transient: \"{}\"; withdrawn until this process exits or "
+              "`vipctl announce` (not persisted)",
+              reason);
+  }
+  auto settled = [reply, wait](bool acknowledged, const std::string& detail) {
+    if (!wait) {
+      return;
+    }
+    if (acknowledged) {
+      reply({{"ok", true}, {"acknowledged", true}, {"detail", detail}});
+    } else {
+      reply({{"error", detail}, {"acknowledged", false}});
+    }
+  };
+  start("vipctl withdraw", ackTimeout, settled, nullptr);
+  if (!wait) {
+    reply({{"ok", true}, {"draining", true}});
+  }
+}
+
+void Drainer::handleAnnounce(ControlServer::Reply reply) {
+  if (drain_) {
+    reply({{"error", "a drain is in progress; retry when it has finished"}});
+    return;
+  }
+  if (auto cleared = state_.clear(); !cleared) {
+    reply({{"error", cleared.error()}});
+    return;
+  }
+  bool wasWithdrawn = withdrawn_.has_value();
+  withdrawn_.reset();
+  log_.info("speaker", "vipctl announce: {}binding and announcing again{}",
+            wasWithdrawn ? "withdrawn state cleared; " : "",
+            host_.healthy() ? "" : " once the health gate opens");
+  host_.bindAndAnnounce();
+  reply({{"ok", true},
+         {"wasWithdrawn", wasWithdrawn},
+         {"healthy", host_.healthy()},
+         {"announceable", host_.announceableCount()}});
+}
+
+nlohmann::json Drainer::withdrawnStatus() const {
+  nlohmann::json out{{"active", withdrawn_.has_value()}};
+  if (withdrawn_) {
+    out["reason"] = withdrawn_->reason;
+    out["since"] = withdrawn_->since;
+    out["persisted"] = withdrawnPersisted_;
+  }
+  return out;
+}
+
+}  // namespace vipd::daemon

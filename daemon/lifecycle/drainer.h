@@ -1,0 +1,100 @@
+// The drain as it runs (SIGTERM and `vipctl withdraw`), `vipctl announce`, and the node's
+// withdrawn state. Owns: the drain in progress and its timer, the last drain's result, and the
+// withdrawn state (in memory and in <control.stateDir>/withdrawn.json). The order of the steps is
+// DrainSequence's; what each step does to the sessions and the addresses is the DrainHost's.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <nlohmann/json.hpp>
+#include <tl/expected.hpp>
+
+#include "config/config.h"
+#include "daemon/base/logger.h"
+#include "daemon/control/control_server.h"
+#include "daemon/lifecycle/drain_sequence.h"
+#include "daemon/lifecycle/withdrawn_state.h"
+
+namespace vipd::daemon {
+
+// What a drain may do to the rest of the speaker; the Speaker implements it.
+class DrainHost {
+ public:
+  // Marks (or unmarks) every announcement with GRACEFUL_SHUTDOWN (RFC 8326).
+  virtual void setGracefulShutdown(bool on) = 0;
+  // Sends every peer what should be announced now (the drain's state is part of that).
+  virtual void pushAnnouncements() = 0;
+  // One line per Established peer whose socket still holds unacknowledged bytes; empty when
+  // every peer has acknowledged everything sent.
+  virtual std::vector<std::string> unacknowledgedPeers() const = 0;
+  // Removes the addresses vipd added.
+  virtual void unbindOwned() = 0;
+  // Binds every VIP again and announces what may be announced (`vipctl announce`).
+  virtual void bindAndAnnounce() = 0;
+  virtual bool healthy() const = 0;
+  virtual size_t announceableCount() const = 0;
+
+ protected:
+  ~DrainHost() = default;
+};
+
+class Drainer {
+ public:
+  // Called once the peers acknowledged the withdraw, or the wait for them timed out.
+  using Settled = std::function<void(bool acknowledged, std::string detail)>;
+
+  Drainer(asio::io_context& io, const config::Drain& settings, std::string stateDir,
+          const Logger& log, DrainHost& host);
+
+  // Reads withdrawn.json again (on every takeover: the other instance may have been withdrawn
+  // meanwhile). An unreadable file is an error: guessing could announce a drained node.
+  [[nodiscard]] tl::expected<void, std::string> loadWithdrawn();
+
+  // Runs the drain's steps; `onFinished` after the last one. `ackTimeout` overrides drain.timeout.
+  void start(std::string why, std::optional<std::chrono::milliseconds> ackTimeout,
+             Settled onSettled, std::function<void()> onFinished);
+  // Runs `then` once the drain in progress has finished (SIGTERM during `vipctl withdraw`).
+  void thenRun(std::function<void()> then);
+
+  // The control commands `withdraw` and `announce`.
+  void handleWithdraw(const nlohmann::json& request, ControlServer::Reply reply);
+  void handleAnnounce(ControlServer::Reply reply);
+
+  bool draining() const { return drain_.has_value(); }
+  // The drain in progress has reached its withdraw step: nothing may be announced any more.
+  bool withdrawSent() const { return drain_ && drain_->withdrawSent; }
+  const std::optional<Withdrawn>& withdrawn() const { return withdrawn_; }
+  // {"active", and when withdrawn "reason", "since", "persisted"} for the status document.
+  nlohmann::json withdrawnStatus() const;
+  const std::string& lastResult() const { return lastResult_; }
+
+ private:
+  void run(std::vector<DrainAction> actions);
+  void settle(bool acknowledged);
+  void finish();
+
+  const config::Drain& settings_;
+  const Logger& log_;
+  DrainHost& host_;
+  WithdrawnState state_;
+  std::optional<Withdrawn> withdrawn_;
+  bool withdrawnPersisted_ = true;  // false after `vipctl withdraw --transient`
+
+  struct Drain {
+    DrainSequence sequence;
+    bool withdrawSent = false;
+    std::chrono::steady_clock::time_point withdrawSentAt;
+    Settled onSettled;
+    std::function<void()> onFinished;
+  };
+  std::optional<Drain> drain_;
+  asio::steady_timer timer_;
+  std::string lastResult_;
+};
+
+}  // namespace vipd::daemon

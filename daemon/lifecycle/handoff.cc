@@ -1,0 +1,367 @@
+#include "daemon/lifecycle/handoff.h"
+
+#include <fmt/format.h>
+
+#include "daemon/control/control_client.h"
+#include "daemon/lifecycle/handoff_protocol.h"
+
+namespace vipd::daemon {
+namespace {
+
+// A field of the other instance's answer, or `fallback` when it is absent or of another type:
+// nlohmann::json::value() throws on a wrong type, and nothing catches on the io_context thread.
+template <typename T>
+T field(const nlohmann::json& answer, const char* key, T fallback) {
+  if (!answer.is_object()) {
+    return fallback;
+  }
+  auto it = answer.find(key);
+  if (it == answer.end()) {
+    return fallback;
+  }
+  if constexpr (std::is_same_v<T, nlohmann::json>) {
+    return *it;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return it->is_boolean() ? it->template get<bool>() : fallback;
+  } else {
+    return it->is_string() ? it->template get<std::string>() : fallback;
+  }
+}
+
+using namespace std::chrono_literals;
+
+// How often an instance that is not speaking tries the lock. flock is one cheap system call.
+constexpr auto kLockPoll = 100ms;
+// Right after a yield was granted the lock should be ours within milliseconds.
+constexpr auto kExpectLockPoll = 10ms;
+// How long after a granted yield the taker keeps polling fast; beyond it the lock is late.
+constexpr auto kExpectLockFor = 5s;
+// A yielded instance leaves the lock to the taker this long before it may take the node back
+// (the taker died between the answer and the lock). Shorter than any allowed restart time, so the
+// peers still hold the path when it does.
+constexpr auto kTakebackDelay = 700ms;
+// A refused takeover is retried this often (the fix usually restarts the pod anyway).
+constexpr auto kRefusedRetry = 30s;
+constexpr auto kHandoffRequestTimeout = 5s;
+
+// Whether the lock's previous holder yielded to this node moments ago: then the peers still hold
+// its path and the sessions reopen as a graceful restart.
+bool yieldedMomentsAgo(HostLock& lock, const config::Config& config) {
+  auto marker = lock.takeYieldMarker();
+  return marker && marker->routerId == config.routerId.toString() &&
+         bootTimeMs() - marker->yieldedAtBootMs < marker->restartTimeMs;
+}
+
+}  // namespace
+
+Handoff::Handoff(asio::io_context& io, const config::Config& config, const Logger& log,
+                 HandoffHost& host)
+    : io_(io), config_(config), log_(log), host_(host), lockTimer_(io) {}
+
+std::string_view Handoff::roleName() const {
+  switch (role_) {
+    case Role::Active:
+      return "active";
+    case Role::Standby:
+      return "standby";
+    case Role::Contending:
+      return "contending";
+  }
+  return "unknown";
+}
+
+tl::expected<void, std::string> Handoff::start() {
+  if (config_.mode == config::Mode::Standalone) {
+    return becomeActive(false, "standalone");
+  }
+  auto lock = HostLock::open(config_.handoff.dir);
+  if (!lock) {
+    return tl::unexpected(lock.error());
+  }
+  lock_.emplace(std::move(*lock));
+  auto acquired = lock_->tryAcquire(
+      thisProcess(std::string(config::modeName(config_.mode)), config_.control.socket));
+  if (!acquired) {
+    return tl::unexpected(acquired.error());
+  }
+  if (*acquired) {
+    bool restarting = yieldedMomentsAgo(*lock_, config_);
+    return becomeActive(restarting, restarting ? "the previous instance yielded moments ago"
+                                               : "no other instance holds the speaker lock");
+  }
+  auto holder = lock_->holder();
+  bool contend = config_.mode == config::Mode::DaemonSet &&
+                 (!holder || holder->mode == config::modeName(config::Mode::StaticPod));
+  waitForLock(contend ? Role::Contending : Role::Standby,
+              holder ? fmt::format("the {} instance ({}) speaks BGP on this node",
+                                   holder->mode, describe(*holder))
+                     : std::string("another instance holds the speaker lock"));
+  return {};
+}
+
+void Handoff::stop() { lockTimer_.cancel(); }
+
+tl::expected<void, std::string> Handoff::becomeActive(bool restarting, std::string_view why) {
+  role_ = Role::Active;
+  state_.waitingFor.clear();
+  state_.lastRestarting = restarting;
+  return host_.startSpeaking(restarting, why);
+}
+
+void Handoff::waitForLock(Role role, std::string why) {
+  role_ = role;
+  state_.waitingFor =
+      role == Role::Contending
+          ? fmt::format("{}; taking over once the local health gate is open", why)
+          : fmt::format("on standby: {}; taking the node back if it goes away", why);
+  log_.info("handoff", "{}", state_.waitingFor);
+  scheduleLockPoll(kLockPoll);
+}
+
+void Handoff::scheduleLockPoll(std::chrono::milliseconds after) {
+  lockTimer_.expires_after(after);
+  lockTimer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec && !host_.shuttingDown() && role_ != Role::Active) {
+      pollLock();
+    }
+  });
+}
+
+bool Handoff::acquireLock() {
+  auto acquired = lock_->tryAcquire(
+      thisProcess(std::string(config::modeName(config_.mode)), config_.control.socket));
+  if (!acquired) {
+    log_.error("handoff", "{}", acquired.error());
+    return false;
+  }
+  if (!*acquired) {
+    return false;
+  }
+  bool restarting = yieldedMomentsAgo(*lock_, config_);
+  bool granted = std::chrono::steady_clock::now() < state_.expectLockUntil;
+  std::string why;
+  if (granted) {
+    ++state_.tookOver;
+    why = "took over from the static-pod instance";
+  } else {
+    ++state_.tookBack;
+    if (restarting) {
+      why = "took the node back: the instance it yielded to never took the lock";
+    } else if (role_ == Role::Contending) {
+      why = "the static-pod instance that held the speaker lock is gone";
+    } else {
+      why = "took the node back: the instance that held the speaker lock is gone";
+    }
+  }
+  state_.expectLockUntil = {};
+  if (auto active = becomeActive(restarting, why); !active) {
+    // Speaking with half a state would be worse than not speaking: say so and stay silent.
+    log_.error("handoff", "cannot speak after taking the lock: {}; releasing it", active.error());
+    host_.stopSpeaking();
+    lock_->release();
+    waitForLock(Role::Standby, fmt::format("failed to start: {}", active.error()));
+    return false;
+  }
+  return true;
+}
+
+void Handoff::pollLock() {
+  auto now = std::chrono::steady_clock::now();
+  bool expecting = now < state_.expectLockUntil;
+  if (now >= state_.noTakebackBefore && acquireLock()) {
+    return;
+  }
+  if (role_ == Role::Contending && !expecting && !state_.inFlight &&
+      now >= state_.nextAttempt) {
+    auto holder = lock_->holder();
+    if (holder && holder->mode == config::modeName(config::Mode::StaticPod)) {
+      if (host_.healthy()) {
+        attemptTakeover(*holder);
+      } else {
+        state_.waitingFor = "waiting for the local health gate to open before taking over";
+      }
+    }
+  }
+  scheduleLockPoll(expecting ? std::chrono::milliseconds(kExpectLockPoll)
+                             : std::chrono::milliseconds(kLockPoll));
+}
+
+void Handoff::refuse(std::string reason) {
+  state_.inFlight = false;
+  state_.nextAttempt = std::chrono::steady_clock::now() + kRefusedRetry;
+  ++state_.refusals;
+  if (!state_.refused || state_.lastRefusal != reason) {
+    log_.error("handoff",
+               "not taking over: {}; the static-pod instance keeps speaking; retrying every {}s",
+               reason, std::chrono::duration_cast<std::chrono::seconds>(kRefusedRetry).count());
+  }
+  state_.refused = true;
+  state_.lastRefusal = std::move(reason);
+  state_.waitingFor = fmt::format("takeover refused: {}", state_.lastRefusal);
+}
+
+void Handoff::attemptTakeover(const LockHolder& holder) {
+  state_.inFlight = true;
+  state_.waitingFor = fmt::format("asking the static-pod instance ({}, {}) to hand over",
+                                  describe(holder), holder.controlSocket);
+  // Step 1 changes nothing on either side: both check the prerequisites first.
+  sendControlRequest(io_, holder.controlSocket,
+                     {{"command", "handoff-check"}, {"identity", toJson(identityOf(config_))}},
+                     kHandoffRequestTimeout,
+                     [this, holder](tl::expected<nlohmann::json, std::string> answer) {
+                       onCheckAnswer(holder, std::move(answer));
+                     });
+}
+
+void Handoff::onCheckAnswer(const LockHolder& holder,
+                            tl::expected<nlohmann::json, std::string> answer) {
+  if (host_.shuttingDown() || role_ != Role::Contending) {
+    state_.inFlight = false;
+    return;
+  }
+  if (!answer) {
+    state_.inFlight = false;
+    state_.nextAttempt = std::chrono::steady_clock::now() + 1s;
+    state_.waitingFor = fmt::format("cannot reach the static-pod instance: {}", answer.error());
+    log_.warn("handoff", "{}; retrying in 1s", state_.waitingFor);
+    return;
+  }
+  if (answer->contains("error")) {
+    return refuse(fmt::format("the static-pod instance answered: {}", (*answer)["error"].dump()));
+  }
+  auto mine = identityOf(config_);
+  auto theirs = identityFromJson(field(*answer, "identity", nlohmann::json()));
+  if (!theirs) {
+    return refuse(theirs.error());
+  }
+  if (auto refusal = handoffRefusal(*theirs, mine)) {
+    return refuse(*refusal);
+  }
+  if (!field(*answer, "ok", false)) {
+    return refuse(field(*answer, "refusal", std::string("refused without a reason")));
+  }
+  // Step 2: the holder checks again, closes its sessions without a NOTIFICATION, releases the
+  // lock and answers.
+  sendControlRequest(io_, holder.controlSocket,
+                     {{"command", "handoff-yield"}, {"identity", toJson(mine)}},
+                     kHandoffRequestTimeout,
+                     [this](tl::expected<nlohmann::json, std::string> answer) {
+                       onYieldAnswer(std::move(answer));
+                     });
+}
+
+void Handoff::onYieldAnswer(tl::expected<nlohmann::json, std::string> answer) {
+  state_.inFlight = false;
+  if (host_.shuttingDown() || role_ != Role::Contending) {
+    return;
+  }
+  if (!answer) {
+    state_.nextAttempt = std::chrono::steady_clock::now() + 1s;
+    state_.waitingFor = fmt::format("handoff interrupted: {}", answer.error());
+    log_.warn("handoff", "{}; polling the lock and retrying", state_.waitingFor);
+    return;
+  }
+  if (!field(*answer, "ok", false)) {
+    return refuse(field(*answer, "refusal",
+                        field(*answer, "error", std::string("refused without a reason"))));
+  }
+  state_.refused = false;
+  state_.lastRefusal.clear();
+  state_.expectLockUntil = std::chrono::steady_clock::now() + kExpectLockFor;
+  state_.waitingFor = "the static-pod instance yielded; taking the speaker lock";
+  log_.info("handoff", "the static-pod instance yielded ({}); taking the lock",
+            field(*answer, "peers", nlohmann::json::array()).dump());
+  lockTimer_.cancel();
+  pollLock();
+}
+
+void Handoff::handleCheck(const nlohmann::json& request, ControlServer::Reply reply) {
+  auto mine = identityOf(config_);
+  auto theirs = identityFromJson(request.value("identity", nlohmann::json()));
+  nlohmann::json answer{{"identity", toJson(mine)}};
+  std::optional<std::string> refusal;
+  if (!theirs) {
+    refusal = theirs.error();
+  } else if (role_ != Role::Active) {
+    refusal = fmt::format("this instance is {}, not speaking", roleName());
+  } else if (host_.draining() || host_.shuttingDown()) {
+    refusal = "this instance is draining";
+  } else {
+    refusal = handoffRefusal(mine, *theirs);
+  }
+  answer["ok"] = !refusal;
+  if (refusal) {
+    answer["refusal"] = *refusal;
+    log_.warn("handoff", "refused a takeover request: {}", *refusal);
+  }
+  reply(answer);
+}
+
+std::optional<std::string> Handoff::yieldRefusal(const nlohmann::json& request) const {
+  auto theirs = identityFromJson(request.value("identity", nlohmann::json()));
+  if (!theirs) {
+    return theirs.error();
+  }
+  if (role_ != Role::Active || !lock_ || !lock_->held()) {
+    return fmt::format("this instance is {}, not speaking", roleName());
+  }
+  if (host_.draining() || host_.shuttingDown()) {
+    return "this instance is draining";
+  }
+  return handoffRefusal(identityOf(config_), *theirs);
+}
+
+void Handoff::handleYield(const nlohmann::json& request, ControlServer::Reply reply) {
+  auto mine = identityOf(config_);
+  if (auto refusal = yieldRefusal(request)) {
+    log_.warn("handoff", "refused to yield: {}", *refusal);
+    reply({{"ok", false}, {"refusal", *refusal}, {"identity", toJson(mine)}});
+    return;
+  }
+  auto marked = lock_->writeYieldMarker({config_.routerId.toString(), bootTimeMs(),
+                                         config_.handoff.restartTime.count()});
+  if (!marked) {
+    reply({{"ok", false}, {"refusal", marked.error()}, {"identity", toJson(mine)}});
+    return;
+  }
+  log_.info("handoff", "yielding to the daemonset instance: closing every session without a "
+            "NOTIFICATION (graceful restart, restart time {}s); the VIPs stay bound",
+            std::chrono::duration_cast<std::chrono::seconds>(config_.handoff.restartTime).count());
+  // From here nothing may announce or withdraw: the sessions close as they are.
+  role_ = Role::Standby;
+  host_.yieldSessions([this, reply](std::vector<nlohmann::json> peers) {
+    lock_->release();
+    ++state_.yielded;
+    state_.lastYieldPeers = peers;
+    state_.noTakebackBefore = std::chrono::steady_clock::now() + kTakebackDelay;
+    waitForLock(Role::Standby, "yielded to the daemonset instance");
+    reply({{"ok", true}, {"identity", toJson(identityOf(config_))}, {"peers", peers}});
+  });
+}
+
+std::optional<LockHolder> Handoff::holder() const {
+  return lock_ ? lock_->holder() : std::nullopt;
+}
+
+nlohmann::json Handoff::status() const {
+  nlohmann::json h{{"role", roleName()},
+                   {"state", role_ == Role::Active ? std::string("speaking") : state_.waitingFor},
+                   {"refused", state_.refused},
+                   {"lastRefusal", state_.lastRefusal},
+                   {"tookOver", state_.tookOver},
+                   {"yielded", state_.yielded},
+                   {"tookBack", state_.tookBack},
+                   {"refusals", state_.refusals},
+                   {"gracefulRestart", state_.lastRestarting},
+                   {"lastYieldPeers", state_.lastYieldPeers}};
+  if (lock_) {
+    h["dir"] = lock_->dir();
+    if (auto holder = lock_->holder(); holder && role_ != Role::Active) {
+      h["holder"] = {{"pid", holder->pid}, {"pidNamespace", holder->pidNamespace},
+                     {"mode", holder->mode}, {"controlSocket", holder->controlSocket}};
+    }
+  }
+  return h;
+}
+
+}  // namespace vipd::daemon

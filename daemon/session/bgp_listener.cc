@@ -1,0 +1,116 @@
+#include "daemon/session/bgp_listener.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "daemon/base/asio_address.h"
+#include "daemon/base/port_bind_error.h"
+#include "daemon/session/session_key.h"
+#include "daemon/session/session_ttl.h"
+
+namespace vipd::daemon {
+
+BgpListener::BgpListener(asio::io_context& io, const config::Config& config,
+                         const std::vector<std::unique_ptr<PeerSession>>& peers,
+                         const Logger& log)
+    : io_(io), config_(config), peers_(peers), log_(log) {}
+
+tl::expected<void, std::string> BgpListener::open() {
+  namespace ip = asio::ip;
+  const auto& a = config_.listen.address;
+  ip::tcp::endpoint endpoint(toAsio(a), config_.listen.port);
+  boost::system::error_code ec;
+  acceptor_.emplace(io_);
+  acceptor_->open(endpoint.protocol(), ec);
+  if (!ec) {
+    acceptor_->set_option(ip::tcp::acceptor::reuse_address(true), ec);
+    acceptor_->bind(endpoint, ec);
+  }
+  if (!ec) {
+    if (auto applied = applySocketOptions(a); !applied) {
+      return applied;
+    }
+    acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  }
+  if (ec) {
+    return tl::unexpected(portBindError(
+        fmt::format("cannot listen for BGP on {} port {}", a.toString(), config_.listen.port),
+        config_.listen.port, ec.value(), ec.message(),
+        {.inUse = "another BGP daemon may own the port; set listen.enabled: false to dial out only",
+         .unprivilegedPort = "set listen.port above 1023"}));
+  }
+  log_.info("listener", "accepting BGP connections from configured peers on {} port {}",
+            a.toString(), config_.listen.port);
+  acceptNext();
+  return {};
+}
+
+tl::expected<void, std::string> BgpListener::applySocketOptions(const bgp::IpAddress& address) {
+  // When every peer uses GTSM, the listener requires TTL 255 itself: the kernel then checks the
+  // SYN and whatever arrives before accept() too (accepted sockets inherit it). Otherwise each
+  // accepted socket gets it from PeerSession::acceptIncoming(), after the handshake.
+  bool gtsmOnly = std::all_of(config_.peers.begin(), config_.peers.end(),
+                              [](const config::Peer& p) { return p.ttlSecurity; });
+  if (gtsmOnly && !config_.peers.empty()) {
+    // A dual-stack (IPv6) listener also takes IPv4 peers: it needs the options of both.
+    std::vector<bgp::IpAddress> families{bgp::IpAddress::v4(0u)};
+    if (!address.isV4()) {
+      families.push_back(bgp::IpAddress::v6({}));
+    }
+    for (const auto& family : families) {
+      if (auto set = applySessionTtl(acceptor_->native_handle(), family, kGtsmTtl); !set) {
+        return tl::unexpected(fmt::format("BGP listener: {}", set.error()));
+      }
+    }
+  }
+  for (const auto& peer : peers_) {
+    if (peer->sessionKey()) {
+      auto keyed =
+          applySessionKey(acceptor_->native_handle(), peer->address(), *peer->sessionKey());
+      if (!keyed) {
+        return tl::unexpected(keyed.error());
+      }
+    }
+  }
+  return {};
+}
+
+void BgpListener::close() {
+  if (acceptor_) {
+    boost::system::error_code ignored;
+    acceptor_->close(ignored);
+    acceptor_.reset();
+  }
+}
+
+void BgpListener::acceptNext() {
+  acceptor_->async_accept([this](const boost::system::error_code& ec,
+                                 asio::ip::tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_) {
+      return;
+    }
+    if (!ec) {
+      boost::system::error_code remoteError;
+      auto remote = socket.remote_endpoint(remoteError);
+      if (!remoteError) {
+        auto from = fromAsio(remote.address());
+        PeerSession* match = nullptr;
+        for (const auto& peer : peers_) {
+          if (peer->address() == from) {
+            match = peer.get();
+          }
+        }
+        if (match) {
+          match->acceptIncoming(std::move(socket));
+        } else {
+          log_.warn("listener", "refused a BGP connection from {}, which is not a configured peer",
+                    from.toString());
+        }
+      }
+    }
+    acceptNext();
+  });
+}
+
+}  // namespace vipd::daemon

@@ -1,0 +1,44 @@
+// The BGP listener (listen.enabled): accepts connections on listen.address/port and hands each
+// to the PeerSession of the configured peer it comes from; refuses every other address. Sets
+// on the listening socket what must hold before accept(): every peer's TCP-MD5 key, and TTL 255
+// when every peer uses GTSM. Owns the listening socket only.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <tl/expected.hpp>
+
+#include "config/config.h"
+#include "daemon/base/logger.h"
+#include "daemon/session/peer_session.h"
+
+namespace vipd::daemon {
+
+class BgpListener {
+ public:
+  // `peers` must outlive the listener.
+  BgpListener(asio::io_context& io, const config::Config& config,
+              const std::vector<std::unique_ptr<PeerSession>>& peers, const Logger& log);
+
+  // Opens the socket and starts accepting. An error is one sentence saying what to fix.
+  [[nodiscard]] tl::expected<void, std::string> open();
+  // Stops accepting; a connection already handed to a session is the session's.
+  void close();
+  bool isOpen() const { return acceptor_.has_value(); }
+
+ private:
+  tl::expected<void, std::string> applySocketOptions(const bgp::IpAddress& address);
+  void acceptNext();
+
+  asio::io_context& io_;
+  const config::Config& config_;
+  const std::vector<std::unique_ptr<PeerSession>>& peers_;
+  const Logger& log_;
+  std::optional<asio::ip::tcp::acceptor> acceptor_;
+};
+
+}  // namespace vipd::daemon

@@ -1,0 +1,54 @@
+#include "daemon/session/session_config.h"
+
+#include <algorithm>
+
+namespace vipd::daemon {
+
+bgp::SessionConfig sessionConfigFor(const config::Config& config, const config::Peer& peer,
+                                    uint64_t seed) {
+  bgp::SessionConfig s;
+  s.localAsn = config.localAsn;
+  s.peerAsn = peer.asn;
+  s.routerId = config.routerId.v4Value();
+  s.holdTime = std::chrono::duration_cast<std::chrono::seconds>(peer.holdTime);
+  s.keepaliveTime = std::chrono::duration_cast<std::chrono::seconds>(peer.keepaliveTime);
+  s.connectRetryTime = peer.connectRetryTime;
+  s.maxConnectRetryTime = config::kMaxConnectRetry;
+  s.openHoldTime = peer.openHoldTime;
+  bool anyV6 = false;
+  for (const auto& vip : config.vips) {
+    anyV6 = anyV6 || vip.prefix.address.isV6();
+  }
+  bool anyV4 = !anyV6 || std::any_of(config.vips.begin(), config.vips.end(),
+                                     [](const auto& v) { return v.prefix.address.isV4(); });
+  if (anyV4) {
+    s.families.push_back(bgp::kIpv4Unicast);
+  }
+  if (anyV6) {
+    s.families.push_back(bgp::kIpv6Unicast);
+  }
+  s.outbound.ebgp = peer.asn != config.localAsn;
+  s.outbound.localAsn = config.localAsn;
+  if (peer.sourceAddress && peer.sourceAddress->isV4()) {
+    s.outbound.nextHopV4 = peer.sourceAddress;
+  }
+  if (peer.nextHopIpv6) {
+    s.outbound.nextHopV6 = peer.nextHopIpv6;
+  } else if (peer.sourceAddress && peer.sourceAddress->isV6()) {
+    s.outbound.nextHopV6 = peer.sourceAddress;
+  }
+  for (const auto& c : config.communities) {
+    s.outbound.communities.push_back(c.wire());
+  }
+  s.outbound.largeCommunities = config.largeCommunities;
+  s.jitterSeed = seed;
+  if (config.mode != config::Mode::Standalone) {
+    // Graceful restart exists for the handoff between the two instances (and upgrades); a
+    // standalone vipd never needs a peer to keep a path it is not announcing.
+    s.gracefulRestartTime =
+        std::chrono::duration_cast<std::chrono::seconds>(config.handoff.restartTime);
+  }
+  return s;
+}
+
+}  // namespace vipd::daemon

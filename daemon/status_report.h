@@ -1,0 +1,64 @@
+// What an operator sees of a running speaker: the status document (`vipctl status --json`, and
+// the source of every metric), the readiness reasons (/readyz), and the warning about sessions
+// stuck outside Established. Reads the speaker's parts through const references and changes none
+// of them; the only state it owns is when it last warned about each peer.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bgp/ip_address.h"
+#include "config/config.h"
+#include "daemon/base/logger.h"
+#include "daemon/bfd/bfd_service.h"
+#include "daemon/health/health_checker.h"
+#include "daemon/lifecycle/drainer.h"
+#include "daemon/lifecycle/handoff.h"
+#include "daemon/session/peer_session.h"
+#include "daemon/vip/vip_binder.h"
+
+namespace vipd::daemon {
+
+// What the speaker decides and the report only reads: what should be announced now, and whether
+// the process is stopping.
+struct SpeakerIntent {
+  std::set<bgp::Prefix> announcements;
+  bool shuttingDown = false;
+};
+
+class StatusReport {
+ public:
+  StatusReport(const config::Config& config,
+               const std::vector<std::unique_ptr<PeerSession>>& peers, const VipBinder& binder,
+               const HealthChecker& health, const BfdService& bfd, const Drainer& drainer,
+               const Handoff& handoff);
+
+  nlohmann::json status(const SpeakerIntent& intent) const;
+  // Empty when ready; otherwise one sentence per reason.
+  std::vector<std::string> notReadyReasons(const SpeakerIntent& intent) const;
+  // Logs, at most once a minute per peer, each session that has not been Established for more
+  // than kStuckHoldTimes hold times. Called every second.
+  void warnAboutStuckPeers(const Logger& log);
+
+ private:
+  nlohmann::json peersJson() const;
+  nlohmann::json vipsJson(bool shuttingDown) const;
+  void addPeerReasons(std::vector<std::string>& reasons, bool shuttingDown) const;
+  void addVipReasons(std::vector<std::string>& reasons, const SpeakerIntent& intent) const;
+
+  const config::Config& config_;
+  const std::vector<std::unique_ptr<PeerSession>>& peers_;
+  const VipBinder& binder_;
+  const HealthChecker& health_;
+  const BfdService& bfd_;
+  const Drainer& drainer_;
+  const Handoff& handoff_;
+  std::vector<std::chrono::steady_clock::time_point> lastStuckWarning_;  // per peer
+};
+
+}  // namespace vipd::daemon
