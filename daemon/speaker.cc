@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <random>
 
 #include <fmt/format.h>
@@ -18,12 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// After a VIP is lost, wait this long before binding it again, so the fabric sees the withdraw
-// settle instead of a flap, and an operator removing the address by hand is not fought in a loop.
-constexpr auto kRebindDelay = 1s;
-// A full re-read of the kernel now and then, in case a change notification was missed; it also
-// retries bindings that failed.
-constexpr auto kReconcileInterval = 10s;
 constexpr auto kHousekeepingInterval = 1s;
 constexpr std::string_view kDrainCommunication = "vipd: node draining";
 
@@ -36,7 +29,7 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       table_(table),
       monitor_(monitor),
       log_(log),
-      binder_(table, config_.vips),
+      vips_(io, table, monitor, config_.vips, log, *this),
       control_(
           io, config_.control.socket, config_.control.group,
           [this](const nlohmann::json& request, ControlServer::Reply reply) {
@@ -48,22 +41,19 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       }),
       http_(io, log, [this](std::string_view target) { return handleHttp(target); }),
       listener_(io, config_, peers_, log),
-      kernelEvents_(io),
-      rebindTimer_(io),
-      reconcileTimer_(io),
       housekeepingTimer_(io),
       drainer_(io, config_.drain, config_.control.stateDir, log, *this),
       handoff_(io, config_, log, *this),
       bfd_(io, log, bfdPeers(), [this](const BfdStateChange& change) { onBfdChange(change); }),
       deferredStartTimer_(io),
-      report_(config_, peers_, binder_, health_, bfd_, drainer_, handoff_) {
+      report_(config_, peers_, vips_.binder(), health_, bfd_, drainer_, handoff_) {
   std::random_device entropy;
   for (const auto& peer : config_.peers) {
     uint64_t seed = (uint64_t{entropy()} << 32) | entropy();
     peers_.push_back(std::make_unique<PeerSession>(
         io_, peer, sessionConfigFor(config_, peer, seed), log_, [this] {
           // Checked again right before a session's first announcement.
-          refreshAndAnnounce("a session is about to be established");
+          vips_.refreshAndAnnounce("a session is about to be established");
           return intendedAnnouncements();
         }));
     if (peer.bfd.enabled) {
@@ -101,11 +91,7 @@ tl::expected<void, std::string> Speaker::start() {
     return listening;
   }
   // Only read the kernel here: binding is the Active instance's job (startSpeaking()).
-  logBindEvents(binder_.refresh());
-  // A duplicate, so the descriptor object can close its copy without closing the monitor's.
-  kernelEvents_.assign(::dup(monitor_.fd()));
-  watchKernel();
-  scheduleReconcile();
+  vips_.start();
   scheduleHousekeeping();
   if (auto checking = health_.start(); !checking) {
     return checking;
@@ -133,11 +119,11 @@ tl::expected<void, std::string> Speaker::startSpeaking(bool restarting, std::str
               "node is withdrawn since {} ({}); not binding or announcing any VIP until "
               "`vipctl announce`",
               withdrawn->since, withdrawn->reason);
-    logBindEvents(binder_.refresh());
+    vips_.refresh();
   } else {
-    logBindEvents(binder_.bind());
+    vips_.bind();
   }
-  warnAboutArp();
+  vips_.warnAboutArp();
   if (config_.mode != config::Mode::Standalone) {
     log_.info("speaker", "speaking BGP as the {} instance: {}{}", config::modeName(config_.mode),
               why,
@@ -183,7 +169,7 @@ void Speaker::stopSpeaking() {
 }
 
 void Speaker::yieldSessions(std::function<void(std::vector<nlohmann::json>)> done) {
-  rebindTimer_.cancel();
+  vips_.cancelRebind();
   listener_.close();
   if (peers_.empty()) {
     done({});
@@ -269,138 +255,6 @@ void Speaker::onBfdChange(const BfdStateChange& change) {
   }
 }
 
-void Speaker::watchKernel() {
-  kernelEvents_.async_wait(asio::posix::stream_descriptor::wait_read,
-                           [this](const boost::system::error_code& ec) {
-                             if (ec || shuttingDown_) {
-                               return;
-                             }
-                             onKernelChanges();
-                             watchKernel();
-                           });
-}
-
-void Speaker::onKernelChanges() {
-  auto started = std::chrono::steady_clock::now();
-  auto changes = monitor_.readChanges();
-  if (!changes) {
-    log_.error("netlink", "reading kernel changes failed: {}; re-reading every address",
-               changes.error().toString());
-  }
-  bool relevant = !changes;
-  for (const auto& change : changes ? *changes : std::vector<netlink::Change>{}) {
-    relevant = relevant || binder_.concerns(change);
-  }
-  if (!relevant) {
-    return;
-  }
-  auto before = binder_.announceable();
-  refreshAndAnnounce("the kernel reported a change");
-  auto after = binder_.announceable();
-  if (before != after) {
-    auto took = std::chrono::duration_cast<std::chrono::microseconds>(
-        std::chrono::steady_clock::now() - started);
-    log_.info("speaker",
-              "announcements updated {}us after the kernel's notification; {} of {} VIP(s) "
-              "announceable",
-              took.count(), after.size(), config_.vips.size());
-  }
-}
-
-void Speaker::refreshAndAnnounce(std::string_view why) {
-  auto events = binder_.refresh();
-  logBindEvents(events);
-  pushAnnouncements();
-  bool lost = std::any_of(events.begin(), events.end(),
-                          [](const BindEvent& e) { return e.kind == BindEvent::Kind::Lost; });
-  if (lost) {
-    log_.debug("speaker", "binding lost ({}); binding again in {}ms", why,
-               std::chrono::duration_cast<std::chrono::milliseconds>(kRebindDelay).count());
-    scheduleRebind();
-  }
-}
-
-void Speaker::scheduleRebind() {
-  // A withdrawn or draining node has unbound its VIPs on purpose: never fight that. An instance
-  // that is not speaking leaves the addresses to the one that is.
-  if (rebindPending_ || shuttingDown_ || drainer_.withdrawn() || drainer_.draining() || !handoff_.active()) {
-    return;
-  }
-  rebindPending_ = true;
-  rebindTimer_.expires_after(kRebindDelay);
-  rebindTimer_.async_wait([this](const boost::system::error_code& ec) {
-    rebindPending_ = false;
-    if (ec || shuttingDown_ || drainer_.withdrawn() || drainer_.draining() || !handoff_.active()) {
-      return;
-    }
-    logBindEvents(binder_.bind());
-    pushAnnouncements();
-  });
-}
-
-void Speaker::scheduleReconcile() {
-  reconcileTimer_.expires_after(kReconcileInterval);
-  reconcileTimer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || shuttingDown_) {
-      return;
-    }
-    bool mayBind = handoff_.active() && !drainer_.withdrawn() && !drainer_.draining();
-    logBindEvents(mayBind ? binder_.bind() : binder_.refresh());
-    pushAnnouncements();
-    scheduleReconcile();
-  });
-}
-
-void Speaker::logBindEvents(const std::vector<BindEvent>& events) {
-  for (const auto& e : events) {
-    std::string subject = "vip " + e.vip.toString();
-    switch (e.kind) {
-      case BindEvent::Kind::Bound:
-      case BindEvent::Kind::InterfaceCreated:
-      case BindEvent::Kind::Unbound:
-        log_.info(subject, "{}", e.text);
-        break;
-      case BindEvent::Kind::Lost:
-        log_.warn(subject, "{}", e.text);
-        break;
-      case BindEvent::Kind::Problem:
-        log_.error(subject, "{}", e.text);
-        break;
-    }
-  }
-}
-
-void Speaker::warnAboutArp() const {
-  // A VIP on a non-loopback interface is answered for in ARP on every interface unless
-  // arp_ignore >= 1, and may be used as an ARP source unless arp_announce >= 2: the node would
-  // then attract the VIP's traffic at layer 2, outside BGP's control.
-  auto readSysctl = [](const std::string& name) -> std::optional<int> {
-    std::ifstream in("/proc/sys/net/ipv4/conf/all/" + name);
-    int value = 0;
-    if (in >> value) {
-      return value;
-    }
-    return std::nullopt;
-  };
-  auto arpIgnore = readSysctl("arp_ignore");
-  auto arpAnnounce = readSysctl("arp_announce");
-  for (const auto& binding : binder_.status()) {
-    const auto& vip = binding.vip;
-    // Only VIPs actually on a non-loopback interface matter; a missing one is reported already.
-    bool onInterface =
-        binding.state == BindState::Bound || binding.state == BindState::InterfaceDown;
-    if (vip.interface == "lo" || !vip.prefix.address.isV4() || !onInterface) {
-      continue;
-    }
-    if (arpIgnore.value_or(0) < 1 || arpAnnounce.value_or(0) < 2) {
-      log_.warn("vip " + vip.prefix.toString(),
-                "on {} with net.ipv4.conf.all.arp_ignore={} and arp_announce={}: this node may "
-                "answer ARP for the VIP on the fabric side; set arp_ignore=1 and arp_announce=2",
-                vip.interface, arpIgnore.value_or(-1), arpAnnounce.value_or(-1));
-    }
-  }
-}
-
 std::set<bgp::Prefix> Speaker::intendedAnnouncements() const {
   if (shuttingDown_ || !health_.healthy() || !handoff_.active()) {
     return {};
@@ -408,12 +262,12 @@ std::set<bgp::Prefix> Speaker::intendedAnnouncements() const {
   if (drainer_.draining()) {
     // Until its withdraw step, a drain keeps announcing (with GRACEFUL_SHUTDOWN) even though a
     // `vipctl withdraw` has already persisted the withdrawn state.
-    return drainer_.withdrawSent() ? std::set<bgp::Prefix>{} : binder_.announceable();
+    return drainer_.withdrawSent() ? std::set<bgp::Prefix>{} : vips_.binder().announceable();
   }
   if (drainer_.withdrawn()) {
     return {};
   }
-  return binder_.announceable();
+  return vips_.binder().announceable();
 }
 
 void Speaker::pushAnnouncements() {
@@ -426,7 +280,7 @@ void Speaker::pushAnnouncements() {
 void Speaker::onHealthChange(bool healthy) {
   // The checker has logged the transition; make the announcements follow it at once.
   if (healthy && !drainer_.withdrawn() && !drainer_.draining()) {
-    refreshAndAnnounce("health gate opened");
+    vips_.refreshAndAnnounce("health gate opened");
   } else {
     pushAnnouncements();
   }
@@ -460,11 +314,15 @@ std::vector<std::string> Speaker::unacknowledgedPeers() const {
   return out;
 }
 
-void Speaker::unbindOwned() { logBindEvents(binder_.unbindOwned()); }
+void Speaker::unbindOwned() { vips_.unbindOwned(); }
 
 void Speaker::bindAndAnnounce() {
-  logBindEvents(binder_.bind());
+  vips_.bind();
   pushAnnouncements();
+}
+
+bool Speaker::mayBind() const {
+  return !shuttingDown_ && handoff_.active() && !drainer_.withdrawn() && !drainer_.draining();
 }
 
 void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply reply) {
@@ -563,10 +421,8 @@ void Speaker::shutdown(std::function<void()> done) {
 
 void Speaker::stopPeers(std::string shutdownCommunication, std::function<void()> done) {
   shuttingDown_ = true;
-  rebindTimer_.cancel();
-  reconcileTimer_.cancel();
+  vips_.stop();
   housekeepingTimer_.cancel();
-  kernelEvents_.cancel();
   health_.stop();
   listener_.close();
   deferredStartTimer_.cancel();

@@ -4,8 +4,9 @@
 // io_context thread.
 //
 // Who may change what:
-//   Speaker   the sessions, the bindings, the listeners and every timer below; the only one that
-//             decides what is announced: intendedAnnouncements().
+//   Speaker   the sessions, the listeners and the timers below; the only one that decides what is
+//             announced: intendedAnnouncements().
+//   VipKeeper the VIPs' bindings and the kernel watch; it binds only while VipKeeperHost::mayBind().
 //   Drainer   the drain in progress and the withdrawn state; it acts on the sessions and
 //             bindings only through DrainHost, which the Speaker implements.
 //   Handoff   the role (active, standby, contending) and the speaker lock; it starts, stops and
@@ -40,12 +41,12 @@
 #include "daemon/session/bgp_listener.h"
 #include "daemon/session/peer_session.h"
 #include "daemon/status_report.h"
-#include "daemon/vip/vip_binder.h"
+#include "daemon/vip/vip_keeper.h"
 #include "netlink/address_table.h"
 
 namespace vipd::daemon {
 
-class Speaker final : private DrainHost, private HandoffHost {
+class Speaker final : private DrainHost, private HandoffHost, private VipKeeperHost {
  public:
   // `table` and `monitor` are the kernel's (or fakes); they must outlive the Speaker.
   Speaker(asio::io_context& io, config::Config config, netlink::AddressTable& table,
@@ -65,14 +66,7 @@ class Speaker final : private DrainHost, private HandoffHost {
  private:
   // ---- what is announced ----
   std::set<bgp::Prefix> intendedAnnouncements() const;
-  void refreshAndAnnounce(std::string_view why);
-  void logBindEvents(const std::vector<BindEvent>& events);
-  void watchKernel();
-  void onKernelChanges();
-  void scheduleRebind();
-  void scheduleReconcile();
   void scheduleHousekeeping();
-  void warnAboutArp() const;
   void onHealthChange(bool healthy);
   // ---- BFD ----
   std::vector<BfdPeer> bfdPeers() const;
@@ -92,20 +86,23 @@ class Speaker final : private DrainHost, private HandoffHost {
   void unbindOwned() override;
   void bindAndAnnounce() override;
   bool healthy() const override { return health_.healthy(); }
-  size_t announceableCount() const override { return binder_.announceable().size(); }
+  size_t announceableCount() const override { return vips_.binder().announceable().size(); }
   // ---- HandoffHost ----
   tl::expected<void, std::string> startSpeaking(bool restarting, std::string_view why) override;
   void stopSpeaking() override;
   void yieldSessions(std::function<void(std::vector<nlohmann::json>)> done) override;
   bool draining() const override { return drainer_.draining(); }
   bool shuttingDown() const override { return shuttingDown_; }
+  // ---- VipKeeperHost ----
+  bool mayBind() const override;
+  bool stopping() const override { return shuttingDown_; }
 
   asio::io_context& io_;
   config::Config config_;
   netlink::AddressTable& table_;
   netlink::Monitor& monitor_;
   const Logger& log_;
-  VipBinder binder_;
+  VipKeeper vips_;
   std::vector<std::unique_ptr<PeerSession>> peers_;
   // After a graceful-restart takeover, a session with BFD opens only once its BFD is Up (or
   // the restart time is half gone): an End-of-RIB sent while BFD still held the routes back
@@ -116,11 +113,7 @@ class Speaker final : private DrainHost, private HandoffHost {
   Metrics metrics_;
   HttpServer http_;
   BgpListener listener_;
-  asio::posix::stream_descriptor kernelEvents_;
-  asio::steady_timer rebindTimer_;
-  asio::steady_timer reconcileTimer_;
   asio::steady_timer housekeepingTimer_;
-  bool rebindPending_ = false;
   bool shuttingDown_ = false;
   Drainer drainer_;
   Handoff handoff_;
