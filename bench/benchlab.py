@@ -1,7 +1,7 @@
 """The benchmark's lab: a BIRD fabric router with 3-way ECMP (L4 multipath hash) towards three
 speaker nodes, an HTTP responder on the VIP in each node, a client namespace behind the fabric,
 a route monitor on the fabric's kernel table, process figures from /proc, and a full-table
-feeder. Built from tests/e2e/lab.py (namespaces, peers, cleanup by PID).
+feeder. Built from tests/e2e/lab/ (namespaces, peers, cleanup by PID).
 
 Addresses (TEST-NET only): fabric br0 192.0.2.1, node i 192.0.2.(10+i); client 198.51.100.2
 behind the fabric's 198.51.100.1; VIPs 203.0.113.10/32 and 2001:db8:ffff::10/128.

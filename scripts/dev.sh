@@ -19,7 +19,7 @@ setup_args=()
 
 # The test suites run under ASan + UBSan (meson's b_sanitize): a leak, an out-of-bounds access or
 # undefined behaviour in vipd, its unit tests or any daemon an e2e test starts fails the run
-# (lab.py scans every process log for sanitizer reports). One build serves every test, which
+# (tests/e2e/lab/ scans every process log for sanitizer reports). One build serves every test, which
 # keeps CI well under its time limit; the demo and installs use the plain build.
 use_sanitizers() {
   build_dir=${VIPD_BUILD_DIR:-$here/build-san}
