@@ -1,6 +1,7 @@
-// Where a health probe goes: health.url (type apiserver) or health.address (type tcp), parsed,
-// and the server name the apiserver's certificate must carry. Pure: no sockets, no files. Every
-// error is one sentence naming the setting, the value as written and what is wrong with it.
+// Where a health probe goes: health.url (type apiserver) or health.address (type tcp), parsed with
+// Boost.URL (RFC 3986), and the server name the apiserver's certificate must carry. Pure: no
+// sockets, no files. Every error is one sentence naming the setting, the value as written and
+// what is wrong with it.
 #pragma once
 
 #include <string>
