@@ -1,7 +1,5 @@
 #include "daemon/bfd/bfd_service.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -11,8 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "daemon/base/asio_address.h"
-#include "daemon/base/port_bind_error.h"
+#include "daemon/bfd/bfd_sockets.h"
 
 namespace vipd::daemon {
 namespace {
@@ -21,23 +18,10 @@ using namespace std::chrono_literals;
 using std::chrono::microseconds;
 using udp = asio::ip::udp;
 
-// RFC 5881 section 4: the source port is in 49152-65535 and unique per session.
-constexpr uint16_t kFirstSourcePort = 49152;
-constexpr uint16_t kLastSourcePort = 65535;
-// RFC 5881 section 5 / RFC 5082: single-hop packets are sent, and must arrive, with TTL 255.
-constexpr int kTtl = 255;
-// DSCP CS6 (network control), as routers send BFD, so a congested fabric queue does not drop
-// the very packets that say the node is alive.
-constexpr int kTrafficClass = 0xC0;
 // On stop, the AdminDown packet is sent at once and repeated this many times at kStopRepeat
 // intervals (a single lost packet would otherwise turn a clean stop into a detected failure).
 constexpr int kStopRepeats = 2;
 constexpr auto kStopRepeat = 40ms;
-
-std::string endpointText(const bgp::IpAddress& address, uint16_t port) {
-  return address.isV4() ? fmt::format("{}:{}", address.toString(), port)
-                        : fmt::format("[{}]:{}", address.toString(), port);
-}
 
 std::string describeError(int err) { return std::strerror(err); }
 
@@ -167,88 +151,21 @@ tl::expected<void, std::string> BfdService::openSockets() {
       auto r = std::make_unique<Receiver>(*io_);
       r->v6 = v6;
       r->multihop = multihop;
-      uint16_t port = multihop ? bfd::kMultihopPort : bfd::kSingleHopPort;
-      boost::system::error_code ec;
-      r->socket.open(v6 ? udp::v6() : udp::v4(), ec);
-      int fd = ec ? -1 : r->socket.native_handle();
-      int on = 1;
-      if (!ec && v6) {
-        r->socket.set_option(asio::ip::v6_only(true), ec);
-      }
-      // The received TTL / hop limit, for the RFC 5881 section 5 (GTSM) check.
-      if (!ec && (v6 ? ::setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &on, sizeof on)
-                     : ::setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &on, sizeof on)) != 0) {
-        ec.assign(errno, boost::system::system_category());
-      }
-      // No SO_REUSEADDR: another BFD daemon on this port must be an error, not a silent split
-      // of the packets between the two.
-      if (!ec) {
-        r->socket.bind(udp::endpoint(v6 ? udp::v6() : udp::v4(), port), ec);
-      }
-      if (ec) {
-        return tl::unexpected(portBindError(
-            fmt::format("cannot receive BFD on UDP port {} ({})", port, v6 ? "IPv6" : "IPv4"),
-            port, ec.value(), ec.message(),
-            {.inUse = "another BFD speaker (bfdd, BIRD, a second vipd) holds it on this node: "
-                      "stop it or turn peers[].bfd off"}));
+      if (auto opened = openBfdReceiver(r->socket, v6, multihop); !opened) {
+        return opened;
       }
       receivers_.push_back(std::move(r));
     }
   }
   // One transmit socket per session: its own source port, TTL 255, connected to the peer.
   std::mt19937 rng{std::random_device{}()};
-  std::uniform_int_distribution<int> pick(kFirstSourcePort, kLastSourcePort);
   for (auto& s : sessions_) {
-    const bool v6 = s->peer.address.isV6();
-    uint16_t peerPort = s->peer.settings.multihop ? bfd::kMultihopPort : bfd::kSingleHopPort;
-    boost::system::error_code ec;
-    s->socket.open(v6 ? udp::v6() : udp::v4(), ec);
-    int fd = ec ? -1 : s->socket.native_handle();
-    if (!ec && (v6 ? ::setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &kTtl, sizeof kTtl)
-                   : ::setsockopt(fd, IPPROTO_IP, IP_TTL, &kTtl, sizeof kTtl)) != 0) {
-      ec.assign(errno, boost::system::system_category());
+    auto local = openBfdTransmitter(s->socket, s->peer.address, s->peer.sourceAddress,
+                                    s->peer.settings.multihop, rng);
+    if (!local) {
+      return tl::unexpected(local.error());
     }
-    if (!ec) {
-      // Best effort: a kernel that refuses the traffic class still sends the packets.
-      if (v6) {
-        ::setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &kTrafficClass, sizeof kTrafficClass);
-      } else {
-        ::setsockopt(fd, IPPROTO_IP, IP_TOS, &kTrafficClass, sizeof kTrafficClass);
-      }
-    }
-    auto local = s->peer.sourceAddress ? toAsio(*s->peer.sourceAddress)
-                                       : (v6 ? asio::ip::address(asio::ip::address_v6::any())
-                                             : asio::ip::address(asio::ip::address_v4::any()));
-    if (!ec) {
-      // A random port in the range, then the next ones: unique per session, and not the same
-      // after every restart.
-      int first = pick(rng);
-      constexpr int kRange = kLastSourcePort - kFirstSourcePort + 1;
-      for (int i = 0; i < kRange; ++i) {
-        uint16_t port = static_cast<uint16_t>(kFirstSourcePort + (first - kFirstSourcePort + i) % kRange);
-        s->socket.bind(udp::endpoint(local, port), ec);
-        if (ec != asio::error::address_in_use) {
-          break;
-        }
-      }
-    }
-    if (!ec) {
-      s->socket.connect(udp::endpoint(toAsio(s->peer.address), peerPort), ec);
-    }
-    if (!ec) {
-      s->socket.non_blocking(true, ec);
-    }
-    if (ec) {
-      return tl::unexpected(fmt::format("cannot open the BFD socket to {}{}: {}",
-                                        endpointText(s->peer.address, peerPort),
-                                        s->peer.sourceAddress
-                                            ? " from " + s->peer.sourceAddress->toString()
-                                            : std::string(),
-                                        ec.message()));
-    }
-    auto endpoint = s->socket.local_endpoint(ec);
-    s->localEndpoint =
-        ec ? std::string("?") : endpointText(fromAsio(endpoint.address()), endpoint.port());
+    s->localEndpoint = std::move(*local);
   }
   return {};
 }
@@ -258,42 +175,15 @@ void BfdService::receive(Receiver& r) {
     if (ec) {
       return;  // closed by stop()
     }
-    // Drain what is queued; recvmsg() directly, since Asio does not expose the TTL cmsg.
+    // Drain what is queued, a bounded number at a time.
     for (int budget = 64; budget > 0; --budget) {
-      sockaddr_storage from{};
-      iovec iov{r.buffer.data(), r.buffer.size()};
-      alignas(cmsghdr) std::array<char, 128> control{};
-      msghdr msg{};
-      msg.msg_name = &from;
-      msg.msg_namelen = sizeof from;
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      msg.msg_control = control.data();
-      msg.msg_controllen = control.size();
-      ssize_t n = ::recvmsg(r.socket.native_handle(), &msg, MSG_DONTWAIT);
-      if (n < 0) {
-        break;  // EAGAIN, or an error the next wait reports again
+      auto datagram = receiveBfdDatagram(r.socket, r.buffer);
+      if (!datagram) {
+        break;
       }
-      int ttl = -1;
-      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-        if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) ||
-            (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT)) {
-          std::memcpy(&ttl, CMSG_DATA(c), sizeof ttl);
-        }
-      }
-      std::optional<bgp::IpAddress> source;
-      if (from.ss_family == AF_INET) {
-        const auto* sin = reinterpret_cast<const sockaddr_in*>(&from);
-        source = bgp::IpAddress::v4(ntohl(sin->sin_addr.s_addr));
-      } else if (from.ss_family == AF_INET6) {
-        const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(&from);
-        std::array<uint8_t, 16> raw;
-        std::memcpy(raw.data(), &sin6->sin6_addr, 16);
-        source = bgp::IpAddress::v6(raw);
-      }
-      if (source) {
-        onDatagram(r, std::span<const uint8_t>(r.buffer.data(), static_cast<size_t>(n)), *source,
-                   ttl);
+      if (datagram->from) {
+        onDatagram(r, std::span<const uint8_t>(r.buffer.data(), datagram->size), *datagram->from,
+                   datagram->ttl);
       }
     }
     receive(r);
@@ -341,7 +231,7 @@ void BfdService::onDatagram(const Receiver& r, std::span<const uint8_t> bytes,
                from.toString(), decoded->yourDiscriminator);
     return;
   }
-  if (!r.multihop && ttl != kTtl) {
+  if (!r.multihop && ttl != kBfdSingleHopTtl) {
     // RFC 5881 section 5: anything else came from beyond the link.
     if (s->ttlDropped++ % 1000 == 0) {
       log_.warn(s->subject, "dropped a single-hop BFD packet from {} with TTL {} ({} so far): "

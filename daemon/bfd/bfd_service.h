@@ -1,6 +1,7 @@
 // The I/O side of BFD (RFC 5880 asynchronous mode; RFC 5881 single hop, RFC 5883 multihop): one
 // bfd::Session per peer with `bfd.enabled`, UDP sockets and timers. The protocol itself is in
-// bfd/ (pure); this file only carries out its actions.
+// bfd/ (pure); this file only carries out its actions. The sockets are opened and read with the
+// options the RFCs require by bfd_sockets.h.
 //
 // BFD runs on its own thread and io_context, not on the speaker's loop: a 50 ms transmit timer
 // must not slip while the speaker's loop is busy with a health check, a netlink dump or a burst
@@ -104,7 +105,6 @@ class BfdService {
   struct Receiver;
 
   tl::expected<void, std::string> openSockets();
-  void openReceiver(bool v6, bool multihop);
   void receive(Receiver& receiver);
   void onDatagram(const Receiver& receiver, std::span<const uint8_t> bytes,
                   const bgp::IpAddress& from, int ttl);

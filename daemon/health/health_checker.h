@@ -1,6 +1,8 @@
 // The local health check that gates announcements (issue 4): probes the local apiserver (or a TCP
 // port) every `interval`, feeds the outcomes to a HealthGate and tells its owner when the gate
 // flips. Runs on the io_context thread and never blocks it; every probe is bounded by `timeout`.
+// This file owns the schedule, the gate, the log lines and the status; one probe's exchange is
+// health_probe.h, the URL and server name health_target.h, the TLS context health_tls.h.
 //
 // type apiserver: an HTTPS GET of `url`, connecting to the URL's host and port. The server
 // certificate must chain to `caFile` (and only to it: the system trust store is not used) and
@@ -18,7 +20,6 @@
 
 #include <boost/asio.hpp>
 #include <chrono>
-#include <cstddef>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -26,8 +27,10 @@
 #include <tl/expected.hpp>
 
 #include "config/config.h"
-#include "daemon/health/health_gate.h"
 #include "daemon/base/logger.h"
+#include "daemon/health/health_gate.h"
+#include "daemon/health/health_probe.h"
+#include "daemon/health/health_target.h"
 
 namespace boost::asio::ssl {
 class context;
@@ -36,27 +39,6 @@ class context;
 namespace vipd::daemon {
 
 namespace asio = boost::asio;
-
-inline constexpr size_t kMaxHealthBodyBytes = 64 * 1024;
-inline constexpr size_t kMaxHealthHeaderBytes = 16 * 1024;
-
-struct ProbeResult {
-  bool ok = false;
-  std::string detail;  // one phrase for the operator: "HTTP 200 ok", "timed out after 1s (...)"
-  std::chrono::microseconds latency{};
-};
-
-// Where a probe goes, parsed from `url` or `address` by start().
-struct HealthTarget {
-  std::string host;       // without brackets
-  std::string port;       // decimal
-  std::string authority;  // as written: the Host header and the name in messages
-  std::string path;       // request target, "/" at least (apiserver only)
-  // apiserver only: the DNS name the certificate must carry, sent as SNI; never an IP address.
-  std::string serverName;
-};
-
-class HealthProbe;
 
 class HealthChecker {
  public:

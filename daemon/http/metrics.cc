@@ -92,125 +92,11 @@ Metrics::Metrics()
       // vipd_ready: the /readyz verdict. Reads: ready.
       ready_(gauge(*registry_, "vipd_ready",
                    "1 when vipd reports ready (/readyz answers 200), 0 otherwise.")),
-
-      // vipd_peer_state{peer,state}: one series per RFC 4271 state, 1 for the current one.
-      // Reads: peers[].address, peers[].state. An unknown state name sets all six to 0.
-      peerState_(gauge(*registry_, "vipd_peer_state",
-                       "1 for the BGP session's current RFC 4271 state, 0 for the other five.")),
-      // vipd_peer_established{peer}. Reads: peers[].state.
-      peerEstablished_(gauge(*registry_, "vipd_peer_established",
-                             "1 while the BGP session is Established, 0 otherwise.")),
-      // vipd_peer_state_seconds{peer}. Reads: peers[].stateSeconds.
-      peerStateSeconds_(gauge(*registry_, "vipd_peer_state_seconds",
-                              "Seconds the BGP session has been in its current state.")),
-      // vipd_peer_not_established_too_long{peer}. Reads: peers[].notEstablishedTooLong.
-      peerNotEstablishedTooLong_(gauge(
-          *registry_, "vipd_peer_not_established_too_long",
-          "1 when the BGP session has been out of Established for longer than vipd tolerates.")),
-      // vipd_peer_flaps_total{peer}: Established -> down transitions, computed as
-      // establishedTransitions - (1 if Established now else 0). Reads: peers[].state,
-      // peers[].establishedTransitions.
-      peerFlaps_(
-          counter(*registry_, "vipd_peer_flaps_total", "Times the BGP session left Established.")),
-      // vipd_updates_sent_total{peer}. Reads: peers[].updatesSent.
-      updatesSent_(
-          counter(*registry_, "vipd_updates_sent_total", "BGP UPDATE messages sent to the peer.")),
-      // vipd_updates_received_total{peer}. Reads: peers[].updatesReceived.
-      updatesReceived_(counter(*registry_, "vipd_updates_received_total",
-                               "BGP UPDATE messages received from the peer.")),
-      // vipd_prefixes_received_total{peer}. Reads: peers[].prefixesReceived. vipd installs no
-      // routes; a peer that sends prefixes is usually misconfigured (missing export filter).
-      prefixesReceived_(counter(*registry_, "vipd_prefixes_received_total",
-                                "NLRI prefixes received from the peer (vipd ignores them).")),
-      // vipd_withdrawals_received_total{peer}. Reads: peers[].withdrawalsReceived.
-      withdrawalsReceived_(counter(*registry_, "vipd_withdrawals_received_total",
-                                   "Withdrawn prefixes received from the peer.")),
-      // vipd_update_errors_total{peer,handling}: malformed UPDATEs handled without resetting the
-      // session (RFC 7606), by handling: "treat-as-withdraw" (peers[].treatAsWithdraw) or
-      // "attribute-discard" (peers[].attributeDiscard).
-      updateErrors_(counter(*registry_, "vipd_update_errors_total",
-                            "Malformed UPDATE messages handled per RFC 7606 without a session "
-                            "reset, by handling.")),
-      // vipd_end_of_rib_received_total{peer}. Reads: peers[].endOfRibReceived.
-      endOfRibReceived_(counter(*registry_, "vipd_end_of_rib_received_total",
-                                "End-of-RIB markers (RFC 4724) received from the peer.")),
-      // vipd_route_refresh_received_total{peer}. Reads: peers[].routeRefreshReceived.
-      routeRefreshReceived_(counter(*registry_, "vipd_route_refresh_received_total",
-                                    "ROUTE-REFRESH messages (RFC 2918) received from the peer.")),
-      // vipd_notifications_sent_total{peer,code}: code is "code/subcode" as in RFC 4271 section
-      // 4.5, e.g. "6/2". Reads: peers[].notificationsSentByCode (an object code -> count).
-      notificationsSent_(counter(*registry_, "vipd_notifications_sent_total",
-                                 "BGP NOTIFICATION messages sent to the peer, by code/subcode.")),
-      // vipd_notifications_received_total{peer,code}. Reads: peers[].notificationsReceivedByCode.
-      // The codes come from the peer, so at most 65536 series per peer.
-      notificationsReceived_(counter(*registry_, "vipd_notifications_received_total",
-                                     "BGP NOTIFICATION messages received from the peer, by "
-                                     "code/subcode.")),
-      // vipd_prefixes_advertised{peer}. Reads: peers[].prefixesAdvertised.
-      prefixesAdvertised_(gauge(*registry_, "vipd_prefixes_advertised",
-                                "Prefixes (VIPs) currently advertised to the peer.")),
-      // BFD, for peers with bfd.enabled only (no series for the others).
-      // vipd_bfd_state{peer,state}: one series per RFC 5880 state, 1 for the current one.
-      // Reads: peers[].bfd.enabled, peers[].bfd.state.
-      bfdState_(gauge(*registry_, "vipd_bfd_state",
-                      "BFD session state towards the peer: 1 for the current state.")),
-      // vipd_bfd_detection_time_seconds{peer}: the detection time this end applies (RFC 5880
-      // section 6.8.4). Reads: peers[].bfd.detectionTimeMs.
-      bfdDetectionTime_(gauge(*registry_, "vipd_bfd_detection_time_seconds",
-                              "BFD detection time: the peer is declared down after this long "
-                              "without a packet.")),
-      // vipd_bfd_tx_interval_seconds{peer}: the negotiated transmit interval before jitter.
-      // Reads: peers[].bfd.txIntervalMs.
-      bfdTxInterval_(gauge(*registry_, "vipd_bfd_tx_interval_seconds",
-                           "Negotiated BFD transmit interval (before jitter).")),
-      // vipd_bfd_transitions_total{peer,to}: state changes by new state (AdminDown, Down, Init,
-      // Up). Reads: peers[].bfd.transitionsTo.
-      bfdTransitions_(counter(*registry_, "vipd_bfd_transitions_total",
-                              "BFD session state changes, by the state entered.")),
-      // vipd_bfd_packets_total{peer,direction}: sent, received (accepted by the session) and
-      // dropped (failed a check: wrong discriminator, TTL, malformed). Reads:
-      // peers[].bfd.packetsSent, packetsReceived, packetsDropped + malformedReceived +
-      // ttlDropped.
-      bfdPackets_(counter(*registry_, "vipd_bfd_packets_total",
-                          "BFD control packets, by direction (sent, received, dropped).")),
-
-      // vipd_vip_bound{vip,interface}. Reads: vips[].address, vips[].interface, vips[].bound.
-      vipBound_(gauge(*registry_, "vipd_vip_bound",
-                      "1 while the VIP address is present on its interface, 0 otherwise.")),
-      // vipd_vip_owned_by_vipd{vip}. Reads: vips[].ownedByVipd.
-      vipOwned_(gauge(*registry_, "vipd_vip_owned_by_vipd",
-                      "1 when vipd added the VIP address (and will remove it), 0 when it found "
-                      "it already present.")),
-      // vipd_vip_announced{vip}. Reads: vips[].announced.
-      vipAnnounced_(gauge(*registry_, "vipd_vip_announced",
-                          "1 while the VIP is advertised to at least one peer, 0 otherwise.")),
-      // vipd_vip_announced_peers{vip}. Reads: vips[].announcedToPeers.
-      vipAnnouncedPeers_(gauge(*registry_, "vipd_vip_announced_peers",
-                               "Number of peers the VIP is currently advertised to.")),
-      // vipd_vip_lost_total{vip}: someone else removed the address and vipd put it back.
-      // Reads: vips[].lostCount.
-      vipLost_(counter(*registry_, "vipd_vip_lost_total",
-                       "Times the VIP address disappeared from its interface while vipd held "
-                       "it.")),
-
-      // vipd_health_healthy. Reads: health.healthy. Absent when no health gate is configured.
-      healthHealthy_(gauge(*registry_, "vipd_health_healthy",
-                           "1 while the local control-plane health check passes, 0 otherwise.")),
-      // vipd_health_consecutive_successes. Reads: health.consecutiveSuccesses.
-      healthConsecutiveSuccesses_(
-          gauge(*registry_, "vipd_health_consecutive_successes", "Health checks passed in a row.")),
-      // vipd_health_consecutive_failures. Reads: health.consecutiveFailures.
-      healthConsecutiveFailures_(
-          gauge(*registry_, "vipd_health_consecutive_failures", "Health checks failed in a row.")),
-      // vipd_health_check_latency_seconds: a gauge of the most recent check, not a histogram:
-      // metrics only see snapshots, not every check. Reads: health.lastLatencyMs.
-      healthLatency_(gauge(*registry_, "vipd_health_check_latency_seconds",
-                           "Duration of the most recent health check, in seconds.")),
-      // vipd_health_checks_total. Reads: health.checks.
-      healthChecks_(counter(*registry_, "vipd_health_checks_total", "Health checks run.")),
-      // vipd_health_check_failures_total. Reads: health.failures.
-      healthFailures_(
-          counter(*registry_, "vipd_health_check_failures_total", "Health checks that failed.")),
+      // peers[], peers[].bfd, vips[] and health: documented in their factories below.
+      peer_(peerFamilies(*registry_)),
+      bfd_(bfdFamilies(*registry_)),
+      vip_(vipFamilies(*registry_)),
+      health_(healthFamilies(*registry_)),
       // vipd_role{role} 1: active, standby or contending. Reads: role. One series.
       role_{&gauge(*registry_, "vipd_role",
                    "Always 1; the role label says whether this instance speaks BGP (active), "
@@ -223,6 +109,146 @@ Metrics::Metrics()
       // handoff.tookOver, handoff.yielded, handoff.tookBack, handoff.refusals.
       handoffs_(counter(*registry_, "vipd_handoffs_total",
                         "Handoffs between this node's vipd instances, by event.")) {}
+
+// The BGP session of each peer, from peers[]: series labelled with the peer's address, created
+// when the peer is first seen.
+Metrics::PeerFamilies Metrics::peerFamilies(prometheus::Registry& registry) {
+  return {
+      // vipd_peer_state{peer,state}: one series per RFC 4271 state, 1 for the current one.
+      // Reads: peers[].address, peers[].state. An unknown state name sets all six to 0.
+      .state = gauge(registry, "vipd_peer_state",
+                     "1 for the BGP session's current RFC 4271 state, 0 for the other five."),
+      // vipd_peer_established{peer}. Reads: peers[].state.
+      .established = gauge(registry, "vipd_peer_established",
+                           "1 while the BGP session is Established, 0 otherwise."),
+      // vipd_peer_state_seconds{peer}. Reads: peers[].stateSeconds.
+      .stateSeconds = gauge(registry, "vipd_peer_state_seconds",
+                            "Seconds the BGP session has been in its current state."),
+      // vipd_peer_not_established_too_long{peer}. Reads: peers[].notEstablishedTooLong.
+      .notEstablishedTooLong = gauge(
+          registry, "vipd_peer_not_established_too_long",
+          "1 when the BGP session has been out of Established for longer than vipd tolerates."),
+      // vipd_peer_flaps_total{peer}: Established -> down transitions, computed as
+      // establishedTransitions - (1 if Established now else 0). Reads: peers[].state,
+      // peers[].establishedTransitions.
+      .flaps =
+          counter(registry, "vipd_peer_flaps_total", "Times the BGP session left Established."),
+      // vipd_updates_sent_total{peer}. Reads: peers[].updatesSent.
+      .updatesSent =
+          counter(registry, "vipd_updates_sent_total", "BGP UPDATE messages sent to the peer."),
+      // vipd_updates_received_total{peer}. Reads: peers[].updatesReceived.
+      .updatesReceived = counter(registry, "vipd_updates_received_total",
+                                 "BGP UPDATE messages received from the peer."),
+      // vipd_prefixes_received_total{peer}. Reads: peers[].prefixesReceived. vipd installs no
+      // routes; a peer that sends prefixes is usually misconfigured (missing export filter).
+      .prefixesReceived = counter(registry, "vipd_prefixes_received_total",
+                                  "NLRI prefixes received from the peer (vipd ignores them)."),
+      // vipd_withdrawals_received_total{peer}. Reads: peers[].withdrawalsReceived.
+      .withdrawalsReceived = counter(registry, "vipd_withdrawals_received_total",
+                                     "Withdrawn prefixes received from the peer."),
+      // vipd_update_errors_total{peer,handling}: malformed UPDATEs handled without resetting the
+      // session (RFC 7606), by handling: "treat-as-withdraw" (peers[].treatAsWithdraw) or
+      // "attribute-discard" (peers[].attributeDiscard).
+      .updateErrors = counter(registry, "vipd_update_errors_total",
+                              "Malformed UPDATE messages handled per RFC 7606 without a session "
+                              "reset, by handling."),
+      // vipd_end_of_rib_received_total{peer}. Reads: peers[].endOfRibReceived.
+      .endOfRibReceived = counter(registry, "vipd_end_of_rib_received_total",
+                                  "End-of-RIB markers (RFC 4724) received from the peer."),
+      // vipd_route_refresh_received_total{peer}. Reads: peers[].routeRefreshReceived.
+      .routeRefreshReceived = counter(registry, "vipd_route_refresh_received_total",
+                                      "ROUTE-REFRESH messages (RFC 2918) received from the peer."),
+      // vipd_notifications_sent_total{peer,code}: code is "code/subcode" as in RFC 4271 section
+      // 4.5, e.g. "6/2". Reads: peers[].notificationsSentByCode (an object code -> count).
+      .notificationsSent = counter(registry, "vipd_notifications_sent_total",
+                                   "BGP NOTIFICATION messages sent to the peer, by code/subcode."),
+      // vipd_notifications_received_total{peer,code}. Reads: peers[].notificationsReceivedByCode.
+      // The codes come from the peer, so at most 65536 series per peer.
+      .notificationsReceived = counter(registry, "vipd_notifications_received_total",
+                                       "BGP NOTIFICATION messages received from the peer, by "
+                                       "code/subcode."),
+      // vipd_prefixes_advertised{peer}. Reads: peers[].prefixesAdvertised.
+      .prefixesAdvertised = gauge(registry, "vipd_prefixes_advertised",
+                                  "Prefixes (VIPs) currently advertised to the peer."),
+  };
+}
+
+// BFD, from peers[].bfd, for peers with bfd.enabled only (no series for the others).
+Metrics::BfdFamilies Metrics::bfdFamilies(prometheus::Registry& registry) {
+  return {
+      // vipd_bfd_state{peer,state}: one series per RFC 5880 state, 1 for the current one.
+      // Reads: peers[].bfd.enabled, peers[].bfd.state.
+      .state = gauge(registry, "vipd_bfd_state",
+                     "BFD session state towards the peer: 1 for the current state."),
+      // vipd_bfd_detection_time_seconds{peer}: the detection time this end applies (RFC 5880
+      // section 6.8.4). Reads: peers[].bfd.detectionTimeMs.
+      .detectionTime = gauge(registry, "vipd_bfd_detection_time_seconds",
+                             "BFD detection time: the peer is declared down after this long "
+                             "without a packet."),
+      // vipd_bfd_tx_interval_seconds{peer}: the negotiated transmit interval before jitter.
+      // Reads: peers[].bfd.txIntervalMs.
+      .txInterval = gauge(registry, "vipd_bfd_tx_interval_seconds",
+                          "Negotiated BFD transmit interval (before jitter)."),
+      // vipd_bfd_transitions_total{peer,to}: state changes by new state (AdminDown, Down, Init,
+      // Up). Reads: peers[].bfd.transitionsTo.
+      .transitions = counter(registry, "vipd_bfd_transitions_total",
+                             "BFD session state changes, by the state entered."),
+      // vipd_bfd_packets_total{peer,direction}: sent, received (accepted by the session) and
+      // dropped (failed a check: wrong discriminator, TTL, malformed). Reads:
+      // peers[].bfd.packetsSent, packetsReceived, packetsDropped + malformedReceived +
+      // ttlDropped.
+      .packets = counter(registry, "vipd_bfd_packets_total",
+                         "BFD control packets, by direction (sent, received, dropped)."),
+  };
+}
+
+// Each VIP, from vips[]: series labelled with the VIP, created when it is first seen.
+Metrics::VipFamilies Metrics::vipFamilies(prometheus::Registry& registry) {
+  return {
+      // vipd_vip_bound{vip,interface}. Reads: vips[].address, vips[].interface, vips[].bound.
+      .bound = gauge(registry, "vipd_vip_bound",
+                     "1 while the VIP address is present on its interface, 0 otherwise."),
+      // vipd_vip_owned_by_vipd{vip}. Reads: vips[].ownedByVipd.
+      .owned = gauge(registry, "vipd_vip_owned_by_vipd",
+                     "1 when vipd added the VIP address (and will remove it), 0 when it found "
+                     "it already present."),
+      // vipd_vip_announced{vip}. Reads: vips[].announced.
+      .announced = gauge(registry, "vipd_vip_announced",
+                         "1 while the VIP is advertised to at least one peer, 0 otherwise."),
+      // vipd_vip_announced_peers{vip}. Reads: vips[].announcedToPeers.
+      .announcedPeers = gauge(registry, "vipd_vip_announced_peers",
+                              "Number of peers the VIP is currently advertised to."),
+      // vipd_vip_lost_total{vip}: someone else removed the address and vipd put it back.
+      // Reads: vips[].lostCount.
+      .lost = counter(registry, "vipd_vip_lost_total",
+                      "Times the VIP address disappeared from its interface while vipd held "
+                      "it."),
+  };
+}
+
+// The health gate, from health.
+Metrics::HealthFamilies Metrics::healthFamilies(prometheus::Registry& registry) {
+  return {
+      // vipd_health_healthy. Reads: health.healthy. Absent when no health gate is configured.
+      .healthy = gauge(registry, "vipd_health_healthy",
+                       "1 while the local control-plane health check passes, 0 otherwise."),
+      // vipd_health_consecutive_successes. Reads: health.consecutiveSuccesses.
+      .consecutiveSuccesses =
+          gauge(registry, "vipd_health_consecutive_successes", "Health checks passed in a row."),
+      // vipd_health_consecutive_failures. Reads: health.consecutiveFailures.
+      .consecutiveFailures =
+          gauge(registry, "vipd_health_consecutive_failures", "Health checks failed in a row."),
+      // vipd_health_check_latency_seconds: a gauge of the most recent check, not a histogram:
+      // metrics only see snapshots, not every check. Reads: health.lastLatencyMs.
+      .latency = gauge(registry, "vipd_health_check_latency_seconds",
+                       "Duration of the most recent health check, in seconds."),
+      // vipd_health_checks_total. Reads: health.checks.
+      .checks = counter(registry, "vipd_health_checks_total", "Health checks run."),
+      // vipd_health_check_failures_total. Reads: health.failures.
+      .failures =
+          counter(registry, "vipd_health_check_failures_total", "Health checks that failed."),
+  };
+}
 
 void Metrics::update(const json& status) {
   if (!status.is_object()) {
@@ -289,47 +315,41 @@ void Metrics::updatePeer(const json& peer) {
   auto state = string(peer, "state");
   if (state) {
     for (auto name : kSessionStates) {
-      peerState_.Add({{"peer", *address}, {"state", std::string(name)}}).Set(flag(*state == name));
+      peer_.state.Add({{"peer", *address}, {"state", std::string(name)}}).Set(flag(*state == name));
     }
-    peerEstablished_.Add(labels).Set(flag(*state == "Established"));
+    peer_.established.Add(labels).Set(flag(*state == "Established"));
   }
   if (auto seconds = number(peer, "stateSeconds")) {
-    peerStateSeconds_.Add(labels).Set(*seconds);
+    peer_.stateSeconds.Add(labels).Set(*seconds);
   }
   if (auto tooLong = boolean(peer, "notEstablishedTooLong")) {
-    peerNotEstablishedTooLong_.Add(labels).Set(flag(*tooLong));
+    peer_.notEstablishedTooLong.Add(labels).Set(flag(*tooLong));
   }
   if (auto transitions = number(peer, "establishedTransitions"); transitions && state) {
     const double up = *state == "Established" ? 1 : 0;
-    advance(peerFlaps_, labels, *transitions >= up ? *transitions - up : 0);
+    advance(peer_.flaps, labels, *transitions >= up ? *transitions - up : 0);
   }
-  if (auto n = number(peer, "updatesSent")) {
-    advance(updatesSent_, labels, *n);
-  }
-  if (auto n = number(peer, "updatesReceived")) {
-    advance(updatesReceived_, labels, *n);
-  }
-  if (auto n = number(peer, "prefixesReceived")) {
-    advance(prefixesReceived_, labels, *n);
-  }
-  if (auto n = number(peer, "withdrawalsReceived")) {
-    advance(withdrawalsReceived_, labels, *n);
+  const std::pair<const char*, CounterFamily*> counters[] = {
+      {"updatesSent", &peer_.updatesSent},
+      {"updatesReceived", &peer_.updatesReceived},
+      {"prefixesReceived", &peer_.prefixesReceived},
+      {"withdrawalsReceived", &peer_.withdrawalsReceived},
+      {"endOfRibReceived", &peer_.endOfRibReceived},
+      {"routeRefreshReceived", &peer_.routeRefreshReceived}};
+  for (const auto& [key, family] : counters) {
+    if (auto n = number(peer, key)) {
+      advance(*family, labels, *n);
+    }
   }
   if (auto n = number(peer, "treatAsWithdraw")) {
-    advance(updateErrors_, {{"peer", *address}, {"handling", "treat-as-withdraw"}}, *n);
+    advance(peer_.updateErrors, {{"peer", *address}, {"handling", "treat-as-withdraw"}}, *n);
   }
   if (auto n = number(peer, "attributeDiscard")) {
-    advance(updateErrors_, {{"peer", *address}, {"handling", "attribute-discard"}}, *n);
-  }
-  if (auto n = number(peer, "endOfRibReceived")) {
-    advance(endOfRibReceived_, labels, *n);
-  }
-  if (auto n = number(peer, "routeRefreshReceived")) {
-    advance(routeRefreshReceived_, labels, *n);
+    advance(peer_.updateErrors, {{"peer", *address}, {"handling", "attribute-discard"}}, *n);
   }
   const std::pair<const char*, Family<Counter>*> byCode[] = {
-      {"notificationsSentByCode", &notificationsSent_},
-      {"notificationsReceivedByCode", &notificationsReceived_}};
+      {"notificationsSentByCode", &peer_.notificationsSent},
+      {"notificationsReceivedByCode", &peer_.notificationsReceived}};
   for (const auto& [key, family] : byCode) {
     const json* codes = member(peer, key);
     if (codes == nullptr || !codes->is_object()) {
@@ -342,7 +362,7 @@ void Metrics::updatePeer(const json& peer) {
     }
   }
   if (auto n = number(peer, "prefixesAdvertised")) {
-    prefixesAdvertised_.Add(labels).Set(*n);
+    peer_.prefixesAdvertised.Add(labels).Set(*n);
   }
   if (const json* bfd = member(peer, "bfd"); bfd != nullptr && bfd->is_object()) {
     updateBfd(*address, *bfd);
@@ -356,32 +376,32 @@ void Metrics::updateBfd(const std::string& peer, const json& bfd) {
   const Labels labels{{"peer", peer}};
   if (auto state = string(bfd, "state")) {
     for (auto name : {"AdminDown", "Down", "Init", "Up"}) {
-      bfdState_.Add({{"peer", peer}, {"state", name}}).Set(flag(*state == name));
+      bfd_.state.Add({{"peer", peer}, {"state", name}}).Set(flag(*state == name));
     }
   }
   if (auto ms = number(bfd, "detectionTimeMs")) {
-    bfdDetectionTime_.Add(labels).Set(*ms / 1000);
+    bfd_.detectionTime.Add(labels).Set(*ms / 1000);
   }
   if (auto ms = number(bfd, "txIntervalMs")) {
-    bfdTxInterval_.Add(labels).Set(*ms / 1000);
+    bfd_.txInterval.Add(labels).Set(*ms / 1000);
   }
   if (const json* to = member(bfd, "transitionsTo"); to != nullptr && to->is_object()) {
     for (const auto& [state, count] : to->items()) {
       if (count.is_number()) {
-        advance(bfdTransitions_, {{"peer", peer}, {"to", state}}, count.get<double>());
+        advance(bfd_.transitions, {{"peer", peer}, {"to", state}}, count.get<double>());
       }
     }
   }
   if (auto n = number(bfd, "packetsSent")) {
-    advance(bfdPackets_, {{"peer", peer}, {"direction", "sent"}}, *n);
+    advance(bfd_.packets, {{"peer", peer}, {"direction", "sent"}}, *n);
   }
   if (auto n = number(bfd, "packetsReceived")) {
-    advance(bfdPackets_, {{"peer", peer}, {"direction", "received"}}, *n);
+    advance(bfd_.packets, {{"peer", peer}, {"direction", "received"}}, *n);
   }
   if (auto n = number(bfd, "packetsDropped")) {
-    advance(bfdPackets_, {{"peer", peer}, {"direction", "dropped"}},
-            *n + number(bfd, "malformedReceived").value_or(0) +
-                number(bfd, "ttlDropped").value_or(0));
+    advance(
+        bfd_.packets, {{"peer", peer}, {"direction", "dropped"}},
+        *n + number(bfd, "malformedReceived").value_or(0) + number(bfd, "ttlDropped").value_or(0));
   }
 }
 
@@ -392,41 +412,41 @@ void Metrics::updateVip(const json& vip) {
   }
   const Labels labels{{"vip", *address}};
   if (auto bound = boolean(vip, "bound")) {
-    vipBound_.Add({{"vip", *address}, {"interface", string(vip, "interface").value_or("")}})
+    vip_.bound.Add({{"vip", *address}, {"interface", string(vip, "interface").value_or("")}})
         .Set(flag(*bound));
   }
   if (auto owned = boolean(vip, "ownedByVipd")) {
-    vipOwned_.Add(labels).Set(flag(*owned));
+    vip_.owned.Add(labels).Set(flag(*owned));
   }
   if (auto announced = boolean(vip, "announced")) {
-    vipAnnounced_.Add(labels).Set(flag(*announced));
+    vip_.announced.Add(labels).Set(flag(*announced));
   }
   if (auto peers = number(vip, "announcedToPeers")) {
-    vipAnnouncedPeers_.Add(labels).Set(*peers);
+    vip_.announcedPeers.Add(labels).Set(*peers);
   }
   if (auto lost = number(vip, "lostCount")) {
-    advance(vipLost_, labels, *lost);
+    advance(vip_.lost, labels, *lost);
   }
 }
 
 void Metrics::updateHealth(const json& health) {
   if (auto healthy = boolean(health, "healthy")) {
-    healthHealthy_.Add({}).Set(flag(*healthy));
+    health_.healthy.Add({}).Set(flag(*healthy));
   }
   if (auto n = number(health, "consecutiveSuccesses")) {
-    healthConsecutiveSuccesses_.Add({}).Set(*n);
+    health_.consecutiveSuccesses.Add({}).Set(*n);
   }
   if (auto n = number(health, "consecutiveFailures")) {
-    healthConsecutiveFailures_.Add({}).Set(*n);
+    health_.consecutiveFailures.Add({}).Set(*n);
   }
   if (auto ms = number(health, "lastLatencyMs")) {
-    healthLatency_.Add({}).Set(*ms / 1000.0);
+    health_.latency.Add({}).Set(*ms / 1000.0);
   }
   if (auto n = number(health, "checks")) {
-    advance(healthChecks_, {}, *n);
+    advance(health_.checks, {}, *n);
   }
   if (auto n = number(health, "failures")) {
-    advance(healthFailures_, {}, *n);
+    advance(health_.failures, {}, *n);
   }
 }
 

@@ -47,11 +47,14 @@ class Metrics {
   [[nodiscard]] std::string serialize() const;
 
  private:
+  using GaugeFamily = prometheus::Family<prometheus::Gauge>;
+  using CounterFamily = prometheus::Family<prometheus::Counter>;
+
   // A family that holds at most one series whose labels change (an "info" style gauge such as
   // vipd_withdrawn{reason}): setting new labels removes the old series, so a free-text label
   // never accumulates series.
   struct SingleSeries {
-    prometheus::Family<prometheus::Gauge>* family;
+    GaugeFamily* family;
     prometheus::Gauge* gauge = nullptr;
     prometheus::Labels labels;
   };
@@ -64,54 +67,69 @@ class Metrics {
   void updateHandoff(const nlohmann::json& handoff);
 
   // Increments the counter by how much `current` grew since the last call for this series.
-  void advance(prometheus::Family<prometheus::Counter>& family, const prometheus::Labels& labels,
-               double current);
+  void advance(CounterFamily& family, const prometheus::Labels& labels, double current);
   static void set(SingleSeries& series, const prometheus::Labels& labels, double value);
+
+  // One group of families per status section; each group's factory in metrics.cc defines and
+  // documents its metrics. Families are registered in the order of the members below, which is
+  // the order of the exposition.
+  struct PeerFamilies {  // peers[]
+    GaugeFamily& state;
+    GaugeFamily& established;
+    GaugeFamily& stateSeconds;
+    GaugeFamily& notEstablishedTooLong;
+    CounterFamily& flaps;
+    CounterFamily& updatesSent;
+    CounterFamily& updatesReceived;
+    CounterFamily& prefixesReceived;
+    CounterFamily& withdrawalsReceived;
+    CounterFamily& updateErrors;
+    CounterFamily& endOfRibReceived;
+    CounterFamily& routeRefreshReceived;
+    CounterFamily& notificationsSent;
+    CounterFamily& notificationsReceived;
+    GaugeFamily& prefixesAdvertised;
+  };
+  struct BfdFamilies {  // peers[].bfd
+    GaugeFamily& state;
+    GaugeFamily& detectionTime;
+    GaugeFamily& txInterval;
+    CounterFamily& transitions;
+    CounterFamily& packets;
+  };
+  struct VipFamilies {  // vips[]
+    GaugeFamily& bound;
+    GaugeFamily& owned;
+    GaugeFamily& announced;
+    GaugeFamily& announcedPeers;
+    CounterFamily& lost;
+  };
+  struct HealthFamilies {  // health
+    GaugeFamily& healthy;
+    GaugeFamily& consecutiveSuccesses;
+    GaugeFamily& consecutiveFailures;
+    GaugeFamily& latency;
+    CounterFamily& checks;
+    CounterFamily& failures;
+  };
+  static PeerFamilies peerFamilies(prometheus::Registry& registry);
+  static BfdFamilies bfdFamilies(prometheus::Registry& registry);
+  static VipFamilies vipFamilies(prometheus::Registry& registry);
+  static HealthFamilies healthFamilies(prometheus::Registry& registry);
 
   std::unique_ptr<prometheus::Registry> registry_;
 
   SingleSeries buildInfo_;
   SingleSeries mode_;
   SingleSeries withdrawn_;
-  prometheus::Family<prometheus::Gauge>& ready_;
-
-  prometheus::Family<prometheus::Gauge>& peerState_;
-  prometheus::Family<prometheus::Gauge>& peerEstablished_;
-  prometheus::Family<prometheus::Gauge>& peerStateSeconds_;
-  prometheus::Family<prometheus::Gauge>& peerNotEstablishedTooLong_;
-  prometheus::Family<prometheus::Counter>& peerFlaps_;
-  prometheus::Family<prometheus::Counter>& updatesSent_;
-  prometheus::Family<prometheus::Counter>& updatesReceived_;
-  prometheus::Family<prometheus::Counter>& prefixesReceived_;
-  prometheus::Family<prometheus::Counter>& withdrawalsReceived_;
-  prometheus::Family<prometheus::Counter>& updateErrors_;
-  prometheus::Family<prometheus::Counter>& endOfRibReceived_;
-  prometheus::Family<prometheus::Counter>& routeRefreshReceived_;
-  prometheus::Family<prometheus::Counter>& notificationsSent_;
-  prometheus::Family<prometheus::Counter>& notificationsReceived_;
-  prometheus::Family<prometheus::Gauge>& prefixesAdvertised_;
-  prometheus::Family<prometheus::Gauge>& bfdState_;
-  prometheus::Family<prometheus::Gauge>& bfdDetectionTime_;
-  prometheus::Family<prometheus::Gauge>& bfdTxInterval_;
-  prometheus::Family<prometheus::Counter>& bfdTransitions_;
-  prometheus::Family<prometheus::Counter>& bfdPackets_;
-
-  prometheus::Family<prometheus::Gauge>& vipBound_;
-  prometheus::Family<prometheus::Gauge>& vipOwned_;
-  prometheus::Family<prometheus::Gauge>& vipAnnounced_;
-  prometheus::Family<prometheus::Gauge>& vipAnnouncedPeers_;
-  prometheus::Family<prometheus::Counter>& vipLost_;
-
-  prometheus::Family<prometheus::Gauge>& healthHealthy_;
-  prometheus::Family<prometheus::Gauge>& healthConsecutiveSuccesses_;
-  prometheus::Family<prometheus::Gauge>& healthConsecutiveFailures_;
-  prometheus::Family<prometheus::Gauge>& healthLatency_;
-  prometheus::Family<prometheus::Counter>& healthChecks_;
-  prometheus::Family<prometheus::Counter>& healthFailures_;
-
+  GaugeFamily& ready_;
+  PeerFamilies peer_;
+  BfdFamilies bfd_;
+  VipFamilies vip_;
+  HealthFamilies health_;
   SingleSeries role_;
   SingleSeries handoffRefused_;
-  prometheus::Family<prometheus::Counter>& handoffs_;
+  CounterFamily& handoffs_;
 
   // Last status value fed into each counter series (the series are owned by their family and
   // never removed, so the pointers stay valid).

@@ -1,0 +1,308 @@
+#include "daemon/health/health_probe.h"
+
+#include <fmt/format.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "daemon/base/version.h"
+#include "daemon/health/apiserver_answer.h"
+
+namespace vipd::daemon {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+std::string formatDuration(milliseconds d) {
+  if (d.count() % 1000 == 0) {
+    return fmt::format("{}s", d.count() / 1000);
+  }
+  return fmt::format("{}ms", d.count());
+}
+
+namespace {
+
+// One message for a failed TLS handshake: OpenSSL's reason, and for a rejected certificate the
+// verifier's reason ("unable to get local issuer certificate", "hostname mismatch"). A name
+// mismatch also says which name was expected and which setting changes it, since on a stock
+// apiserver certificate the cure is health.serverName, not the URL.
+std::string describeTlsError(const boost::system::error_code& ec, SSL* ssl,
+                             std::string_view serverName) {
+  if (ec == ssl::error::stream_truncated) {
+    return "the server closed the connection";
+  }
+  if (ec.category() != asio::error::get_ssl_category()) {
+    return ec.message();
+  }
+  unsigned long code = static_cast<unsigned long>(static_cast<unsigned int>(ec.value()));
+  const char* reason = ERR_reason_error_string(code);
+  std::string text = reason != nullptr ? reason : ec.message();
+  if (ERR_GET_REASON(code) == SSL_R_CERTIFICATE_VERIFY_FAILED) {
+    long verify = SSL_get_verify_result(ssl);
+    if (verify != X509_V_OK) {
+      text += fmt::format(": {}", X509_verify_cert_error_string(verify));
+    }
+    if (verify == X509_V_ERR_HOSTNAME_MISMATCH) {
+      text +=
+          fmt::format(" (the certificate does not name '{}'; set health.serverName)", serverName);
+    }
+  }
+  return text;
+}
+
+// The probe's states follow its stages: connect (resolving first when the host is a name), then
+// for the apiserver handshake, write the request, read the answer. Every handler first checks
+// `finished_`: a timeout or abandon() may have ended the probe while it was pending.
+class ProbeExchange final : public HealthProbe, public std::enable_shared_from_this<ProbeExchange> {
+ public:
+  // `tls` is null for a TCP probe.
+  ProbeExchange(asio::io_context& io, HealthTarget target, std::shared_ptr<ssl::context> tls,
+                milliseconds timeout, Done done)
+      : target_(std::move(target)),
+        tls_(std::move(tls)),
+        timeout_(timeout),
+        done_(std::move(done)),
+        resolver_(io),
+        socket_(io),
+        deadline_(io) {}
+
+  void start() {
+    started_ = steady_clock::now();
+    deadline_.expires_after(timeout_);
+    deadline_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->finished_) {
+        return;
+      }
+      self->finish(false, fmt::format("timed out after {} ({})", formatDuration(self->timeout_),
+                                      self->stage_));
+    });
+
+    stage_ = fmt::format("connecting to {}", target_.authority);
+    boost::system::error_code ec;
+    auto address = asio::ip::make_address(target_.host, ec);
+    if (!ec) {
+      tcp::endpoint endpoint(address, static_cast<uint16_t>(std::stoi(target_.port)));
+      socket_.async_connect(endpoint,
+                            [self = shared_from_this()](const boost::system::error_code& ec) {
+                              self->onConnect(ec);
+                            });
+      return;
+    }
+    resolve();
+  }
+
+  void abandon() override {
+    done_ = nullptr;
+    finished_ = true;
+    deadline_.cancel();
+    closeTransport();
+  }
+
+ private:
+  void resolve() {
+    stage_ = fmt::format("resolving {}", target_.host);
+    resolver_.async_resolve(
+        target_.host, target_.port,
+        [self = shared_from_this()](const boost::system::error_code& ec,
+                                    const tcp::resolver::results_type& results) {
+          if (self->finished_) {
+            return;
+          }
+          if (ec) {
+            self->finish(false,
+                         fmt::format("cannot resolve {}: {}", self->target_.host, ec.message()));
+            return;
+          }
+          self->stage_ = fmt::format("connecting to {}", self->target_.authority);
+          asio::async_connect(self->socket_, results,
+                              [self](const boost::system::error_code& ec, const tcp::endpoint&) {
+                                self->onConnect(ec);
+                              });
+        });
+  }
+
+  void onConnect(const boost::system::error_code& ec) {
+    if (finished_) {
+      return;
+    }
+    if (ec) {
+      finish(false, fmt::format("connect to {} failed: {}", target_.authority, ec.message()));
+      return;
+    }
+    if (!tls_) {
+      finish(true, fmt::format("connected to {}", target_.authority));
+      return;
+    }
+    handshake();
+  }
+
+  void handshake() {
+    stream_.emplace(std::move(socket_), *tls_);
+    SSL* handle = stream_->native_handle();
+    // The server name is never an IP address (healthTarget() made sure), so it may go in SNI
+    // (RFC 6066 section 3), whatever the URL's host is.
+    if (SSL_set_tlsext_host_name(handle, target_.serverName.c_str()) != 1) {
+      finish(false, fmt::format("cannot set TLS server name {}", target_.serverName));
+      return;
+    }
+    // OpenSSL checks the name once the chain has verified to caFile and, on a mismatch, fails
+    // the handshake with X509_V_ERR_HOSTNAME_MISMATCH, which describeTlsError() names. Like
+    // Go's crypto/tls (kubectl, kubelet), only subjectAltName DNS entries count, never the
+    // subject's CN; a wildcard must be a whole label.
+    SSL_set_hostflags(handle,
+                      X509_CHECK_FLAG_NEVER_CHECK_SUBJECT | X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    if (SSL_set1_host(handle, target_.serverName.c_str()) != 1) {
+      finish(false, fmt::format("cannot set the expected certificate name {}", target_.serverName));
+      return;
+    }
+    boost::system::error_code ec;
+    stream_->set_verify_mode(ssl::verify_peer, ec);
+    if (ec) {
+      finish(false, fmt::format("cannot set up TLS verification: {}", ec.message()));
+      return;
+    }
+    stage_ = "in the TLS handshake";
+    stream_->async_handshake(ssl::stream_base::client,
+                             [self = shared_from_this()](const boost::system::error_code& ec) {
+                               self->onHandshake(ec);
+                             });
+  }
+
+  std::string tlsError(const boost::system::error_code& ec) {
+    return describeTlsError(ec, stream_->native_handle(), target_.serverName);
+  }
+
+  void onHandshake(const boost::system::error_code& ec) {
+    if (finished_) {
+      return;
+    }
+    if (ec) {
+      finish(false, fmt::format("TLS handshake failed: {}", tlsError(ec)));
+      return;
+    }
+    request_.version(11);
+    request_.method(http::verb::get);
+    request_.target(target_.path);
+    request_.set(http::field::host, target_.authority);
+    request_.set(http::field::user_agent, fmt::format("vipd/{}", version()));
+    request_.set(http::field::accept, "text/plain");
+    request_.set(http::field::connection, "close");
+    stage_ = "sending the request";
+    http::async_write(*stream_, request_,
+                      [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                        self->onWrite(ec);
+                      });
+  }
+
+  void onWrite(const boost::system::error_code& ec) {
+    if (finished_) {
+      return;
+    }
+    if (ec) {
+      finish(false, fmt::format("sending the request failed: {}", tlsError(ec)));
+      return;
+    }
+    parser_.emplace();
+    parser_->header_limit(kMaxHealthHeaderBytes);
+    parser_->body_limit(kMaxHealthBodyBytes);
+    stage_ = "waiting for the response";
+    http::async_read(*stream_, buffer_, *parser_,
+                     [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                       self->onRead(ec);
+                     });
+  }
+
+  void onRead(const boost::system::error_code& ec) {
+    if (finished_) {
+      return;
+    }
+    if (ec == http::error::body_limit) {
+      finish(false, fmt::format("response body larger than {} KiB", kMaxHealthBodyBytes / 1024));
+      return;
+    }
+    if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+      finish(false,
+             fmt::format("response header larger than {} KiB", kMaxHealthHeaderBytes / 1024));
+      return;
+    }
+    if (ec == http::error::end_of_stream || ec == ssl::error::stream_truncated) {
+      finish(false, "the server closed the connection before a complete response");
+      return;
+    }
+    if (ec) {
+      finish(false, fmt::format("reading the response failed: {}", tlsError(ec)));
+      return;
+    }
+    const auto& response = parser_->get();
+    auto verdict = judgeApiserverAnswer(response.result_int(), response[http::field::content_type],
+                                        response.body());
+    finish(verdict.ok, std::move(verdict.detail));
+  }
+
+  void closeTransport() {
+    boost::system::error_code ignored;
+    resolver_.cancel();
+    if (stream_) {
+      stream_->lowest_layer().close(ignored);
+    } else {
+      socket_.close(ignored);
+    }
+  }
+
+  // The first outcome wins; a timeout closes the socket so the pending operation ends at once.
+  void finish(bool ok, std::string detail) {
+    if (finished_) {
+      return;
+    }
+    finished_ = true;
+    deadline_.cancel();
+    closeTransport();
+    ProbeResult result{
+        ok, std::move(detail),
+        std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - started_)};
+    if (auto done = std::exchange(done_, nullptr)) {
+      done(result);
+    }
+  }
+
+  HealthTarget target_;
+  std::shared_ptr<ssl::context> tls_;
+  milliseconds timeout_;
+  Done done_;
+  tcp::resolver resolver_;
+  tcp::socket socket_;  // until the TLS stream takes it over
+  std::optional<ssl::stream<tcp::socket>> stream_;
+  asio::steady_timer deadline_;
+  beast::flat_buffer buffer_;
+  http::request<http::empty_body> request_;
+  std::optional<http::response_parser<http::string_body>> parser_;
+  std::string stage_;  // what a timeout interrupted
+  steady_clock::time_point started_{};
+  bool finished_ = false;
+};
+
+}  // namespace
+
+std::shared_ptr<HealthProbe> HealthProbe::start(asio::io_context& io, HealthTarget target,
+                                                std::shared_ptr<ssl::context> tls,
+                                                milliseconds timeout, Done done) {
+  auto probe = std::make_shared<ProbeExchange>(io, std::move(target), std::move(tls), timeout,
+                                               std::move(done));
+  probe->start();
+  return probe;
+}
+
+}  // namespace vipd::daemon

@@ -1,0 +1,58 @@
+// One health probe, the exchange itself: resolve and connect to the target and, for the
+// apiserver, the TLS handshake (verification against the context's CA, the server name as SNI
+// and as the name the certificate must carry) and one HTTP GET whose answer apiserver_answer.h
+// judges. Every probe ends within its timeout with one ProbeResult. HealthChecker (the schedule,
+// rise/fall and logging) starts one per interval.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "daemon/health/health_target.h"
+
+namespace boost::asio::ssl {
+class context;
+}
+
+namespace vipd::daemon {
+
+namespace asio = boost::asio;
+
+inline constexpr size_t kMaxHealthBodyBytes = 64 * 1024;
+inline constexpr size_t kMaxHealthHeaderBytes = 16 * 1024;
+
+struct ProbeResult {
+  bool ok = false;
+  std::string detail;  // one phrase for the operator: "HTTP 200 ok", "timed out after 1s (...)"
+  std::chrono::microseconds latency{};
+};
+
+// "1s" for whole seconds, else "1500ms".
+[[nodiscard]] std::string formatDuration(std::chrono::milliseconds d);
+
+class HealthProbe {
+ public:
+  using Done = std::function<void(const ProbeResult&)>;
+
+  // Starts one probe of `target` on `io`: a TCP connect when `tls` is null, else the apiserver
+  // exchange with `tls` (from makeHealthTlsContext()) and target.serverName. `done` runs once, on
+  // the io_context thread, within `timeout` (a timeout is a failed result naming the stage it
+  // interrupted), unless abandon() comes first. The handlers in flight own the probe; the
+  // returned pointer only lets the caller abandon it.
+  [[nodiscard]] static std::shared_ptr<HealthProbe> start(asio::io_context& io, HealthTarget target,
+                                                          std::shared_ptr<asio::ssl::context> tls,
+                                                          std::chrono::milliseconds timeout,
+                                                          Done done);
+
+  virtual ~HealthProbe() = default;
+
+  // Ends the probe at once: the socket closes and `done` is never called. The handlers still
+  // pending run later on the io_context and find the probe finished.
+  virtual void abandon() = 0;
+};
+
+}  // namespace vipd::daemon
