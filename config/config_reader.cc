@@ -1,0 +1,233 @@
+// ConfigReader's error collection and its primitive readers (config_reader.h): a mapping checked
+// against its known keys, required keys, strings, integers, booleans, durations, addresses, ASNs,
+// lists and absolute paths. Every section reader is built from these, so each kind of value is
+// refused with the same words wherever it appears.
+#include "config/config_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "config/value_rules.h"
+
+namespace vipd::config::internal {
+namespace {
+
+// Quoted scalars carry the non-specific tag "!"; plain ones carry "?". A quoted "65001" is a
+// string, and accepting it where a number belongs would hide a templating mistake.
+bool isQuoted(const YAML::Node& node) { return node.Tag() == "!"; }
+
+}  // namespace
+
+std::string joinPath(const std::string& path, std::string_view key) {
+  if (path.empty()) {
+    return std::string(key);
+  }
+  return fmt::format("{}.{}", path, key);
+}
+
+std::string indexPath(const std::string& path, size_t index) {
+  return fmt::format("{}[{}]", path, index);
+}
+
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar: {
+      constexpr size_t kMaxShown = 40;
+      const std::string& text = node.Scalar();
+      if (text.size() > kMaxShown) {
+        return fmt::format("'{}...'", text.substr(0, kMaxShown));
+      }
+      return fmt::format("'{}'", text);
+    }
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return "no value";
+}
+
+void ConfigReader::error(const YAML::Mark& mark, std::string path, std::string message) {
+  ConfigError e;
+  e.file = fileName_;
+  if (!mark.is_null()) {
+    e.line = mark.line + 1;
+    e.column = mark.column + 1;
+  }
+  e.path = std::move(path);
+  e.message = std::move(message);
+  errors_.push_back(std::move(e));
+}
+
+void ConfigReader::error(const Field& field, std::string message) {
+  // yaml-cpp marks an empty value ("holdTime:") at the next token, often on the next line; the
+  // key is where the operator has to look.
+  bool useKey = field.value.IsNull() && field.key.IsDefined() && field.key.IsScalar();
+  error(useKey ? field.key.Mark() : field.value.Mark(), field.path, std::move(message));
+}
+
+std::vector<ConfigError> ConfigReader::takeErrors() {
+  std::stable_sort(errors_.begin(), errors_.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.line, a.column) < std::pair(b.line, b.column);
+  });
+  return std::move(errors_);
+}
+
+std::optional<Mapping> ConfigReader::readMapping(const YAML::Node& node, const std::string& path,
+                                                 std::initializer_list<std::string_view> known) {
+  if (!node.IsMap()) {
+    error(node.Mark(), path, fmt::format("expected a mapping, got {}", describe(node)));
+    return std::nullopt;
+  }
+  Mapping m{node.Mark(), path, {}};
+  for (const auto& entry : node) {
+    const YAML::Node& key = entry.first;
+    if (!key.IsScalar()) {
+      error(key.Mark(), path, fmt::format("keys must be strings, got {}", describe(key)));
+      continue;
+    }
+    const std::string& name = key.Scalar();
+    std::string keyPath = joinPath(path, name);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      error(key.Mark(), keyPath, unknownKeyMessage(name, known));
+      continue;
+    }
+    // yaml-cpp keeps every duplicate in the node, and lookups would silently pick one of them.
+    if (const Field* first = m.find(name)) {
+      error(key.Mark(), keyPath,
+            fmt::format("duplicate key '{}' (first set on line {})", name,
+                        first->key.Mark().line + 1));
+      continue;
+    }
+    m.fields.emplace_back(name, Field{key, entry.second, keyPath});
+  }
+  return m;
+}
+
+const Field* ConfigReader::require(const Mapping& m, std::string_view key) {
+  const Field* f = m.find(key);
+  if (f == nullptr) {
+    error(m.mark, joinPath(m.path, key), fmt::format("required key '{}' is missing", key));
+  }
+  return f;
+}
+
+std::optional<std::string> ConfigReader::readString(const Field& f) {
+  if (!f.value.IsScalar()) {
+    error(f, fmt::format("expected a string, got {}", describe(f.value)));
+    return std::nullopt;
+  }
+  return f.value.Scalar();
+}
+
+std::optional<uint64_t> ConfigReader::readUnsigned(const Field& f, uint64_t min, uint64_t max) {
+  if (!f.value.IsScalar() || isQuoted(f.value)) {
+    error(f, fmt::format("expected an integer, got {}{}", isQuoted(f.value) ? "the string " : "",
+                         describe(f.value)));
+    return std::nullopt;
+  }
+  std::string_view text = f.value.Scalar();
+  bool negative = !text.empty() && text[0] == '-';
+  std::string_view digits = negative ? text.substr(1) : text;
+  if (!isAllDigits(digits)) {
+    error(f, fmt::format("expected an integer, got {}", describe(f.value)));
+    return std::nullopt;
+  }
+  auto value = parseDecimal(digits);
+  if (negative || !value || *value < min || *value > max) {
+    error(f, fmt::format("must be between {} and {}, got {}", min, max, text));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<bool> ConfigReader::readBool(const Field& f) {
+  if (f.value.IsScalar() && !isQuoted(f.value)) {
+    const std::string& text = f.value.Scalar();
+    if (text == "true" || text == "True" || text == "TRUE") {
+      return true;
+    }
+    if (text == "false" || text == "False" || text == "FALSE") {
+      return false;
+    }
+  }
+  error(f, fmt::format("expected true or false, got {}{}", isQuoted(f.value) ? "the string " : "",
+                       describe(f.value)));
+  return std::nullopt;
+}
+
+std::optional<milliseconds> ConfigReader::readDuration(const Field& f) {
+  if (!f.value.IsScalar()) {
+    error(f, fmt::format("expected a duration such as 9s or 300ms, got {}", describe(f.value)));
+    return std::nullopt;
+  }
+  auto d = parseDuration(f.value.Scalar());
+  if (!d) {
+    const std::string& text = f.value.Scalar();
+    if (isAllDigits(text)) {
+      error(f, fmt::format("duration '{}' needs a unit: write e.g. {}s or {}ms", text, text, text));
+    } else {
+      error(f, fmt::format("'{}' is not a duration: write e.g. 9s, 300ms or 1m30s", text));
+    }
+    return std::nullopt;
+  }
+  return d;
+}
+
+std::optional<bgp::IpAddress> ConfigReader::readAddress(const Field& f) {
+  if (!f.value.IsScalar()) {
+    error(f, fmt::format("expected an IP address, got {}", describe(f.value)));
+    return std::nullopt;
+  }
+  auto address = bgp::IpAddress::parse(f.value.Scalar());
+  if (!address) {
+    error(f, fmt::format("'{}' is not an IP address", f.value.Scalar()));
+  }
+  return address;
+}
+
+std::optional<uint32_t> ConfigReader::readAsn(const Field& f) {
+  auto asn = readUnsigned(f, 1, kMaxAsn);
+  if (!asn) {
+    return std::nullopt;
+  }
+  if (*asn == bgp::kAsTrans) {
+    error(f, "AS 23456 is AS_TRANS (RFC 6793), a placeholder that is never a real ASN");
+    return std::nullopt;
+  }
+  return static_cast<uint32_t>(*asn);
+}
+
+std::optional<YAML::Node> ConfigReader::readList(const Field& f) {
+  if (!f.value.IsSequence()) {
+    error(f, fmt::format("expected a list, got {}", describe(f.value)));
+    return std::nullopt;
+  }
+  return f.value;
+}
+
+std::optional<milliseconds> ConfigReader::readBoundedDuration(const Field& f, milliseconds min,
+                                                              milliseconds max) {
+  auto d = readDuration(f);
+  if (d && (*d < min || *d > max)) {
+    error(f, fmt::format("{} is out of range; use {} to {}", formatDuration(*d),
+                         formatDuration(min), formatDuration(max)));
+    return std::nullopt;
+  }
+  return d;
+}
+
+std::optional<std::string> ConfigReader::readAbsolutePath(const Field& f, std::string_view what) {
+  auto path = readString(f);
+  if (path && (path->empty() || (*path)[0] != '/')) {
+    error(f, fmt::format("the {} must be an absolute path, got '{}'", what, *path));
+    return std::nullopt;
+  }
+  return path;
+}
+
+}  // namespace vipd::config::internal

@@ -1,0 +1,158 @@
+// ConfigReader: walks one YAML document into a config::Config and collects every error on the way,
+// each with file:line:column and the key's path. Its members are defined by concern:
+//   config_reader.cc  error collection and the primitive readers (a mapping with known keys, a
+//                     string, an integer, a duration, an address, a list, ...)
+//   config_parser.cc  the top level (readDocument) and the public entry points
+//   read_vips.cc      VIPs, the router ID and the community lists
+//   read_peers.cc     peers: addresses, timers, TTL and authentication, BFD
+//   read_sections.cc  listen, control, drain, health, metrics, mode and handoff
+//
+// Private to config/: shared by the files above and included by nothing outside config/, which
+// uses config_parser.h. The readers work on yaml-cpp nodes; parseConfig() (config_parser.cc) is
+// where a yaml-cpp exception is caught and becomes a ConfigError.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/config_parser.h"
+
+namespace vipd::config::internal {
+
+// The largest 4-octet AS number (RFC 6793); also the largest large-community field (RFC 8092).
+inline constexpr uint32_t kMaxAsn = 4294967295u;
+
+// Where a value sits in the document and what it is called, for error messages.
+struct Field {
+  YAML::Node key;
+  YAML::Node value;
+  std::string path;
+};
+
+// A mapping whose keys were checked against the schema: no unknown keys, no duplicates.
+struct Mapping {
+  YAML::Mark mark;
+  std::string path;
+  std::vector<std::pair<std::string, Field>> fields;
+
+  const Field* find(std::string_view key) const {
+    for (const auto& [name, field] : fields) {
+      if (name == key) {
+        return &field;
+      }
+    }
+    return nullptr;
+  }
+};
+
+// Key paths as ConfigError::path spells them: joinPath("peers[1]", "holdTime") is
+// "peers[1].holdTime" (just the key at the top level), indexPath("peers", 1) is "peers[1]".
+std::string joinPath(const std::string& path, std::string_view key);
+std::string indexPath(const std::string& path, size_t index);
+
+// What the operator wrote, for "expected X, got Y" messages: "a mapping", "a list", "no value",
+// or the scalar quoted (cut at 40 characters).
+std::string describe(const YAML::Node& node);
+
+// Reads one document into a Config, collecting every error it finds. Values that fail validation
+// are left at their defaults; the Config is only returned when there were no errors at all.
+//
+// Errors are kept in the order they are found and stable-sorted by position in takeErrors(), so
+// two errors at the same position (a key missing from one mapping, a YAML alias used twice) keep
+// the order the readers found them in: the readers below read keys in a fixed order.
+class ConfigReader {
+ public:
+  ConfigReader(std::string_view fileName, const ConfigOverrides& overrides)
+      : fileName_(fileName), overrides_(overrides) {}
+
+  // Records an error at `mark` (1-based in the ConfigError; a null mark gives line 0).
+  void error(const YAML::Mark& mark, std::string path, std::string message);
+  // Records an error about `field`: at its value, or at its key when the value is empty.
+  void error(const Field& field, std::string message);
+
+  // Every error recorded so far, ordered by position.
+  std::vector<ConfigError> takeErrors();
+
+  bool ok() const { return errors_.empty(); }
+
+  // The whole document; `config` keeps its defaults wherever a value is missing or wrong.
+  void readDocument(const YAML::Node& root, Config& config);
+
+ private:
+  // --- config_reader.cc: primitives. Each reports its own error and returns nothing on one.
+  std::optional<Mapping> readMapping(const YAML::Node& node, const std::string& path,
+                                     std::initializer_list<std::string_view> known);
+  const Field* require(const Mapping& m, std::string_view key);
+
+  std::optional<std::string> readString(const Field& f);
+  std::optional<uint64_t> readUnsigned(const Field& f, uint64_t min, uint64_t max);
+  std::optional<bool> readBool(const Field& f);
+  std::optional<milliseconds> readDuration(const Field& f);
+  std::optional<bgp::IpAddress> readAddress(const Field& f);
+  std::optional<uint32_t> readAsn(const Field& f);
+  std::optional<YAML::Node> readList(const Field& f);
+  std::optional<std::string> readAbsolutePath(const Field& f, std::string_view what);
+  std::optional<milliseconds> readBoundedDuration(const Field& f, milliseconds min,
+                                                  milliseconds max);
+
+  // --- config_parser.cc: the top level, in the order readDocument() reads it.
+  void readTypeMeta(const Mapping& m, Config& config);
+  void readRouterIdSource(const Mapping& m, Config& config);
+  void readHandoffForMode(const Mapping& m, Config& config);
+
+  // --- read_vips.cc
+  void readVips(const Field& f, std::vector<Vip>& vips);
+  // One VIP; nothing when its address is missing or wrong (other keys are still checked).
+  std::optional<Vip> readVip(const Mapping& m);
+  std::optional<bgp::Prefix> readVipAddress(const Field& f);
+  std::optional<std::string> readInterfaceName(const Field& f);
+  void readRouterId(const Field& f, const std::vector<Vip>& vips, Config& config);
+  template <typename Value, typename Make>
+  void readColonList(const Field& f, size_t fields, uint64_t maxField, std::string_view expected,
+                     std::string_view name, Make make, std::vector<Value>& out);
+  void readCommunities(const Field& f, std::vector<Community>& out);
+  void readLargeCommunities(const Field& f, std::vector<bgp::LargeCommunity>& out);
+
+  // --- read_peers.cc
+  void readPeers(const Field& f, std::optional<uint32_t> localAsn, const std::vector<Vip>& vips,
+                 std::vector<Peer>& peers);
+  // One peer; nothing when any of its keys was wrong.
+  std::optional<Peer> readPeer(const YAML::Node& node, const std::string& path,
+                               std::optional<uint32_t> localAsn, const std::vector<Vip>& vips);
+  std::optional<bgp::IpAddress> readPeerAddress(const Mapping& m, Peer& peer);
+  void readSourceAddress(const Field& f, const std::optional<bgp::IpAddress>& address, Peer& peer);
+  void readHoldAndKeepalive(const Mapping& m, Peer& peer);
+  void readRetryTimers(const Mapping& m, Peer& peer);
+  void readEbgpMultihop(const Field& f, std::optional<uint32_t> asn,
+                        std::optional<uint32_t> localAsn, Peer& peer);
+  void readNextHopIpv6(const Field& f, Peer& peer);
+  void readAuthAndTtl(const Mapping& m, Peer& peer);
+  void readBfd(const Field& f, Peer& peer);
+  void checkNextHopFamilies(const Mapping& m, const bgp::IpAddress& address, bool nextHopIpv6Given,
+                            const std::vector<Vip>& vips);
+
+  // --- read_sections.cc
+  void readListen(const Field& f, Listen& listen);
+  void readControl(const Field& f, Control& control);
+  void readDrain(const Field& f, Drain& drain);
+  void readHealth(const Field& f, Health& health);
+  void readHealthType(const Mapping& m, Health& health);
+  void readApiserverSettings(const Mapping& m, Health& health);
+  void readHealthTiming(const Mapping& m, Health& health);
+  void readMetrics(const Field& f, Metrics& metrics);
+  void readMode(const Field& f, Config& config);
+  void readHandoff(const Field& f, Handoff& handoff);
+
+  std::string fileName_;
+  ConfigOverrides overrides_;
+  std::vector<ConfigError> errors_;
+};
+
+}  // namespace vipd::config::internal

@@ -1,0 +1,290 @@
+// ConfigReader's readers for the optional top-level sections (config_reader.h): listen, control,
+// drain, health, metrics, mode and handoff. Each is a mapping of its own whose keys are checked
+// independently of the rest of the document.
+#include <fmt/format.h>
+
+#include "config/config_reader.h"
+#include "config/value_rules.h"
+
+namespace vipd::config::internal {
+namespace {
+
+// sockaddr_un::sun_path is 108 bytes on Linux, including the terminating NUL.
+constexpr size_t kMaxSocketPathLength = 107;
+// Longer than a minute is a mistake, not a drain: kubelet would kill the pod first.
+constexpr milliseconds kMaxDrainStep{60000};
+
+}  // namespace
+
+void ConfigReader::readListen(const Field& f, Listen& listen) {
+  auto m = readMapping(f.value, f.path, {"enabled", "address", "port"});
+  if (!m) {
+    return;
+  }
+  if (const Field* e = m->find("enabled")) {
+    if (auto enabled = readBool(*e)) {
+      listen.enabled = *enabled;
+    }
+  }
+  if (const Field* a = m->find("address")) {
+    if (auto address = readAddress(*a)) {
+      if (isMulticast(*address) || isBroadcast(*address) || address->isLinkLocalV6()) {
+        error(*a, fmt::format("cannot listen on {}; use a local unicast address, 0.0.0.0 or ::",
+                              address->toString()));
+      } else {
+        listen.address = *address;
+      }
+    }
+  }
+  if (const Field* p = m->find("port")) {
+    if (auto port = readUnsigned(*p, 1, 65535)) {
+      listen.port = static_cast<uint16_t>(*port);
+    }
+  }
+}
+
+void ConfigReader::readControl(const Field& f, Control& control) {
+  auto m = readMapping(f.value, f.path, {"socket", "stateDir", "group"});
+  if (!m) {
+    return;
+  }
+  if (const Field* s = m->find("socket")) {
+    if (auto socket = readString(*s)) {
+      if (socket->empty() || (*socket)[0] != '/') {
+        error(*s, fmt::format("the control socket must be an absolute path, got '{}'", *socket));
+      } else if (socket->size() > kMaxSocketPathLength) {
+        error(*s, fmt::format("the control socket path is {} bytes; a Unix socket path holds at "
+                              "most {}",
+                              socket->size(), kMaxSocketPathLength));
+      } else if (socket->find('\0') != std::string::npos) {
+        error(*s, "the control socket path contains a NUL byte");
+      } else {
+        control.socket = *socket;
+      }
+    }
+  }
+  if (const Field* d = m->find("stateDir")) {
+    if (auto dir = readAbsolutePath(*d, "state directory")) {
+      control.stateDir = *dir;
+    }
+  }
+  if (const Field* g = m->find("group")) {
+    if (auto group = readString(*g)) {
+      if (group->empty()) {
+        error(*g, "the control group name is empty");
+      } else {
+        control.group = *group;
+      }
+    }
+  }
+}
+
+void ConfigReader::readDrain(const Field& f, Drain& drain) {
+  auto m = readMapping(f.value, f.path, {"gracefulShutdownTime", "timeout", "unbindDelay"});
+  if (!m) {
+    return;
+  }
+  if (const Field* d = m->find("gracefulShutdownTime")) {
+    if (auto t = readBoundedDuration(*d, milliseconds{0}, kMaxDrainStep)) {
+      drain.gracefulShutdownTime = *t;
+    }
+  }
+  if (const Field* d = m->find("timeout")) {
+    if (auto t = readBoundedDuration(*d, milliseconds{100}, kMaxDrainStep)) {
+      drain.timeout = *t;
+    }
+  }
+  if (const Field* d = m->find("unbindDelay")) {
+    if (auto t = readBoundedDuration(*d, milliseconds{0}, kMaxDrainStep)) {
+      drain.unbindDelay = *t;
+    }
+  }
+}
+
+void ConfigReader::readHealth(const Field& f, Health& health) {
+  auto m = readMapping(f.value, f.path,
+                       {"type", "url", "serverName", "caFile", "certFile", "keyFile", "address",
+                        "interval", "timeout", "rise", "fall"});
+  if (!m) {
+    return;
+  }
+  readHealthType(*m, health);
+  readApiserverSettings(*m, health);
+  if (const Field* a = m->find("address")) {
+    if (auto address = readString(*a)) {
+      if (!parseAddressPort(*address)) {
+        error(*a, fmt::format("'{}' is not an address:port such as 127.0.0.1:6443 or "
+                              "[::1]:6443",
+                              *address));
+      } else {
+        health.address = *address;
+      }
+    }
+  }
+  readHealthTiming(*m, health);
+}
+
+void ConfigReader::readHealthType(const Mapping& m, Health& health) {
+  if (const Field* t = require(m, "type")) {
+    auto type = readString(*t);
+    if (type == "apiserver") {
+      health.type = Health::Type::Apiserver;
+    } else if (type == "tcp") {
+      health.type = Health::Type::Tcp;
+    } else if (type == "none") {
+      health.type = Health::Type::None;
+    } else if (type) {
+      error(*t, fmt::format("'{}' is not a health check type; use apiserver, tcp or none (none "
+                            "announces without any check)",
+                            *type));
+    }
+  }
+}
+
+// url, serverName, caFile, certFile and keyFile: read after the type, which decides whether
+// caFile is required.
+void ConfigReader::readApiserverSettings(const Mapping& m, Health& health) {
+  if (const Field* u = m.find("url")) {
+    if (auto url = readString(*u)) {
+      if (!url->starts_with("https://") || url->size() <= 8) {
+        error(*u, fmt::format("'{}' is not an https:// URL; the apiserver check always verifies "
+                              "TLS",
+                              *url));
+      } else {
+        health.url = *url;
+      }
+    }
+  }
+  // Like the other apiserver-only keys it is checked whatever the type (a later switch to
+  // apiserver then finds it valid) and used only by the apiserver check.
+  if (const Field* n = m.find("serverName")) {
+    if (auto name = readString(*n)) {
+      if (bgp::IpAddress::parse(*name)) {
+        error(*n, fmt::format("'{}' is an IP address; serverName is the DNS name the apiserver's "
+                              "certificate must carry, such as {}",
+                              *name, kDefaultApiserverServerName));
+      } else if (auto problem = dnsNameProblem(*name)) {
+        error(*n, fmt::format("{} is not a DNS name: {}", describe(n->value), *problem));
+      } else {
+        health.serverName = *name;
+      }
+    }
+  }
+  const Field* ca = m.find("caFile");
+  if (ca) {
+    if (auto path = readAbsolutePath(*ca, "CA file")) {
+      health.caFile = *path;
+    }
+  } else if (health.type == Health::Type::Apiserver) {
+    require(m, "caFile");  // reports it missing: an unverified apiserver answer proves nothing
+  }
+  const Field* cert = m.find("certFile");
+  const Field* key = m.find("keyFile");
+  if (cert) {
+    health.certFile = readAbsolutePath(*cert, "client certificate");
+  }
+  if (key) {
+    health.keyFile = readAbsolutePath(*key, "client key");
+  }
+  if ((cert == nullptr) != (key == nullptr)) {
+    error(cert ? *cert : *key, "certFile and keyFile go together: set both or neither");
+  }
+}
+
+// interval, timeout (which must not be longer than the interval), rise and fall.
+void ConfigReader::readHealthTiming(const Mapping& m, Health& health) {
+  // Comparing with a value already reported as wrong (and left at its default) would only add a
+  // misleading second error.
+  bool timingValid = true;
+  if (const Field* i = m.find("interval")) {
+    if (auto d = readBoundedDuration(*i, milliseconds{100}, milliseconds{60000})) {
+      health.interval = *d;
+    } else {
+      timingValid = false;
+    }
+  }
+  if (const Field* t = m.find("timeout")) {
+    if (auto d = readBoundedDuration(*t, milliseconds{10}, milliseconds{60000})) {
+      health.timeout = *d;
+    } else {
+      timingValid = false;
+    }
+  }
+  if (timingValid && health.timeout > health.interval) {
+    error(*m.find(m.find("timeout") ? "timeout" : "interval"),
+          fmt::format("timeout {} is longer than interval {}; checks would overlap",
+                      formatDuration(health.timeout), formatDuration(health.interval)));
+  }
+  if (const Field* r = m.find("rise")) {
+    if (auto n = readUnsigned(*r, 1, 100)) {
+      health.rise = static_cast<uint32_t>(*n);
+    }
+  }
+  if (const Field* fl = m.find("fall")) {
+    if (auto n = readUnsigned(*fl, 1, 100)) {
+      health.fall = static_cast<uint32_t>(*n);
+    }
+  }
+}
+
+void ConfigReader::readMetrics(const Field& f, Metrics& metrics) {
+  auto m = readMapping(f.value, f.path, {"listen"});
+  if (!m) {
+    return;
+  }
+  if (const Field* l = m->find("listen")) {
+    auto text = readString(*l);
+    if (!text) {
+      return;
+    }
+    auto addressPort = parseAddressPort(*text);
+    if (!addressPort) {
+      error(*l, fmt::format("'{}' is not an address:port such as 127.0.0.1:9472", *text));
+      return;
+    }
+    metrics.address = addressPort->first;
+    metrics.port = addressPort->second;
+  }
+}
+
+void ConfigReader::readMode(const Field& f, Config& config) {
+  auto text = readString(f);
+  if (!text) {
+    return;
+  }
+  if (*text == "standalone") {
+    config.mode = Mode::Standalone;
+  } else if (*text == "static-pod") {
+    config.mode = Mode::StaticPod;
+  } else if (*text == "daemonset") {
+    config.mode = Mode::DaemonSet;
+  } else {
+    error(f, fmt::format("unknown mode '{}'; expected standalone, static-pod or daemonset",
+                         *text));
+  }
+}
+
+void ConfigReader::readHandoff(const Field& f, Handoff& handoff) {
+  auto m = readMapping(f.value, f.path, {"dir", "restartTime"});
+  if (!m) {
+    return;
+  }
+  if (const Field* d = m->find("dir")) {
+    if (auto dir = readAbsolutePath(*d, "handoff directory")) {
+      handoff.dir = *dir;
+    }
+  }
+  if (const Field* r = m->find("restartTime")) {
+    // RFC 4724 carries whole seconds in 12 bits; more than a minute is not "short".
+    if (auto t = readBoundedDuration(*r, milliseconds{1000}, milliseconds{60000})) {
+      if (t->count() % 1000 != 0) {
+        error(*r, fmt::format("the restart time is sent in whole seconds; {} is not",
+                              formatDuration(*t)));
+      } else {
+        handoff.restartTime = *t;
+      }
+    }
+  }
+}
+
+}  // namespace vipd::config::internal
