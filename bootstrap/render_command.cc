@@ -4,35 +4,22 @@
 
 #include <filesystem>
 #include <iostream>
-#include <variant>
 
 #include "bootstrap/atomic_file.h"
 #include "bootstrap/manifest_files.h"
 #include "bootstrap/renderer.h"
 #include "bootstrap/static_pod_template.h"
+#include "cli/command_line.h"
 
 namespace vipd::bootstrap {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kUsage =
-    "usage: vipd render --metadata FILE --config-out PATH --manifest-dir DIR\n"
-    "                   [--image IMAGE] [--strict] [--archive-dir DIR]\n"
-    "\n"
-    "Renders the vipd config and the kubelet static-pod manifest from an instance-metadata\n"
-    "document (JSON or YAML; see docs/metadata.md).\n"
-    "\n"
-    "  --metadata FILE     the instance metadata\n"
-    "  --config-out PATH   where the config goes (absolute); the static pod mounts its directory\n"
-    "  --manifest-dir DIR  kubelet's static-pod directory; vipd's manifest is DIR/vipd.yaml\n"
-    "  --image IMAGE       the static pod's image, when the metadata has none (default: this\n"
-    "                      vipd's release, localhost/vipd:VERSION as its image archive loads)\n"
-    "  --strict            refuse to write when DIR holds files that are not manifests\n"
-    "  --archive-dir DIR   where replaced and removed manifests go, and temporary files\n"
-    "                      (default: DIR/../vipd-manifest-archive; same filesystem as DIR)\n"
-    "\n"
-    "Exit codes: 0 done, 1 metadata, validation or write error, 2 usage error.\n";
+constexpr const char* kDescription =
+    "Renders the vipd config and the kubelet static-pod manifest from an instance-metadata "
+    "document (JSON or YAML; see docs/metadata.md). Nothing is written unless the metadata "
+    "renders and validates and, with --strict, the manifest directory holds no stray files.";
 
 // Config: no secrets in it (keys stay in their password files); vipctl may read it.
 constexpr mode_t kConfigMode = 0644;
@@ -62,60 +49,37 @@ struct Output {
     *env.err << "vipd render: " << text << '\n';
     return 1;
   }
-  int usage(std::string_view text) const {
-    *env.err << "vipd render: " << text << '\n' << kUsage;
-    return 2;
-  }
 };
 
-// Options, or the exit code when parsing ends the command (help, usage error).
-std::variant<Options, int> parseOptions(const std::vector<std::string>& args, const Output& o) {
-  Options options;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      *o.env.out << kUsage;
-      return 0;
-    }
-    if (arg == "--strict") {
-      options.strict = true;
-      continue;
-    }
-    std::string* text = nullptr;
-    std::optional<std::string>* optional = nullptr;
-    if (arg == "--metadata") {
-      text = &options.metadata;
-    } else if (arg == "--config-out") {
-      text = &options.configOut;
-    } else if (arg == "--manifest-dir") {
-      text = &options.manifestDir;
-    } else if (arg == "--archive-dir") {
-      optional = &options.archiveDir;
-    } else if (arg == "--image") {
-      optional = &options.image;
-    } else {
-      return o.usage(fmt::format("unknown argument '{}'", arg));
-    }
-    if (i + 1 >= args.size() || args[i + 1].empty()) {
-      return o.usage(fmt::format("{} needs a value", arg));
-    }
-    if ((text && !text->empty()) || (optional && *optional)) {
-      return o.usage(fmt::format("{} is given twice", arg));
-    }
-    if (text) {
-      *text = args[++i];
-    } else {
-      *optional = args[++i];
-    }
-  }
-  for (auto [value, flag] : {std::pair{&options.metadata, "--metadata FILE"},
-                             std::pair{&options.configOut, "--config-out PATH"},
-                             std::pair{&options.manifestDir, "--manifest-dir DIR"}}) {
-    if (value->empty()) {
-      return o.usage(fmt::format("{} is required", flag));
-    }
-  }
-  return options;
+// The command line, into `options`.
+void addOptions(CLI::App& app, Options& options) {
+  app.add_option("--metadata", options.metadata, "the instance metadata")
+      ->option_text("FILE")
+      ->required()
+      ->check(cli::nonEmpty());
+  app.add_option("--config-out", options.configOut,
+                 "where the config goes (absolute); the static pod mounts its directory")
+      ->option_text("PATH")
+      ->required()
+      ->check(cli::nonEmpty());
+  app.add_option("--manifest-dir", options.manifestDir,
+                 "kubelet's static-pod directory; vipd's manifest is DIR/vipd.yaml")
+      ->option_text("DIR")
+      ->required()
+      ->check(cli::nonEmpty());
+  app.add_option("--image", options.image,
+                 "the static pod's image, when the metadata has none (default: this vipd's "
+                 "release, localhost/vipd:VERSION as its image archive loads)")
+      ->option_text("IMAGE")
+      ->check(cli::nonEmpty());
+  app.add_flag("--strict", options.strict,
+               "refuse to write when DIR holds files that are not manifests");
+  app.add_option("--archive-dir", options.archiveDir,
+                 "where replaced and removed manifests go, and temporary files (default: "
+                 "DIR/../vipd-manifest-archive; same filesystem as DIR)")
+      ->option_text("DIR")
+      ->check(cli::nonEmpty());
+  app.footer("Exit codes: 0 done, 1 metadata, validation or write error, 2 usage error.");
 }
 
 // Absolute, normal, without a trailing '/': "manifests/" and "./manifests" name one directory.
@@ -155,13 +119,16 @@ int runRenderCommand(const std::vector<std::string>& args, std::string defaultIm
 
 int runRenderCommand(const std::vector<std::string>& args, const RenderEnvironment& env) {
   Output o{env};
-  auto parsed = parseOptions(args, o);
-  if (const int* exitCode = std::get_if<int>(&parsed)) {
+  CLI::App app(kDescription, "vipd render");
+  cli::configure(app);
+  Options options;
+  addOptions(app, options);
+  if (auto exitCode = cli::parse(app, args, *env.out, *env.err)) {
     return *exitCode;
   }
-  const Options& options = std::get<Options>(parsed);
+  auto usage = [&](std::string_view problem) { return cli::usageError(app, problem, *env.err); };
   if (auto problem = configOutProblem(options.configOut)) {
-    return o.usage(*problem);
+    return usage(*problem);
   }
   const fs::path configPath(options.configOut);
   const fs::path configDir = configPath.parent_path();
@@ -171,14 +138,14 @@ int runRenderCommand(const std::vector<std::string>& args, const RenderEnvironme
                                   ? directoryPath(*options.archiveDir)
                                   : manifestDir.parent_path() / "vipd-manifest-archive";
   if (isWithin(configDir, manifestDir)) {
-    return o.usage(
+    return usage(
         fmt::format("--config-out {} is in the manifest directory {}; kubelet would "
                     "read the config as a pod: put it elsewhere, such as "
                     "/etc/vipd/vipd.yaml",
                     configPath.string(), manifestDir.string()));
   }
   if (isWithin(archiveDir, manifestDir)) {
-    return o.usage(
+    return usage(
         fmt::format("the archive directory {} is in the manifest directory {}, where "
                     "kubelet would read old manifests as pods; pass --archive-dir "
                     "outside it",

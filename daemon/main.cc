@@ -2,9 +2,11 @@
 //
 //   vipd --config FILE [--router-id ADDRESS] [--log-format text|json] [--log-level ...]
 //   vipd validate --config FILE [--router-id ADDRESS]
+//   vipd render ... (bootstrap/render_command.h)
 //   vipd --version
 #include <csignal>
 #include <cstdio>
+#include <iostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +14,7 @@
 #include <boost/asio.hpp>
 
 #include "bootstrap/render_command.h"
+#include "cli/command_line.h"
 #include "config/config_parser.h"
 #include "daemon/base/logger.h"
 #include "daemon/speaker.h"
@@ -22,95 +25,77 @@ namespace {
 
 using namespace vipd;
 
-constexpr std::string_view kUsage =
-    "usage: vipd --config FILE [--router-id ADDRESS] [--log-format text|json]\n"
-    "            [--log-level debug|info|warn|error]\n"
-    "       vipd validate --config FILE [--router-id ADDRESS]\n"
-    "       vipd render --metadata FILE --config-out PATH --manifest-dir DIR [...]\n"
-    "       vipd --version\n"
-    "\n"
-    "  --router-id ADDRESS  the BGP identifier, when the config file has none (the DaemonSet\n"
-    "                       passes the node's status.hostIP); given in both places it is an error\n";
+enum class Command { Run, Validate, Render };
 
 struct Options {
-  bool validateOnly = false;
+  Command command = Command::Run;
+  std::vector<std::string> renderArgs;  // the words after "render"
   std::string configPath;
   config::ConfigOverrides overrides;
   daemon::LogFormat logFormat = daemon::LogFormat::Text;
   daemon::LogLevel logLevel = daemon::LogLevel::Info;
 };
 
-int usageError(std::string_view message) {
-  std::fprintf(stderr, "vipd: %.*s\n%.*s", static_cast<int>(message.size()), message.data(),
-               static_cast<int>(kUsage.size()), kUsage.data());
-  return 2;
+// --config and --router-id, which the daemon and `vipd validate` both take.
+CLI::Option* addConfigOptions(CLI::App& app, Options& options) {
+  CLI::Option* config = app.add_option("--config", options.configPath, "the config file")
+                            ->option_text("FILE")
+                            ->required()
+                            ->check(cli::nonEmpty());
+  app.add_option("--router-id", options.overrides.routerId,
+                 "the BGP identifier, when the config file has none (the DaemonSet passes the "
+                 "node's status.hostIP); given in both places it is an error")
+      ->option_text("ADDRESS")
+      ->check(cli::nonEmpty());
+  return config;
 }
 
-// Returns an exit code when parsing ends the program (help, version, error).
+// Returns an exit code when parsing ends the program (help, version, usage error).
 std::optional<int> parseOptions(int argc, char** argv, Options& options) {
-  std::vector<std::string_view> args(argv + 1, argv + argc);
-  size_t i = 0;
-  if (!args.empty() && args[0] == "validate") {
-    options.validateOnly = true;
-    i = 1;
+  CLI::App app("Announces this node's VIPs over BGP while they are bound locally.", "vipd");
+  cli::configure(app, daemon::version());
+  CLI::Option* config = addConfigOptions(app, options);
+  cli::addChoice(app, "--log-format", options.logFormat,
+                 {{"text", daemon::LogFormat::Text}, {"json", daemon::LogFormat::Json}},
+                 "the log's format (default text)");
+  cli::addChoice(app, "--log-level", options.logLevel,
+                 {{"debug", daemon::LogLevel::Debug},
+                  {"info", daemon::LogLevel::Info},
+                  {"warn", daemon::LogLevel::Warn},
+                  {"error", daemon::LogLevel::Error}},
+                 "the least severe events logged (default info)");
+  CLI::App* validate = app.add_subcommand(
+      "validate",
+      "checks a config file and exits: 0 when it is valid, 1 after naming every error in it");
+  addConfigOptions(*validate, options);
+  CLI::App* render = app.add_subcommand(
+      "render", "writes the config and the kubelet static-pod manifest from instance metadata");
+  // `vipd render` has its own command line (bootstrap/render_command.h): every word after
+  // "render", --help included, is passed on to it as it is.
+  render->prefix_command()->allow_extras()->set_help_flag();
+  for (CLI::App* command : {validate, render}) {
+    // The daemon's --config is not required of a command, which comes first and has its own.
+    command->preparse_callback([config](std::size_t) { config->required(false); });
   }
-  for (; i < args.size(); ++i) {
-    auto arg = args[i];
-    auto value = [&]() -> std::optional<std::string_view> {
-      if (i + 1 >= args.size()) {
-        return std::nullopt;
+  if (auto exitCode =
+          cli::parse(app, std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr)) {
+    return exitCode;
+  }
+  for (CLI::App* command : app.get_subcommands()) {
+    for (const CLI::Option* option : app.get_options()) {
+      if (option->count() > 0) {
+        return cli::usageError(app,
+                               fmt::format("{} is given before '{}': the command comes first",
+                                           option->get_name(), command->get_name()),
+                               std::cerr);
       }
-      return args[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::fwrite(kUsage.data(), 1, kUsage.size(), stdout);
-      return 0;
-    }
-    if (arg == "--version") {
-      std::printf("vipd %.*s\n", static_cast<int>(daemon::version().size()),
-                  daemon::version().data());
-      return 0;
-    }
-    if (arg == "--config") {
-      auto v = value();
-      if (!v) {
-        return usageError("--config needs a file");
-      }
-      options.configPath = *v;
-    } else if (arg == "--router-id") {
-      auto v = value();
-      if (!v) {
-        return usageError("--router-id needs an address");
-      }
-      options.overrides.routerId = std::string(*v);
-    } else if (arg == "--log-format") {
-      auto v = value();
-      if (v == "text") {
-        options.logFormat = daemon::LogFormat::Text;
-      } else if (v == "json") {
-        options.logFormat = daemon::LogFormat::Json;
-      } else {
-        return usageError("--log-format must be text or json");
-      }
-    } else if (arg == "--log-level") {
-      auto v = value();
-      if (v == "debug") {
-        options.logLevel = daemon::LogLevel::Debug;
-      } else if (v == "info") {
-        options.logLevel = daemon::LogLevel::Info;
-      } else if (v == "warn") {
-        options.logLevel = daemon::LogLevel::Warn;
-      } else if (v == "error") {
-        options.logLevel = daemon::LogLevel::Error;
-      } else {
-        return usageError("--log-level must be debug, info, warn or error");
-      }
-    } else {
-      return usageError(fmt::format("unknown argument '{}'", arg));
     }
   }
-  if (options.configPath.empty()) {
-    return usageError("--config FILE is required");
+  if (validate->parsed()) {
+    options.command = Command::Validate;
+  } else if (render->parsed()) {
+    options.command = Command::Render;
+    options.renderArgs = render->remaining();
   }
   return std::nullopt;
 }
@@ -118,13 +103,13 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::string_view(argv[1]) == "render") {
-    return bootstrap::runRenderCommand(std::vector<std::string>(argv + 2, argv + argc),
-                                       fmt::format("localhost/vipd:{}", daemon::version()));
-  }
   Options options;
   if (auto exitCode = parseOptions(argc, argv, options)) {
     return *exitCode;
+  }
+  if (options.command == Command::Render) {
+    return bootstrap::runRenderCommand(options.renderArgs,
+                                       fmt::format("localhost/vipd:{}", daemon::version()));
   }
   auto config = config::loadConfigFile(options.configPath, options.overrides);
   if (!config) {
@@ -135,7 +120,7 @@ int main(int argc, char** argv) {
                  config.error().size());
     return 1;
   }
-  if (options.validateOnly) {
+  if (options.command == Command::Validate) {
     std::printf("%s: valid\n", options.configPath.c_str());
     return 0;
   }

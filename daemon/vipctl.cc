@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/command_line.h"
 #include "config/duration.h"
 #include "daemon/base/version.h"
 
@@ -24,28 +26,7 @@ namespace {
 namespace asio = boost::asio;
 using json = nlohmann::json;
 
-constexpr std::string_view kUsage =
-    "usage: vipctl [--socket PATH] status [--json]\n"
-    "       vipctl [--socket PATH] withdraw [--wait] [--timeout DUR] [--reason TEXT]\n"
-    "                                       [--transient]\n"
-    "       vipctl [--socket PATH] announce\n"
-    "       vipctl --version\n"
-    "\n"
-    "  status    sessions, VIPs, health gate and why each VIP is or is not announced\n"
-    "  withdraw  drain this node: GRACEFUL_SHUTDOWN, withdraw, wait for the peers, unbind.\n"
-    "            The node stays withdrawn across restarts until `vipctl announce`.\n"
-    "            --wait: return only once every Established peer has acknowledged the\n"
-    "            withdraw (bounded by --timeout, default the config's drain.timeout)\n"
-    "            --transient: drain this running instance only; nothing is persisted, so\n"
-    "            the next start announces again (a pod's preStop hook: a persisted withdraw\n"
-    "            there would leave every replaced pod withdrawn)\n"
-    "  announce  clear the withdrawn state and announce again (once healthy)\n"
-    "\n"
-    "  --socket PATH  vipd's control socket. Default: $VIPD_CONTROL_SOCKET (set in vipd's pods\n"
-    "                 to the pod's own instance); else the instance that speaks BGP on this\n"
-    "                 node, as /run/vipd/speaker.json names it (the static pod or the\n"
-    "                 DaemonSet pod, whichever holds the node); else /run/vipd/vipd.sock\n"
-    "\n"
+constexpr const char* kExitCodes =
     "exit codes:\n"
     "  0  success (withdraw --wait: the peers acknowledged the withdraw)\n"
     "  1  vipd answered with an error (withdraw --wait: the peers did not acknowledge in time;\n"
@@ -54,7 +35,6 @@ constexpr std::string_view kUsage =
     "  3  vipd is not running, or its socket cannot be reached or refused this user\n";
 
 constexpr int kExitError = 1;
-constexpr int kExitUsage = 2;
 constexpr int kExitUnreachable = 3;
 
 std::string str(const json& j, const char* key) {
@@ -148,70 +128,96 @@ std::vector<std::string> defaultSockets() {
   return paths;
 }
 
-int usage(std::string_view problem) {
-  std::fprintf(stderr, "vipctl: %.*s\n%.*s", static_cast<int>(problem.size()), problem.data(),
-               static_cast<int>(kUsage.size()), kUsage.data());
-  return kExitUsage;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::optional<std::string> socketPath;
-  std::string command;
+struct Options {
+  std::string socketPath;  // empty: defaultSockets()
+  std::string command;     // status, withdraw or announce
   bool asJson = false;
   bool wait = false;
   bool transient = false;
   std::optional<std::chrono::milliseconds> timeout;
   std::optional<std::string> reason;
-  std::vector<std::string_view> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto arg = args[i];
-    bool hasValue = i + 1 < args.size();
-    if (arg == "--help" || arg == "-h") {
-      std::fwrite(kUsage.data(), 1, kUsage.size(), stdout);
-      return 0;
-    } else if (arg == "--version") {
-      fmt::print("vipctl {}\n", vipd::daemon::version());
-      return 0;
-    } else if (arg == "--socket" && hasValue) {
-      socketPath = std::string(args[++i]);
-    } else if (arg == "--json") {
-      asJson = true;
-    } else if (arg == "--wait") {
-      wait = true;
-    } else if (arg == "--transient") {
-      transient = true;
-    } else if (arg == "--timeout" && hasValue) {
-      timeout = vipd::config::parseDuration(args[++i]);
-      if (!timeout || timeout->count() == 0) {
-        return usage(fmt::format("--timeout takes a duration such as 30s, not '{}'", args[i]));
-      }
-    } else if (arg == "--reason" && hasValue) {
-      reason = std::string(args[++i]);
-    } else if (command.empty() && !arg.starts_with("-")) {
-      command = arg;
-    } else {
-      return usage(fmt::format("unexpected argument '{}'", arg));
-    }
+};
+
+// Returns an exit code when parsing ends the program (help, version, usage error).
+std::optional<int> parseOptions(int argc, char** argv, Options& options) {
+  CLI::App app("Talks to a running vipd over its control socket.", "vipctl");
+  vipd::cli::configure(app, vipd::daemon::version());
+  app.require_subcommand(1);
+  // Inherited by the commands: --socket after the command too (`vipctl status --socket PATH`),
+  // and the exit codes at the end of each command's help.
+  app.fallthrough();
+  app.footer(kExitCodes);
+  app.add_option("--socket", options.socketPath,
+                 "vipd's control socket. Default: $VIPD_CONTROL_SOCKET (set in vipd's pods to "
+                 "the pod's own instance); else the instance that speaks BGP on this node, as "
+                 "/run/vipd/speaker.json names it (the static pod or the DaemonSet pod, "
+                 "whichever holds the node); else /run/vipd/vipd.sock")
+      ->option_text("PATH")
+      ->check(vipd::cli::nonEmpty());
+  app.add_subcommand("status",
+                     "sessions, VIPs, health gate and why each VIP is or is not announced")
+      ->add_flag("--json", options.asJson, "vipd's reply as it is, in JSON");
+  CLI::App* withdraw = app.add_subcommand(
+      "withdraw",
+      "drain this node: GRACEFUL_SHUTDOWN, withdraw, wait for the peers, unbind.\n"
+      "The node stays withdrawn across restarts until `vipctl announce`.");
+  withdraw->add_flag("--wait", options.wait,
+                     "return only once every Established peer has acknowledged the withdraw "
+                     "(bounded by --timeout)");
+  withdraw
+      ->add_option_function<std::string>(
+          "--timeout",
+          [&options](const std::string& text) {
+            options.timeout = vipd::config::parseDuration(text);
+          },
+          "how long the drain waits for the peers to acknowledge the withdraw (default the "
+          "config's drain.timeout)")
+      ->option_text("DUR")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            auto duration = vipd::config::parseDuration(text);
+            return duration && duration->count() > 0
+                       ? std::string()
+                       : fmt::format("takes a duration such as 30s, not '{}'", text);
+          },
+          ""));
+  withdraw->add_option("--reason", options.reason, "why, for `vipctl status` and vipd's log")
+      ->option_text("TEXT");
+  withdraw->add_flag("--transient", options.transient,
+                     "drain this running instance only; nothing is persisted, so the next start "
+                     "announces again (a pod's preStop hook: a persisted withdraw there would "
+                     "leave every replaced pod withdrawn)");
+  app.add_subcommand("announce", "clear the withdrawn state and announce again (once healthy)");
+  if (auto exitCode = vipd::cli::parse(app, std::vector<std::string>(argv + 1, argv + argc),
+                                       std::cout, std::cerr)) {
+    return exitCode;
   }
-  if (command != "status" && command != "withdraw" && command != "announce") {
-    return usage(command.empty() ? "a command is required" : "unknown command '" + command + "'");
+  options.command = app.get_subcommands().front()->get_name();
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  if (auto exitCode = parseOptions(argc, argv, options)) {
+    return *exitCode;
   }
+  const std::string& command = options.command;
   json request{{"command", command}};
   if (command == "withdraw") {
-    request["wait"] = wait;
-    request["persist"] = !transient;
-    if (timeout) {
-      request["timeoutMs"] = static_cast<uint64_t>(timeout->count());
+    request["wait"] = options.wait;
+    request["persist"] = !options.transient;
+    if (options.timeout) {
+      request["timeoutMs"] = static_cast<uint64_t>(options.timeout->count());
     }
-    if (reason) {
-      request["reason"] = *reason;
+    if (options.reason) {
+      request["reason"] = *options.reason;
     }
   }
 
   std::vector<std::string> candidates =
-      socketPath ? std::vector<std::string>{*socketPath} : defaultSockets();
+      !options.socketPath.empty() ? std::vector<std::string>{options.socketPath} : defaultSockets();
   asio::io_context io;
   asio::local::stream_protocol::socket socket(io);
   boost::system::error_code ec;
@@ -247,7 +253,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vipctl: vipd: %s\n", error.c_str());
     return error.starts_with("permission denied") ? kExitUnreachable : kExitError;
   }
-  if (asJson || command != "status") {
+  if (options.asJson || command != "status") {
     std::printf("%s\n", response.dump(2).c_str());
   } else {
     printStatus(response);

@@ -11,6 +11,9 @@ Asserts:
 - a stray backup file is named in a warning; with --strict render exits 1 and changes nothing;
 - broken metadata exits 1, lists every error as file:line:col: path: message, writes nothing;
 - the image given twice exits 1; a usage error exits 2;
+- the command line: `--flag=value` renders as `--flag value` does; `vipd render --help` exits 0
+  with the usage on stdout; a flag given twice (`--metadata A --metadata B`) exits 2 naming it
+  and writes nothing;
 - bootstrap.enabled false moves the manifest into the archive and keeps the config;
 - the manifest directory never holds anything but manifests (listed after every step);
 - the manifest reads as a manifest: the template's notes (lines starting with #%) are gone;
@@ -135,6 +138,22 @@ def test() -> None:
                   f"a second render should change nothing: {p.stdout!r}")
         after = {f: (os.stat(f).st_ino, os.stat(f).st_mtime_ns) for f in (config, manifest)}
         lab.check(before == after, "unchanged files keep their inode and mtime")
+
+        # The command line: --flag=value, --help, a flag given twice.
+        p = cmd([vipd, "render", f"--metadata={metadata}", f"--config-out={config}",
+                 f"--manifest-dir={manifests}"])
+        lab.check(p.returncode == 0 and p.stdout.splitlines() == [f"unchanged {config}",
+                                                                  f"unchanged {manifest}"],
+                  f"--flag=value should render as --flag value does: {p.stdout!r}")
+        p = cmd([vipd, "render", "--help"])
+        lab.check(p.returncode == 0 and p.stdout.startswith("usage: vipd render --metadata FILE")
+                  and p.stderr == "", f"render --help should print the usage: exit {p.returncode}")
+        p = cmd(render + ["--metadata", os.path.join(tmp, "other.json")])
+        lab.check(p.returncode == 2
+                  and p.stderr.startswith("vipd render: --metadata is given twice\nusage: "),
+                  f"a flag given twice is a usage error (exit 2), got {p.returncode}")
+        after = {f: (os.stat(f).st_ino, os.stat(f).st_mtime_ns) for f in (config, manifest)}
+        lab.check(before == after, "usage errors write nothing")
 
         # A new image: the old manifest is archived outside the manifest directory.
         old_pod = pod

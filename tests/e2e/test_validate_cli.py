@@ -8,6 +8,12 @@ Asserts:
 - `vipd validate --config VALID` exits 0 and prints `FILE: valid`;
 - `vipd --config BROKEN` exits 1 without starting (no control socket appears);
 - `vipctl --socket /nonexistent status` exits 3 and says vipd is not reachable at that path.
+The command line (cli/, on CLI11), the same for vipd and vipctl:
+- `--flag=value` as well as `--flag value`; vipctl's --socket before or after the command;
+- --help on each command exits 0 and prints that command's usage to stdout; --version prints
+  `vipd VERSION` and `vipctl VERSION`, one version;
+- a repeated option (`--config a --config b`, `--socket a --socket b`) exits 2 naming it, and
+  vipctl tries no socket; so do a missing or unknown command, a bad --timeout or --log-level.
 """
 import os
 import re
@@ -109,6 +115,67 @@ def test() -> None:
         msg = p.stdout + p.stderr
         lab.check("/nonexistent" in msg and re.search(r"not running|not reachable", msg),
                   f"vipctl should say vipd is not reachable at /nonexistent: {msg!r}")
+
+        # The command line.
+        p = cmd([vipd, "validate", f"--config={valid}"])
+        lab.check(p.returncode == 0 and f"{valid}: valid" in p.stdout,
+                  f"validate --config=FILE should work as --config FILE: exit {p.returncode}")
+        for argv in ([vipctl, f"--socket=/nonexistent", "status"],
+                     [vipctl, "status", "--socket", "/nonexistent"]):
+            p = cmd(argv)
+            lab.check(p.returncode == 3 and "/nonexistent" in p.stderr,
+                      f"{argv[1:]} should try /nonexistent and exit 3, not {p.returncode}")
+
+        helps = [([vipd, "--help"], "usage: vipd --config FILE", ["validate", "render", "--log-level"]),
+                 ([vipd, "validate", "--help"], "usage: vipd validate --config FILE",
+                  ["--router-id ADDRESS"]),
+                 ([vipd, "render", "--help"], "usage: vipd render --metadata FILE",
+                  ["--manifest-dir DIR"]),
+                 ([vipctl, "--help"], "usage: vipctl [--socket PATH] COMMAND",
+                  ["status", "withdraw", "announce", "exit codes:"]),
+                 ([vipctl, "withdraw", "--help"], "usage: vipctl [--socket PATH] withdraw",
+                  ["--wait", "--timeout DUR", "--transient", "--socket PATH", "exit codes:"]),
+                 ([vipctl, "status", "-h"], "usage: vipctl [--socket PATH] status [--json]", [])]
+        for argv, usage, needles in helps:
+            p = cmd(argv)
+            lab.check(p.returncode == 0 and p.stdout.startswith(usage) and p.stderr == "",
+                      f"{argv[1:]} should exit 0 and print {usage!r}: exit {p.returncode}")
+            for needle in needles:
+                lab.check(needle in p.stdout, f"{argv[1:]} should mention {needle!r}")
+
+        versions = [cmd([binary, "--version"]) for binary in (vipd, vipctl)]
+        lab.check(all(p.returncode == 0 for p in versions), "--version should exit 0")
+        words = [p.stdout.split() for p in versions]
+        lab.check(words[0][0] == "vipd" and words[1][0] == "vipctl" and len(words[0]) == 2
+                  and words[0][1] == words[1][1],
+                  f"--version should print 'vipd VERSION' and 'vipctl VERSION': {words}")
+
+        usage_errors = [
+            ([vipd, "validate", "--config", valid, "--config", broken], "--config is given twice",
+             "usage: vipd validate"),
+            ([vipd, "--config", valid, "--log-level", "loud"],
+             "--log-level must be debug, info, warn or error", "usage: vipd --config FILE"),
+            ([vipd, "--config", valid, "--frobnicate"], "unknown argument '--frobnicate'",
+             "usage: vipd --config FILE"),
+            ([vipctl, "--socket", "/nonexistent", "--socket=/nonexistent2", "status"],
+             "--socket is given twice", "usage: vipctl [--socket PATH] status"),
+            ([vipctl, "withdraw", "--wait", "--wait"], "--wait is given twice",
+             "usage: vipctl [--socket PATH] withdraw"),
+            ([vipctl, "withdraw", "--reason=", "--wait"], "--reason needs a value",
+             "usage: vipctl"),
+            ([vipctl, "withdraw", "--timeout", "soon"],
+             "--timeout takes a duration such as 30s, not 'soon'", "usage: vipctl"),
+            ([vipctl], "a command is required", "usage: vipctl"),
+            ([vipctl, "frobnicate"], "unknown command 'frobnicate'", "usage: vipctl"),
+        ]
+        for argv, problem, usage in usage_errors:
+            p = cmd(argv)
+            name = os.path.basename(argv[0])
+            lab.check(p.returncode == 2, f"{argv[1:]} is a usage error (exit 2), got {p.returncode}")
+            lab.check(p.stderr.startswith(f"{name}: {problem}\n{usage}"),
+                      f"{argv[1:]} should say {problem!r}, then {usage!r}: {p.stderr[:200]!r}")
+            lab.check(p.stdout == "" and "not reachable" not in p.stderr,
+                      f"{argv[1:]} should do nothing else")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
