@@ -1,0 +1,195 @@
+// Drainer against a recording DrainHost: `vipctl withdraw` and `vipctl announce` as the control
+// socket hands them over, the drain's steps as the host sees them, and the withdrawn state on
+// disk. Every wait is 0 ms (or never reached), so io_context::run() returns without sleeping.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/lifecycle/drainer.h"
+
+namespace vipd::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+class RecordingHost : public DrainHost {
+ public:
+  void setGracefulShutdown(bool on) override {
+    calls.push_back(on ? "mark graceful shutdown" : "unmark graceful shutdown");
+  }
+  void pushAnnouncements() override {
+    calls.push_back(drainer && drainer->withdrawSent() ? "push (withdrawn)" : "push");
+  }
+  std::vector<std::string> unacknowledgedPeers() const override { return unacknowledged; }
+  void unbindOwned() override { calls.push_back("unbind"); }
+  void bindAndAnnounce() override { calls.push_back("bind and announce"); }
+  bool healthy() const override { return true; }
+  size_t announceableCount() const override { return 2; }
+
+  const Drainer* drainer = nullptr;
+  std::vector<std::string> unacknowledged;
+  std::vector<std::string> calls;
+};
+
+class DrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("vipd-drainer-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // A drain with no graceful-shutdown step and no unbind delay: nothing in it waits.
+  Drainer& make(config::Drain settings = {0ms, 10000ms, 0ms}) {
+    settings_ = settings;
+    drainer_.emplace(io_, settings_, dir_.string(), log_, host_);
+    host_.drainer = &*drainer_;
+    return *drainer_;
+  }
+
+  // Sends one control request and runs the event loop until the drain has nothing left to do.
+  std::vector<nlohmann::json> withdraw(nlohmann::json request) {
+    std::vector<nlohmann::json> replies;
+    drainer_->handleWithdraw(request, [&](nlohmann::json r) { replies.push_back(std::move(r)); });
+    io_.restart();
+    io_.run();
+    return replies;
+  }
+
+  std::filesystem::path stateFile() const { return dir_ / "withdrawn.json"; }
+
+  asio::io_context io_;
+  Logger log_{LogFormat::Text, LogLevel::Error};
+  config::Drain settings_;
+  RecordingHost host_;
+  std::optional<Drainer> drainer_;
+  std::filesystem::path dir_;
+};
+
+TEST_F(DrainerTest, WithdrawPersistsFirstThenWithdrawsWaitsForAcksAndUnbinds) {
+  auto& drainer = make();
+  auto replies = withdraw({{"command", "withdraw"}, {"reason", "replace node"}, {"wait", true}});
+
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0]["ok"], true);
+  EXPECT_EQ(replies[0]["acknowledged"], true);
+  EXPECT_EQ(host_.calls, (std::vector<std::string>{"push (withdrawn)", "unbind",
+                                                   "unmark graceful shutdown"}));
+  EXPECT_TRUE(std::filesystem::exists(stateFile()));
+  EXPECT_FALSE(drainer.draining());
+  ASSERT_TRUE(drainer.withdrawn());
+  EXPECT_EQ(drainer.withdrawn()->reason, "replace node");
+  EXPECT_EQ(drainer.withdrawnStatus()["persisted"], true);
+  EXPECT_NE(drainer.lastResult().find("acknowledged the withdraw"), std::string::npos);
+}
+
+TEST_F(DrainerTest, GracefulShutdownComesBeforeTheWithdraw) {
+  make({1ms, 10000ms, 0ms});
+  withdraw({{"command", "withdraw"}, {"wait", true}});
+  EXPECT_EQ(host_.calls, (std::vector<std::string>{"mark graceful shutdown", "push (withdrawn)",
+                                                   "unbind", "unmark graceful shutdown"}));
+}
+
+TEST_F(DrainerTest, UnacknowledgedWithdrawAnswersWithAnErrorNamingThePeerAndStillUnbinds) {
+  make({0ms, 0ms, 0ms});
+  host_.unacknowledged = {"192.0.2.1 has 19 bytes unacknowledged"};
+  auto replies = withdraw({{"command", "withdraw"}, {"wait", true}});
+
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0]["acknowledged"], false);
+  EXPECT_NE(replies[0]["error"].get<std::string>().find("192.0.2.1 has 19 bytes"),
+            std::string::npos)
+      << replies[0].dump();
+  EXPECT_EQ(host_.calls.back(), "unmark graceful shutdown");
+  EXPECT_NE(std::find(host_.calls.begin(), host_.calls.end(), "unbind"), host_.calls.end());
+}
+
+TEST_F(DrainerTest, WithoutWaitTheAnswerComesAtOnce) {
+  make();
+  auto replies = withdraw({{"command", "withdraw"}});
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0]["draining"], true);
+}
+
+TEST_F(DrainerTest, SecondWithdrawSaysAlreadyWithdrawnAndDrainsNothing) {
+  make();
+  withdraw({{"command", "withdraw"}, {"reason", "first"}});
+  host_.calls.clear();
+  auto replies = withdraw({{"command", "withdraw"}, {"reason", "second"}});
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0]["alreadyWithdrawn"], true);
+  EXPECT_EQ(replies[0]["reason"], "first");
+  EXPECT_TRUE(host_.calls.empty());
+}
+
+TEST_F(DrainerTest, TransientWithdrawIsNotPersisted) {
+  auto& drainer = make();
+  withdraw({{"command", "withdraw"}, {"persist", false}});
+  EXPECT_FALSE(std::filesystem::exists(stateFile()));
+  EXPECT_TRUE(drainer.withdrawn());
+  EXPECT_EQ(drainer.withdrawnStatus()["persisted"], false);
+}
+
+TEST_F(DrainerTest, AnnounceClearsTheStateAndBindsAgain) {
+  auto& drainer = make();
+  withdraw({{"command", "withdraw"}});
+  host_.calls.clear();
+  std::vector<nlohmann::json> replies;
+  drainer.handleAnnounce([&](nlohmann::json r) { replies.push_back(std::move(r)); });
+
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0]["wasWithdrawn"], true);
+  EXPECT_EQ(replies[0]["announceable"], 2);
+  EXPECT_EQ(host_.calls, (std::vector<std::string>{"bind and announce"}));
+  EXPECT_FALSE(std::filesystem::exists(stateFile()));
+  EXPECT_FALSE(drainer.withdrawn());
+}
+
+TEST_F(DrainerTest, ADrainInProgressRefusesAnnounceAndASecondWithdraw) {
+  // The graceful-shutdown step waits a minute: the event loop is never run, so it never ends.
+  auto& drainer = make({60000ms, 10000ms, 0ms});
+  std::vector<nlohmann::json> replies;
+  auto reply = [&](nlohmann::json r) { replies.push_back(std::move(r)); };
+  drainer.handleWithdraw({{"command", "withdraw"}}, reply);
+  ASSERT_TRUE(drainer.draining());
+  EXPECT_FALSE(drainer.withdrawSent());
+
+  drainer.handleAnnounce(reply);
+  drainer.handleWithdraw({{"command", "withdraw"}}, reply);
+  ASSERT_EQ(replies.size(), 3u);
+  EXPECT_NE(replies[1]["error"].get<std::string>().find("a drain is in progress"),
+            std::string::npos);
+  EXPECT_NE(replies[2]["error"].get<std::string>().find("already in progress"),
+            std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(stateFile())) << "announce must not clear it mid-drain";
+}
+
+TEST_F(DrainerTest, ThenRunFollowsTheDrainInProgress) {
+  auto& drainer = make();
+  std::vector<std::string> order;
+  drainer.start("SIGTERM", std::nullopt, nullptr, [&] { order.push_back("drain finished"); });
+  drainer.thenRun([&] { order.push_back("then"); });
+  io_.run();
+  EXPECT_EQ(order, (std::vector<std::string>{"drain finished", "then"}));
+  EXPECT_FALSE(drainer.withdrawn()) << "SIGTERM's drain persists nothing";
+}
+
+TEST_F(DrainerTest, CorruptStateFileIsAnErrorNamingTheFile) {
+  auto& drainer = make();
+  std::ofstream(stateFile()) << "{not json";
+  auto loaded = drainer.loadWithdrawn();
+  ASSERT_FALSE(loaded);
+  EXPECT_NE(loaded.error().find(stateFile().string()), std::string::npos) << loaded.error();
+}
+
+}  // namespace
+}  // namespace vipd::daemon
