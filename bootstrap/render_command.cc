@@ -2,7 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 #include <iostream>
 
 #include "bootstrap/atomic_file.h"
@@ -117,6 +122,147 @@ int runRenderCommand(const std::vector<std::string>& args, std::string defaultIm
   return runRenderCommand(args, env);
 }
 
+namespace {
+
+// Where `vipd render` writes, from its options.
+struct RenderPaths {
+  fs::path config;
+  fs::path configDir;
+  fs::path manifestDir;
+  fs::path manifest;
+  fs::path archiveDir;
+};
+
+RenderPaths renderPaths(const Options& options) {
+  RenderPaths p;
+  p.config = fs::path(options.configOut);
+  p.configDir = p.config.parent_path();
+  p.manifestDir = directoryPath(options.manifestDir);
+  p.manifest = p.manifestDir / kManifestFileName;
+  p.archiveDir = options.archiveDir ? directoryPath(*options.archiveDir)
+                                    : p.manifestDir.parent_path() / "vipd-manifest-archive";
+  return p;
+}
+
+// A usage problem with where the files would go, before anything is read.
+std::optional<std::string> pathProblem(const RenderPaths& p) {
+  if (isWithin(p.configDir, p.manifestDir)) {
+    return fmt::format("--config-out {} is in the manifest directory {}; kubelet would "
+                       "read the config as a pod: put it elsewhere, such as "
+                       "/etc/vipd/vipd.yaml",
+                       p.config.string(), p.manifestDir.string());
+  }
+  if (isWithin(p.archiveDir, p.manifestDir)) {
+    return fmt::format("the archive directory {} is in the manifest directory {}, where "
+                       "kubelet would read old manifests as pods; pass --archive-dir "
+                       "outside it",
+                       p.archiveDir.string(), p.manifestDir.string());
+  }
+  return std::nullopt;
+}
+
+// The metadata file's text, or the message saying why there is none ("nothing written").
+tl::expected<std::string, std::string> readMetadata(const std::string& path) {
+  auto text = readFileIfExists(path);
+  if (!text) {
+    return tl::unexpected(
+        fmt::format("cannot read the metadata: {}; nothing written", text.error()));
+  }
+  if (!*text) {
+    return tl::unexpected(
+        fmt::format("cannot read the metadata {}: no such file; nothing written", path));
+  }
+  if ((*text)->size() > kMaxMetadataSize) {
+    return tl::unexpected(fmt::format(
+        "the metadata {} is larger than {} KiB; is this the right file? Nothing written", path,
+        kMaxMetadataSize >> 10));
+  }
+  return std::move(**text);
+}
+
+// Warns about each file in the manifest directory that is not a manifest; with --strict any of
+// them is an error.
+std::optional<std::string> strayFileProblem(const Options& options, const RenderPaths& p,
+                                            Output& o) {
+  auto strays = findStrayFiles(p.manifestDir);
+  if (!strays) {
+    return fmt::format("{}; nothing written", strays.error());
+  }
+  for (const auto& stray : *strays) {
+    o.warning(fmt::format("{}: {}", stray.path.string(), stray.reason));
+  }
+  if (options.strict && !strays->empty()) {
+    return fmt::format("--strict: {} holds {} file(s) that are not manifests (named "
+                       "above); move them out and render again; nothing written",
+                       p.manifestDir.string(), strays->size());
+  }
+  return std::nullopt;
+}
+
+// Old manifests are hard-linked into the archive and new ones renamed into place: both
+// directories must be on one filesystem.
+std::optional<std::string> filesystemProblem(const RenderPaths& p) {
+  auto archiveFs = filesystemOf(p.archiveDir);
+  auto manifestFs = filesystemOf(p.manifestDir);
+  if (!archiveFs || !manifestFs) {
+    return fmt::format("{}; nothing written",
+                       !archiveFs ? archiveFs.error() : manifestFs.error());
+  }
+  if (*archiveFs != *manifestFs) {
+    return fmt::format(
+        "the archive directory {} is not on the filesystem of the manifest directory {}; old "
+        "manifests are hard-linked and new ones renamed into place, which cannot cross "
+        "filesystems: pass --archive-dir on the same filesystem; nothing written",
+        p.archiveDir.string(), p.manifestDir.string());
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> createDirectories(
+    const std::vector<std::pair<fs::path, mode_t>>& directories, Output& o) {
+  for (const auto& [dir, mode] : directories) {
+    auto created = ensureDirectory(dir, mode);
+    if (!created) {
+      return created.error();
+    }
+    if (*created) {
+      o.line(fmt::format("created directory {}", dir.string()));
+    }
+  }
+  return std::nullopt;
+}
+
+// Installs the manifest (bootstrap.enabled) or moves it out into the archive.
+int writeOrRemoveManifest(const std::optional<std::string>& manifest, const RenderPaths& p,
+                          std::chrono::system_clock::time_point now, Output& o) {
+  if (manifest) {
+    auto change = installManifest(p.manifest, *manifest, p.archiveDir, now);
+    if (!change) {
+      return o.fail(fmt::format("{} (the config is written; the manifest is not)", change.error()));
+    }
+    if (change->archivedAs) {
+      o.line(fmt::format("archived {} as {}", p.manifest.string(), change->archivedAs->string()));
+    }
+    o.line(fmt::format("{} {}", change->outcome == WriteOutcome::Written ? "wrote" : "unchanged",
+                       p.manifest.string()));
+    return 0;
+  }
+  auto removed = removeManifest(p.manifest, p.archiveDir, now);
+  if (!removed) {
+    return o.fail(
+        fmt::format("{} (the config is written; the manifest is still in place)", removed.error()));
+  }
+  if (*removed) {
+    o.line(fmt::format("removed {} (bootstrap.enabled is false); archived as {}",
+                       p.manifest.string(), (*removed)->string()));
+  } else {
+    o.line(fmt::format("no {} to remove (bootstrap.enabled is false)", p.manifest.string()));
+  }
+  return 0;
+}
+
+}  // namespace
+
 int runRenderCommand(const std::vector<std::string>& args, const RenderEnvironment& env) {
   Output o{env};
   CLI::App app(kDescription, "vipd render");
@@ -130,44 +276,15 @@ int runRenderCommand(const std::vector<std::string>& args, const RenderEnvironme
   if (auto problem = configOutProblem(options.configOut)) {
     return usage(*problem);
   }
-  const fs::path configPath(options.configOut);
-  const fs::path configDir = configPath.parent_path();
-  const fs::path manifestDir = directoryPath(options.manifestDir);
-  const fs::path manifestPath = manifestDir / kManifestFileName;
-  const fs::path archiveDir = options.archiveDir
-                                  ? directoryPath(*options.archiveDir)
-                                  : manifestDir.parent_path() / "vipd-manifest-archive";
-  if (isWithin(configDir, manifestDir)) {
-    return usage(
-        fmt::format("--config-out {} is in the manifest directory {}; kubelet would "
-                    "read the config as a pod: put it elsewhere, such as "
-                    "/etc/vipd/vipd.yaml",
-                    configPath.string(), manifestDir.string()));
+  const RenderPaths paths = renderPaths(options);
+  if (auto problem = pathProblem(paths)) {
+    return usage(*problem);
   }
-  if (isWithin(archiveDir, manifestDir)) {
-    return usage(
-        fmt::format("the archive directory {} is in the manifest directory {}, where "
-                    "kubelet would read old manifests as pods; pass --archive-dir "
-                    "outside it",
-                    archiveDir.string(), manifestDir.string()));
-  }
-
-  auto metadataText = readFileIfExists(options.metadata);
+  auto metadataText = readMetadata(options.metadata);
   if (!metadataText) {
-    return o.fail(
-        fmt::format("cannot read the metadata: {}; nothing written", metadataText.error()));
+    return o.fail(metadataText.error());
   }
-  if (!*metadataText) {
-    return o.fail(fmt::format("cannot read the metadata {}: no such file; nothing written",
-                              options.metadata));
-  }
-  if ((*metadataText)->size() > kMaxMetadataSize) {
-    return o.fail(
-        fmt::format("the metadata {} is larger than {} KiB; is this the right file? "
-                    "Nothing written",
-                    options.metadata, kMaxMetadataSize >> 10));
-  }
-  auto rendered = render({**metadataText, options.metadata, options.configOut, options.image,
+  auto rendered = render({*metadataText, options.metadata, options.configOut, options.image,
                           env.manifestTemplate, env.templateName, env.defaultImage});
   if (!rendered) {
     for (const auto& error : rendered.error()) {
@@ -176,91 +293,36 @@ int runRenderCommand(const std::vector<std::string>& args, const RenderEnvironme
     return o.fail(
         fmt::format("{}: {} error(s); nothing written", options.metadata, rendered.error().size()));
   }
-
-  auto strays = findStrayFiles(manifestDir);
-  if (!strays) {
-    return o.fail(fmt::format("{}; nothing written", strays.error()));
+  if (auto problem = strayFileProblem(options, paths, o)) {
+    return o.fail(*problem);
   }
-  for (const auto& stray : *strays) {
-    o.warning(fmt::format("{}: {}", stray.path.string(), stray.reason));
-  }
-  if (options.strict && !strays->empty()) {
-    return o.fail(
-        fmt::format("--strict: {} holds {} file(s) that are not manifests (named "
-                    "above); move them out and render again; nothing written",
-                    manifestDir.string(), strays->size()));
-  }
-
   bool enabled = rendered->manifest.has_value();
   std::error_code ec;
-  bool touchManifestDir = enabled || fs::exists(fs::symlink_status(manifestPath, ec));
+  bool touchManifestDir = enabled || fs::exists(fs::symlink_status(paths.manifest, ec));
   if (touchManifestDir) {
-    auto archiveFs = filesystemOf(archiveDir);
-    auto manifestFs = filesystemOf(manifestDir);
-    if (!archiveFs || !manifestFs) {
-      return o.fail(
-          fmt::format("{}; nothing written", !archiveFs ? archiveFs.error() : manifestFs.error()));
-    }
-    if (*archiveFs != *manifestFs) {
-      return o.fail(fmt::format(
-          "the archive directory {} is not on the filesystem of the manifest directory {}; old "
-          "manifests are hard-linked and new ones renamed into place, which cannot cross "
-          "filesystems: pass --archive-dir on the same filesystem; nothing written",
-          archiveDir.string(), manifestDir.string()));
+    if (auto problem = filesystemProblem(paths)) {
+      return o.fail(*problem);
     }
   }
-
-  std::vector<std::pair<fs::path, mode_t>> directories = {{configDir, kDirectoryMode}};
+  std::vector<std::pair<fs::path, mode_t>> directories = {{paths.configDir, kDirectoryMode}};
   if (touchManifestDir) {
-    directories.emplace_back(archiveDir, kArchiveMode);
+    directories.emplace_back(paths.archiveDir, kArchiveMode);
   }
   if (enabled) {
-    directories.emplace_back(manifestDir, kDirectoryMode);
+    directories.emplace_back(paths.manifestDir, kDirectoryMode);
   }
-  for (const auto& [dir, mode] : directories) {
-    auto created = ensureDirectory(dir, mode);
-    if (!created) {
-      return o.fail(created.error());
-    }
-    if (*created) {
-      o.line(fmt::format("created directory {}", dir.string()));
-    }
+  if (auto problem = createDirectories(directories, o)) {
+    return o.fail(*problem);
   }
-
   // The config first: the manifest refers to it, and a pod started from a new manifest must find
   // the new config.
-  auto config = writeFileAtomically(configPath, rendered->config, configDir, kConfigMode);
+  auto config = writeFileAtomically(paths.config, rendered->config, paths.configDir, kConfigMode);
   if (!config) {
     return o.fail(fmt::format("{}; the manifest was not changed", config.error()));
   }
   o.line(fmt::format("{} {}", *config == WriteOutcome::Written ? "wrote" : "unchanged",
-                     configPath.string()));
-
-  auto now = env.now();
-  if (enabled) {
-    auto change = installManifest(manifestPath, *rendered->manifest, archiveDir, now);
-    if (!change) {
-      return o.fail(fmt::format("{} (the config is written; the manifest is not)", change.error()));
-    }
-    if (change->archivedAs) {
-      o.line(fmt::format("archived {} as {}", manifestPath.string(), change->archivedAs->string()));
-    }
-    o.line(fmt::format("{} {}", change->outcome == WriteOutcome::Written ? "wrote" : "unchanged",
-                       manifestPath.string()));
-    return 0;
-  }
-  auto removed = removeManifest(manifestPath, archiveDir, now);
-  if (!removed) {
-    return o.fail(
-        fmt::format("{} (the config is written; the manifest is still in place)", removed.error()));
-  }
-  if (*removed) {
-    o.line(fmt::format("removed {} (bootstrap.enabled is false); archived as {}",
-                       manifestPath.string(), (*removed)->string()));
-  } else {
-    o.line(fmt::format("no {} to remove (bootstrap.enabled is false)", manifestPath.string()));
-  }
-  return 0;
+                     paths.config.string()));
+  return writeOrRemoveManifest(rendered->manifest, paths, env.now(), o);
 }
 
 }  // namespace vipd::bootstrap
