@@ -122,52 +122,68 @@ void StatusReport::warnAboutStuckPeers(const Logger& log) {
 
 std::vector<std::string> StatusReport::notReadyReasons(const SpeakerIntent& intent) const {
   std::vector<std::string> reasons;
+  for (auto& check : readinessChecks(intent)) {
+    if (check.failure) {
+      reasons.push_back(std::move(*check.failure));
+    }
+  }
+  return reasons;
+}
+
+std::vector<ReadinessCheck> StatusReport::readinessChecks(const SpeakerIntent& intent) const {
+  std::vector<ReadinessCheck> checks;
   if (handoff_.role() == Handoff::Role::Contending) {
     // A DaemonSet pod that has not taken over is not done rolling out.
-    reasons.push_back(fmt::format("not speaking yet: {}", handoff_.waitingFor()));
-    return reasons;
+    checks.push_back({"role", fmt::format("not speaking yet: {}", handoff_.waitingFor())});
+    return checks;
   }
   if (handoff_.role() == Handoff::Role::Standby) {
     // A yielded static-pod instance on standby is doing its job; a daemonset instance on standby
     // (another daemonset instance holds the lock) is not.
-    if (config_.mode != config::Mode::StaticPod) {
-      reasons.push_back(fmt::format("on standby: {}", handoff_.waitingFor()));
-    }
-    return reasons;
+    checks.push_back({"role", config_.mode == config::Mode::StaticPod
+                                  ? std::nullopt
+                                  : std::optional(fmt::format("on standby: {}",
+                                                              handoff_.waitingFor()))});
+    return checks;
   }
-  addPeerReasons(reasons, intent.shuttingDown);
-  addVipReasons(reasons, intent);
-  return reasons;
+  checks.push_back({"role", std::nullopt});
+  addPeerChecks(checks, intent.shuttingDown);
+  addVipChecks(checks, intent);
+  return checks;
 }
 
-void StatusReport::addPeerReasons(std::vector<std::string>& reasons, bool shuttingDown) const {
+void StatusReport::addPeerChecks(std::vector<ReadinessCheck>& checks, bool shuttingDown) const {
   bool anyEstablished = false;
   for (size_t i = 0; i < peers_.size(); ++i) {
     auto s = peers_[i]->status();
-    if (s.state == bgp::SessionState::Established) {
-      anyEstablished = true;
-    } else if (s.notEstablishedFor > stuckAfter(config_.peers[i])) {
-      reasons.push_back(fmt::format("peer {} not Established for {}", s.address,
-                                    formatDuration(s.notEstablishedFor)));
-    }
+    anyEstablished = anyEstablished || s.state == bgp::SessionState::Established;
+    bool stuck = s.state != bgp::SessionState::Established &&
+                 s.notEstablishedFor > stuckAfter(config_.peers[i]);
+    checks.push_back({"peer " + s.address,
+                      stuck ? std::optional(fmt::format("peer {} not Established for {}",
+                                                        s.address,
+                                                        formatDuration(s.notEstablishedFor)))
+                            : std::nullopt});
   }
-  if (!anyEstablished) {
-    reasons.push_back("no BGP session is Established");
-  }
+  checks.push_back({"bgp", anyEstablished
+                               ? std::nullopt
+                               : std::optional<std::string>("no BGP session is Established")});
   for (const auto& b : bfd_.status()) {
+    std::optional<std::string> failure;
     if (b.state != bfd::State::Up && !shuttingDown) {
       bool holding = peers_[b.peerIndex]->bfdGate() == false;
-      reasons.push_back(fmt::format("peer {}: BFD is {} ({}){}", b.peer, bfd::stateName(b.state),
-                                    b.lastReason,
-                                    holding ? "; its routes are held back until BFD is Up"
-                                            : "; the peer turned BFD off, so failures are "
-                                              "detected by the hold timer only"));
+      failure = fmt::format("peer {}: BFD is {} ({}){}", b.peer, bfd::stateName(b.state),
+                            b.lastReason,
+                            holding ? "; its routes are held back until BFD is Up"
+                                    : "; the peer turned BFD off, so failures are "
+                                      "detected by the hold timer only");
     }
+    checks.push_back({"bfd " + b.peer, std::move(failure)});
   }
 }
 
-void StatusReport::addVipReasons(std::vector<std::string>& reasons,
-                                 const SpeakerIntent& intent) const {
+void StatusReport::addVipChecks(std::vector<ReadinessCheck>& checks,
+                                const SpeakerIntent& intent) const {
   const auto& intended = intent.announcements;
   bool wantAnnounced = !intent.shuttingDown && !drainer_.withdrawn() && !drainer_.draining() &&
                        health_.healthy();
@@ -183,16 +199,17 @@ void StatusReport::addVipReasons(std::vector<std::string>& reasons,
       announcedSomewhere = announcedSomewhere || has;
       missingSomewhere = missingSomewhere || (intended.count(prefix) != 0 && !has);
     }
+    std::optional<std::string> failure;
     if (wantAnnounced && binding.state != BindState::Bound) {
-      reasons.push_back(fmt::format("vip {} should be announced but is {}: {}", prefix.toString(),
-                                    bindStateName(binding.state), binding.reason));
+      failure = fmt::format("vip {} should be announced but is {}: {}", prefix.toString(),
+                            bindStateName(binding.state), binding.reason);
     } else if (missingSomewhere) {
-      reasons.push_back(fmt::format("vip {} is not yet announced to every Established peer",
-                                    prefix.toString()));
+      failure = fmt::format("vip {} is not yet announced to every Established peer",
+                            prefix.toString());
     } else if (intended.count(prefix) == 0 && announcedSomewhere) {
-      reasons.push_back(fmt::format("vip {} is still announced but should not be",
-                                    prefix.toString()));
+      failure = fmt::format("vip {} is still announced but should not be", prefix.toString());
     }
+    checks.push_back({"vip " + prefix.toString(), std::move(failure)});
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,6 +32,13 @@ struct SpeakerIntent {
   bool shuttingDown = false;
 };
 
+// One readiness check, as /readyz?verbose lists it: a name ("peer 192.0.2.1", "vip
+// 203.0.113.10/32") and, when it fails, the sentence that says why.
+struct ReadinessCheck {
+  std::string name;
+  std::optional<std::string> failure;
+};
+
 class StatusReport {
  public:
   StatusReport(const config::Config& config,
@@ -39,7 +47,9 @@ class StatusReport {
                const Handoff& handoff);
 
   nlohmann::json status(const SpeakerIntent& intent) const;
-  // Empty when ready; otherwise one sentence per reason.
+  // Every check, passing or not, in a fixed order.
+  std::vector<ReadinessCheck> readinessChecks(const SpeakerIntent& intent) const;
+  // Empty when ready; otherwise one sentence per failing check, in the same order.
   std::vector<std::string> notReadyReasons(const SpeakerIntent& intent) const;
   // Logs, at most once a minute per peer, each session that has not been Established for more
   // than kStuckHoldTimes hold times. Called every second.
@@ -48,8 +58,8 @@ class StatusReport {
  private:
   nlohmann::json peersJson() const;
   nlohmann::json vipsJson(bool shuttingDown) const;
-  void addPeerReasons(std::vector<std::string>& reasons, bool shuttingDown) const;
-  void addVipReasons(std::vector<std::string>& reasons, const SpeakerIntent& intent) const;
+  void addPeerChecks(std::vector<ReadinessCheck>& checks, bool shuttingDown) const;
+  void addVipChecks(std::vector<ReadinessCheck>& checks, const SpeakerIntent& intent) const;
 
   const config::Config& config_;
   const std::vector<std::unique_ptr<PeerSession>>& peers_;

@@ -8,6 +8,8 @@ Connect/Active. Once it has been down for more than 3x its hold time (9s):
   - vipctl status marks the peer notEstablishedTooLong;
   - vipd_peer_not_established_too_long{peer="192.0.2.99"} is 1;
   - vipd logs a warning naming the peer and its last error.
+A query string never changes the endpoint (`/metrics?x=1` is /metrics), and `/readyz?verbose`
+lists every check as the apiserver's does: `[+]name ok` or `[-]name failed: why`, then the verdict.
 """
 import time
 
@@ -33,6 +35,13 @@ def test() -> None:
         dead = s.vipd.peer_status(DEAD_PEER)
         lab.check(dead["state"] != "Established" and not dead["notEstablishedTooLong"],
                   f"dead peer too early: {dead}")
+        code, body = s.vipd.http("/readyz?verbose")
+        lab.check(code == 200 and f"[+]peer {DEAD_PEER} ok" in body and "[+]bgp ok" in body
+                  and f"[+]vip {lab.VIP4}" in body and body.endswith("readyz check passed\n"),
+                  f"/readyz?verbose lists every check while ready: {code} {body!r}")
+        code, body = s.vipd.http("/metrics?x=1")
+        lab.check(code == 200 and "vipd_build_info" in body,
+                  f"/metrics?x=1 is /metrics: {code} {body[:200]!r}")
 
         bound = 3 * HOLD_SECONDS
         code, body = lab.wait_until(
@@ -42,6 +51,10 @@ def test() -> None:
         lab.log(f"/readyz -> {code} after {waited:.1f}s (bound {bound}s): {body.strip()!r}")
         lab.check(DEAD_PEER in body and "not Established" in body,
                   f"/readyz should name the stuck peer: {body!r}")
+        code, body = s.vipd.http("/readyz?verbose=1")
+        lab.check(code == 503 and f"[-]peer {DEAD_PEER} failed: peer {DEAD_PEER} not Established"
+                  in body and "[+]bgp ok" in body and body.endswith("readyz check failed\n"),
+                  f"/readyz?verbose=1 marks the stuck peer's check: {code} {body!r}")
         dead = s.vipd.peer_status(DEAD_PEER)
         lab.check(dead["notEstablishedTooLong"], f"status should flag the stuck peer: {dead}")
         metric = s.vipd.metric("vipd_peer_not_established_too_long", peer=DEAD_PEER)
