@@ -67,6 +67,14 @@ std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::st
   Peer peer;
   // Who and where.
   std::optional<bgp::IpAddress> address = readPeerAddress(*m, peer);
+  for (const Vip& vip : vips) {
+    if (address && vip.prefix.address == *address) {
+      // The VIP is this node's own address: a session to it would be a session to itself.
+      error(*m->find("address"), fmt::format("peer address {} is VIP {}; a peer is a router "
+                                             "of the fabric, never the VIP",
+                                             address->toString(), vip.prefix.toString()));
+    }
+  }
   std::optional<uint32_t> asn;
   if (const Field* f = require(*m, "asn")) {
     asn = readAsn(*f);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "config/config_reader.h"
+#include "config/health_target.h"
 #include "config/value_rules.h"
 
 namespace vipd::config::internal {
@@ -150,6 +151,10 @@ void ConfigReader::readApiserverSettings(const Mapping& m, Health& health) {
         error(*u, fmt::format("'{}' is not an https:// URL; the apiserver check always verifies "
                               "TLS",
                               *url));
+      } else if (auto target = parseHttpsUrl(*url); !target) {
+        // The same parse as the probe's (health_target.h): validate refuses what start would.
+        error(*u, fmt::format("'{}' is not a URL the apiserver check can use: {}", *url,
+                              target.error()));
       } else {
         health.url = *url;
       }

@@ -101,6 +101,14 @@ std::optional<bgp::Prefix> ConfigReader::readVipAddress(const Field& f) {
       error(f, fmt::format("{} is not a routable unicast address", addr.toString()));
       return std::nullopt;
     }
+    if (isV4MappedV6(addr)) {
+      // The kernel and the peers treat it as an IPv6 address no IPv4 client ever reaches.
+      error(f, fmt::format("{} is an IPv4-mapped IPv6 address; write the IPv4 VIP as "
+                           "{}.{}.{}.{}/32",
+                           addr.toString(), addr.bytes[12], addr.bytes[13], addr.bytes[14],
+                           addr.bytes[15]));
+      return std::nullopt;
+    }
     return prefix;
   }
   if (auto bare = bgp::IpAddress::parse(text)) {
@@ -146,6 +154,13 @@ void ConfigReader::readRouterId(const Field& f, const std::vector<Vip>& vips, Co
   }
   if (id->isZero() || isBroadcast(*id)) {
     error(f, fmt::format("{} is not a valid BGP identifier (RFC 6286)", id->toString()));
+    return;
+  }
+  if (isLoopback(*id)) {
+    // Every node has it, so every node would present the same identifier to the peers.
+    error(f, fmt::format("router ID {} is a loopback address, the same on every node; use this "
+                         "node's own address",
+                         id->toString()));
     return;
   }
   for (const Vip& vip : vips) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdint>
 
@@ -183,6 +184,11 @@ bool isLoopback(const bgp::IpAddress& a) {
 }
 
 bool isBroadcast(const bgp::IpAddress& a) { return a.isV4() && a.v4Value() == 0xffffffffu; }
+
+bool isV4MappedV6(const bgp::IpAddress& a) {
+  static constexpr std::array<uint8_t, 12> kPrefix{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return a.isV6() && std::equal(kPrefix.begin(), kPrefix.end(), a.bytes.begin());
+}
 
 const char* familyName(const bgp::IpAddress& a) { return a.isV4() ? "IPv4" : "IPv6"; }
 

@@ -50,6 +50,7 @@ std::string unknownKeyMessage(std::string_view key, std::initializer_list<std::s
 // Address classes that can never be a VIP, a peer or a next hop.
 bool isMulticast(const bgp::IpAddress& a);  // 224.0.0.0/4, ff00::/8
 bool isLoopback(const bgp::IpAddress& a);   // 127.0.0.0/8, ::1
+bool isV4MappedV6(const bgp::IpAddress& a);  // ::ffff:0:0/96
 bool isBroadcast(const bgp::IpAddress& a);  // 255.255.255.255
 
 // "IPv4" or "IPv6", for messages.

@@ -54,7 +54,7 @@ tl::expected<void, std::string> HealthChecker::start() {
     return {};
   }
 
-  auto target = healthTarget(health_);
+  auto target = config::healthTarget(health_);
   if (!target) {
     return tl::unexpected(target.error());
   }

@@ -30,7 +30,7 @@
 #include "daemon/base/logger.h"
 #include "daemon/health/health_gate.h"
 #include "daemon/health/health_probe.h"
-#include "daemon/health/health_target.h"
+#include "config/health_target.h"
 
 namespace boost::asio::ssl {
 class context;
@@ -84,7 +84,7 @@ class HealthChecker {
   const Logger& log_;
   OnChange onChange_;
   HealthGate gate_;
-  HealthTarget target_;
+  config::HealthTarget target_;
   asio::steady_timer intervalTimer_;
   std::shared_ptr<asio::ssl::context> tls_;  // shared with probes in flight
   std::shared_ptr<HealthProbe> probe_;       // the probe in flight, if any

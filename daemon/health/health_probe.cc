@@ -69,7 +69,8 @@ std::string describeTlsError(const boost::system::error_code& ec, SSL* ssl,
 class ProbeExchange final : public HealthProbe, public std::enable_shared_from_this<ProbeExchange> {
  public:
   // `tls` is null for a TCP probe.
-  ProbeExchange(asio::io_context& io, HealthTarget target, std::shared_ptr<ssl::context> tls,
+  ProbeExchange(asio::io_context& io, config::HealthTarget target,
+                std::shared_ptr<ssl::context> tls,
                 milliseconds timeout, Done done)
       : target_(std::move(target)),
         tls_(std::move(tls)),
@@ -278,7 +279,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
     }
   }
 
-  HealthTarget target_;
+  config::HealthTarget target_;
   std::shared_ptr<ssl::context> tls_;
   milliseconds timeout_;
   Done done_;
@@ -296,7 +297,8 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
 
 }  // namespace
 
-std::shared_ptr<HealthProbe> HealthProbe::start(asio::io_context& io, HealthTarget target,
+std::shared_ptr<HealthProbe> HealthProbe::start(asio::io_context& io,
+                                                config::HealthTarget target,
                                                 std::shared_ptr<ssl::context> tls,
                                                 milliseconds timeout, Done done) {
   auto probe = std::make_shared<ProbeExchange>(io, std::move(target), std::move(tls), timeout,

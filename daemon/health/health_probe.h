@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "daemon/health/health_target.h"
+#include "config/health_target.h"
 
 namespace boost::asio::ssl {
 class context;
@@ -43,7 +43,8 @@ class HealthProbe {
   // the io_context thread, within `timeout` (a timeout is a failed result naming the stage it
   // interrupted), unless abandon() comes first. The handlers in flight own the probe; the
   // returned pointer only lets the caller abandon it.
-  [[nodiscard]] static std::shared_ptr<HealthProbe> start(asio::io_context& io, HealthTarget target,
+  [[nodiscard]] static std::shared_ptr<HealthProbe> start(asio::io_context& io,
+                                                          config::HealthTarget target,
                                                           std::shared_ptr<asio::ssl::context> tls,
                                                           std::chrono::milliseconds timeout,
                                                           Done done);

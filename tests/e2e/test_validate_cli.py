@@ -7,6 +7,10 @@ Asserts:
   (unknown key, holdTime 2s, a /24 VIP, missing localAsn), with the right line, column and path;
 - `vipd validate --config VALID` exits 0 and prints `FILE: valid`;
 - `vipd --config BROKEN` exits 1 without starting (no control socket appears);
+- one table of bad configs (health.url with port 99999 or 0, userinfo, an unclosed `[` or a
+  space; a VIP equal to a peer's address or to the router ID; a router ID in 127.0.0.0/8,
+  0.0.0.0 or 255.255.255.255; an IPv4-mapped IPv6 VIP) is refused by `vipd validate` and by
+  starting vipd alike, with the same message at the same key;
 - `vipctl --socket /nonexistent status` exits 3 and says vipd is not reachable at that path.
 The command line (cli/, on CLI11), the same for vipd and vipctl:
 - `--flag=value` as well as `--flag value`; vipctl's --socket before or after the command;
@@ -109,6 +113,40 @@ def test() -> None:
                                  re.MULTILINE)) == len(expected),
                   "vipd --config BROKEN should print every error")
         lab.check(not os.path.exists(socket), f"vipd started anyway: {socket} exists")
+
+        # One table of bad configs through both `vipd validate` and starting vipd: both run the
+        # same checks (the health probe's URL parser is config/health_target.h), so both refuse
+        # each one with the same message at the same key, and vipd starts nothing.
+        def health_url(url: str):
+            return ("health:\n  type: none\n", f"health:\n  type: apiserver\n  url: \"{url}\"\n"
+                                               f"  caFile: /etc/kubernetes/pki/ca.crt\n")
+        bad_configs = [
+            ("health.url", health_url("https://127.0.0.1:99999/readyz")),
+            ("health.url", health_url("https://127.0.0.1:0/readyz")),
+            ("health.url", health_url("https://admin:secret@127.0.0.1:6443/readyz")),
+            ("health.url", health_url("https://[::1:6443/readyz")),
+            ("health.url", health_url("https://127.0.0.1:6443/ready z")),
+            ("peers[0].address", ("203.0.113.10/32", "192.0.2.1/32")),
+            ("routerId", ("routerId: 192.0.2.11", "routerId: 203.0.113.10")),
+            ("routerId", ("routerId: 192.0.2.11", "routerId: 127.0.0.1")),
+            ("routerId", ("routerId: 192.0.2.11", "routerId: 0.0.0.0")),
+            ("routerId", ("routerId: 192.0.2.11", "routerId: 255.255.255.255")),
+            ("vips[0].address", ("203.0.113.10/32", "::ffff:203.0.113.10/128")),
+        ]
+        for key, (old, new) in bad_configs:
+            lab.check(old in valid_text, f"the valid config holds {old!r}")
+            bad = os.path.join(tmp, "bad.yaml")
+            with open(bad, "w") as f:
+                f.write(valid_text.replace(old, new))
+            checked = cmd([vipd, "validate", "--config", bad])
+            started = cmd([vipd, "--config", bad])
+            errors = [re.findall(rf"^.*: {re.escape(key)}: .*$", q.stdout + q.stderr, re.MULTILINE)
+                      for q in (checked, started)]
+            lab.check(checked.returncode == 1 and started.returncode == 1 and errors[0]
+                      and errors[0] == errors[1],
+                      f"{key} {new!r}: validate and start refuse it alike: "
+                      f"exit {checked.returncode}/{started.returncode}, {errors}")
+            lab.check(not os.path.exists(socket), f"vipd started with {key} {new!r}")
 
         p = cmd([vipctl, "--socket", "/nonexistent", "status"])
         lab.check(p.returncode == 3, f"vipctl with no vipd should exit 3, not {p.returncode}")

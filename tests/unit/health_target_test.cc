@@ -1,13 +1,13 @@
 // Where a health probe goes: health.url and health.address parsed with Boost.URL, the server name
 // chosen for the certificate check, and the messages for values that cannot be used. Pure.
-#include "daemon/health/health_target.h"
+#include "config/health_target.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace vipd::daemon {
+namespace vipd::config {
 namespace {
 
 using ::testing::HasSubstr;
@@ -168,4 +168,4 @@ TEST(HealthTarget, ErrorsNameTheSettingAndItsValue) {
 }
 
 }  // namespace
-}  // namespace vipd::daemon
+}  // namespace vipd::config

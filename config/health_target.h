@@ -10,7 +10,7 @@
 
 #include "config/config.h"
 
-namespace vipd::daemon {
+namespace vipd::config {
 
 struct HealthTarget {
   std::string host;       // without brackets
@@ -32,8 +32,8 @@ struct HealthTarget {
 
 // The target of `health` (type apiserver or tcp), serverName included for type apiserver: it is
 // health.serverName when set (which must be a DNS name), else the URL's host when that is a DNS
-// name, else config::kDefaultApiserverServerName. The error starts with the setting and its value:
+// name, else kDefaultApiserverServerName. The error starts with the setting and its value:
 // "health.url 'http://...': only https:// URLs are supported".
-[[nodiscard]] tl::expected<HealthTarget, std::string> healthTarget(const config::Health& health);
+[[nodiscard]] tl::expected<HealthTarget, std::string> healthTarget(const Health& health);
 
-}  // namespace vipd::daemon
+}  // namespace vipd::config

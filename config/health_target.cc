@@ -1,4 +1,4 @@
-#include "daemon/health/health_target.h"
+#include "config/health_target.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include <charconv>
 #include <utility>
 
-namespace vipd::daemon {
+namespace vipd::config {
 
 namespace {
 
@@ -161,10 +161,10 @@ bool isIpAddress(const std::string& host) {
 
 // health.serverName when set, else the URL's host when that is a DNS name, else the name every
 // stock apiserver certificate carries.
-tl::expected<std::string, std::string> serverName(const config::Health& health,
+tl::expected<std::string, std::string> serverName(const Health& health,
                                                   const std::string& host) {
   if (!health.serverName) {
-    return isIpAddress(host) ? std::string(config::kDefaultApiserverServerName) : host;
+    return isIpAddress(host) ? std::string(kDefaultApiserverServerName) : host;
   }
   // The config parser allows only DNS names; a Health built in code gets the same answer. An
   // empty name matters most: OpenSSL takes it as "check no name at all".
@@ -172,7 +172,7 @@ tl::expected<std::string, std::string> serverName(const config::Health& health,
     return fail(
         fmt::format("health.serverName '{}': expected the DNS name the apiserver's "
                     "certificate carries, such as {}",
-                    *health.serverName, config::kDefaultApiserverServerName));
+                    *health.serverName, kDefaultApiserverServerName));
   }
   return *health.serverName;
 }
@@ -217,7 +217,7 @@ tl::expected<HealthTarget, std::string> parseHostPort(std::string_view address) 
   return fromAuthority(*parsed, "");
 }
 
-tl::expected<HealthTarget, std::string> healthTarget(const config::Health& health) {
+tl::expected<HealthTarget, std::string> healthTarget(const Health& health) {
   switch (health.type) {
     case config::Health::Type::None:
       return HealthTarget{};
@@ -243,4 +243,4 @@ tl::expected<HealthTarget, std::string> healthTarget(const config::Health& healt
   return target;
 }
 
-}  // namespace vipd::daemon
+}  // namespace vipd::config
