@@ -369,6 +369,14 @@ SpeakerIntent Speaker::intent() const { return {intendedAnnouncements(), shuttin
 
 nlohmann::json Speaker::status() const { return report_.status(intent()); }
 
+std::vector<config::ConfigChange> Speaker::reload(const config::Config& next) {
+  auto changes = config::diffConfig(config_, next);
+  // Exactly the fields diffConfig marks AppliesLive; everything else in config_ stays as the
+  // collaborators started with it, so the status document keeps describing what runs.
+  config_.drain = next.drain;
+  return changes;
+}
+
 HttpResponse Speaker::handleHttp(std::string_view target) {
   if (target == "/metrics") {
     metrics_.update(status());
