@@ -4,17 +4,22 @@
 //   vipd validate --config FILE [--router-id ADDRESS]
 //   vipd render ... (bootstrap/render_command.h)
 //   vipd --version
+#include <signal.h>
+#include <string.h>
+
 #include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <boost/asio.hpp>
 
 #include "bootstrap/render_command.h"
 #include "cli/command_line.h"
+#include "config/config_diff.h"
 #include "config/config_parser.h"
 #include "daemon/base/logger.h"
 #include "daemon/speaker.h"
@@ -100,6 +105,133 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
   return std::nullopt;
 }
 
+// ---- signals ----
+//
+// Every catchable signal whose default action ends the process is either handled here or
+// ignored, so no signal a user or a tool can send takes vipd down without a drain:
+//   SIGHUP            re-reads and validates the config file; see reloadConfig().
+//   SIGUSR1, SIGUSR2  log the status document (as `vipctl status --json`) at info.
+//   SIGTERM, SIGINT, SIGQUIT, SIGALRM, SIGVTALRM, SIGPROF, SIGIO (SIGPOLL), SIGPWR, SIGSTKFLT,
+//   SIGXCPU and the real-time signals SIGRTMIN..SIGRTMAX
+//                     drain (GRACEFUL_SHUTDOWN, withdraw, unbind), Cease 6/2 to every peer, exit 0.
+//   SIGPIPE, SIGXFSZ  ignored: both report a write of our own that failed (a closed socket, the
+//                     file size limit), and that write already returns the error (EPIPE, EFBIG).
+// Left at their defaults: SIGKILL and SIGSTOP (cannot be caught), and the fault signals SIGSEGV,
+// SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS and SIGABRT: they mean vipd itself is broken (abort()
+// on a broken invariant), and running a drain on corrupt state would do more harm than the core.
+enum class SignalAction { Reload, LogStatus, Drain };
+
+std::vector<std::pair<int, SignalAction>> handledSignals() {
+  std::vector<std::pair<int, SignalAction>> out = {
+      {SIGHUP, SignalAction::Reload},     {SIGUSR1, SignalAction::LogStatus},
+      {SIGUSR2, SignalAction::LogStatus}, {SIGTERM, SignalAction::Drain},
+      {SIGINT, SignalAction::Drain},      {SIGQUIT, SignalAction::Drain},
+      {SIGALRM, SignalAction::Drain},     {SIGVTALRM, SignalAction::Drain},
+      {SIGPROF, SignalAction::Drain},     {SIGIO, SignalAction::Drain},
+      {SIGPWR, SignalAction::Drain},      {SIGSTKFLT, SignalAction::Drain},
+      {SIGXCPU, SignalAction::Drain},
+  };
+  for (int rt = SIGRTMIN; rt <= SIGRTMAX; ++rt) {
+    out.emplace_back(rt, SignalAction::Drain);
+  }
+  return out;
+}
+
+std::string signalName(int signal) {
+  if (signal >= SIGRTMIN && signal <= SIGRTMAX) {
+    return signal == SIGRTMIN ? "SIGRTMIN" : fmt::format("SIGRTMIN+{}", signal - SIGRTMIN);
+  }
+  if (const char* abbrev = sigabbrev_np(signal)) {
+    return fmt::format("SIG{}", abbrev);
+  }
+  return fmt::format("signal {}", signal);
+}
+
+// What the signal handlers act on; lives as long as io.run().
+struct Running {
+  const Options& options;
+  boost::asio::io_context& io;
+  daemon::Speaker& speaker;
+  const daemon::Logger& log;
+  bool draining = false;
+};
+
+// SIGHUP: an invalid file is logged and changes nothing; a valid one is compared field by field
+// with the running config (config::diffConfig) and each difference logged as applied or as
+// needing a restart. The same --router-id as at start applies to the file read again.
+void reloadConfig(Running& r) {
+  const std::string& path = r.options.configPath;
+  if (r.draining) {
+    r.log.info("vipd", "received SIGHUP while draining to exit; {} not re-read", path);
+    return;
+  }
+  r.log.info("vipd", "received SIGHUP; re-reading {}", path);
+  auto next = config::loadConfigFile(path, r.options.overrides);
+  if (!next) {
+    for (const auto& error : next.error()) {
+      r.log.error("config", "{}", error.toString());
+    }
+    r.log.error("vipd", "{} has {} error(s); ignored: still running with the config loaded before",
+                path, next.error().size());
+    return;
+  }
+  auto changes = r.speaker.reload(*next);
+  size_t applied = 0;
+  for (const auto& change : changes) {
+    if (change.effect == config::ChangeEffect::AppliesLive) {
+      ++applied;
+      r.log.info("config", "{} changed from {} to {}: applied", change.path, change.before,
+                 change.after);
+    } else {
+      r.log.warn("config", "{} changed from {} to {}: needs a restart; still running with {}",
+                 change.path, change.before, change.after, change.before);
+    }
+  }
+  if (changes.empty()) {
+    r.log.info("vipd", "{} is valid and unchanged; nothing to apply", path);
+  } else {
+    r.log.info("vipd", "{} is valid: {} change(s): {} applied, {} needing a restart", path,
+               changes.size(), applied, changes.size() - applied);
+  }
+}
+
+void onSignal(Running& r, int signal, SignalAction action) {
+  switch (action) {
+    case SignalAction::Reload:
+      reloadConfig(r);
+      return;
+    case SignalAction::LogStatus:
+      r.log.info("vipd", "received {}; status: {}", signalName(signal), r.speaker.status().dump());
+      return;
+    case SignalAction::Drain:
+      if (r.draining) {
+        r.log.info("vipd", "received {} while draining; the drain goes on", signalName(signal));
+        return;
+      }
+      r.draining = true;
+      r.log.info("vipd", "received {}; draining", signalName(signal));
+      r.speaker.shutdown([&r] {
+        r.log.info("vipd", "drained and every peer notified; exiting");
+        r.io.stop();
+      });
+      return;
+  }
+}
+
+void waitForSignals(boost::asio::signal_set& signals, Running& r) {
+  signals.async_wait([&signals, &r](const boost::system::error_code& ec, int signal) {
+    if (ec) {
+      return;
+    }
+    for (const auto& [number, action] : handledSignals()) {
+      if (number == signal) {
+        onSignal(r, signal, action);
+      }
+    }
+    waitForSignals(signals, r);
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,6 +258,7 @@ int main(int argc, char** argv) {
   }
 
   std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGXFSZ, SIG_IGN);
   daemon::Logger log(options.logFormat, options.logLevel);
   boost::asio::io_context io(1);
   auto table = netlink::openKernelAddressTable();
@@ -136,23 +269,23 @@ int main(int argc, char** argv) {
     return 1;
   }
   daemon::Speaker speaker(io, std::move(*config), **table, **monitor, log);
+  // Before start(): a signal that arrives while it runs is handled once the loop runs.
+  Running running{options, io, speaker, log};
+  boost::asio::signal_set signals(io);
+  for (const auto& [number, action] : handledSignals()) {
+    boost::system::error_code ec;
+    signals.add(number, ec);
+    if (ec) {
+      log.warn("vipd", "cannot handle {}: {}; it keeps its default action", signalName(number),
+               ec.message());
+    }
+  }
+  waitForSignals(signals, running);
   if (auto started = speaker.start(); !started) {
     log.error("vipd", "cannot start: {}", started.error());
     return 1;
   }
   log.info("vipd", "version {} running with config {}", daemon::version(), options.configPath);
-
-  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
-  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
-    if (ec) {
-      return;
-    }
-    log.info("vipd", "received {}; draining", signal == SIGTERM ? "SIGTERM" : "SIGINT");
-    speaker.shutdown([&] {
-      log.info("vipd", "drained and every peer notified; exiting");
-      io.stop();
-    });
-  });
   io.run();
   return 0;
 }

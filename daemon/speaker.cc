@@ -403,6 +403,14 @@ SpeakerIntent Speaker::intent() const { return {intendedAnnouncements(), shuttin
 
 nlohmann::json Speaker::status() const { return report_.status(intent()); }
 
+std::vector<config::ConfigChange> Speaker::reload(const config::Config& next) {
+  auto changes = config::diffConfig(config_, next);
+  // Exactly the fields diffConfig marks AppliesLive; everything else in config_ stays as the
+  // collaborators started with it, so the status document keeps describing what runs.
+  config_.drain = next.drain;
+  return changes;
+}
+
 HttpResponse Speaker::handleHttp(std::string_view target) {
   // The query string never changes which endpoint answers (`/metrics?x=1` is /metrics); only
   // /readyz reads it: `?verbose` lists every check, as the apiserver's /readyz does.

@@ -30,6 +30,7 @@
 #include <tl/expected.hpp>
 
 #include "config/config.h"
+#include "config/config_diff.h"
 #include "daemon/base/logger.h"
 #include "daemon/bfd/bfd_service.h"
 #include "daemon/control/control_server.h"
@@ -62,6 +63,12 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   void shutdown(std::function<void()> done);
 
   nlohmann::json status() const;
+
+  // SIGHUP with a valid file: what differs from the running config (config::diffConfig), each
+  // change marked AppliesLive already in effect when this returns; the rest keep their running
+  // values until a restart. Live today: the drain timings (the Drainer reads config_.drain, by
+  // reference, when a drain starts; a drain in progress keeps the values it started with).
+  std::vector<config::ConfigChange> reload(const config::Config& next);
 
  private:
   // ---- what is announced ----

@@ -1,0 +1,193 @@
+#include "config/config_diff.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "config/duration.h"
+
+namespace vipd::config {
+namespace {
+
+// ---- values as the config spells them ----
+std::string show(const std::string& value) { return fmt::format("\"{}\"", value); }
+std::string show(bool value) { return value ? "true" : "false"; }
+std::string show(uint8_t value) { return fmt::format("{}", value); }
+std::string show(uint16_t value) { return fmt::format("{}", value); }
+std::string show(uint32_t value) { return fmt::format("{}", value); }
+std::string show(milliseconds value) { return formatDuration(value); }
+std::string show(const bgp::IpAddress& value) { return value.toString(); }
+std::string show(Mode value) { return std::string(modeName(value)); }
+std::string show(const Community& value) { return fmt::format("{}:{}", value.asn, value.value); }
+std::string show(const bgp::LargeCommunity& value) {
+  return fmt::format("{}:{}:{}", value.globalAdministrator, value.localData1, value.localData2);
+}
+std::string show(Health::Type value) {
+  switch (value) {
+    case Health::Type::Apiserver:
+      return "apiserver";
+    case Health::Type::Tcp:
+      return "tcp";
+    case Health::Type::None:
+      return "none";
+  }
+  return "unknown";
+}
+template <typename T>
+std::string show(const std::optional<T>& value) {
+  return value ? show(*value) : "unset";
+}
+template <typename T>
+std::string show(const std::vector<T>& values) {
+  std::string out = "[";
+  for (const T& value : values) {
+    out += (out.size() > 1 ? ", " : "") + show(value);
+  }
+  return out + "]";
+}
+
+class Differ {
+ public:
+  explicit Differ(std::vector<ConfigChange>& out) : out_(out) {}
+
+  template <typename T>
+  void field(const std::string& path, const T& before, const T& after,
+             ChangeEffect effect = ChangeEffect::NeedsRestart) {
+    if (before != after) {
+      out_.push_back({path, show(before), show(after), effect});
+    }
+  }
+  void whole(const std::string& path, std::string before, std::string after) {
+    out_.push_back({path, std::move(before), std::move(after), ChangeEffect::NeedsRestart});
+  }
+
+ private:
+  std::vector<ConfigChange>& out_;
+};
+
+void diffBfd(Differ& d, const std::string& path, const Bfd& a, const Bfd& b) {
+  d.field(path + ".enabled", a.enabled, b.enabled);
+  d.field(path + ".minTx", a.minTx, b.minTx);
+  d.field(path + ".minRx", a.minRx, b.minRx);
+  d.field(path + ".multiplier", a.multiplier, b.multiplier);
+  d.field(path + ".multihop", a.multihop, b.multihop);
+}
+
+void diffPeer(Differ& d, const std::string& path, const Peer& a, const Peer& b) {
+  d.field(path + ".asn", a.asn, b.asn);
+  d.field(path + ".port", a.port, b.port);
+  d.field(path + ".sourceAddress", a.sourceAddress, b.sourceAddress);
+  d.field(path + ".holdTime", a.holdTime, b.holdTime);
+  d.field(path + ".keepaliveTime", a.keepaliveTime, b.keepaliveTime);
+  d.field(path + ".connectRetryTime", a.connectRetryTime, b.connectRetryTime);
+  d.field(path + ".openHoldTime", a.openHoldTime, b.openHoldTime);
+  d.field(path + ".ebgpMultihop", a.ebgpMultihop, b.ebgpMultihop);
+  d.field(path + ".nextHopIpv6", a.nextHopIpv6, b.nextHopIpv6);
+  d.field(path + ".passwordFile", a.passwordFile, b.passwordFile);
+  d.field(path + ".ttlSecurity", a.ttlSecurity, b.ttlSecurity);
+  diffBfd(d, path + ".bfd", a.bfd, b.bfd);
+}
+
+void diffVip(Differ& d, const std::string& path, const Vip& a, const Vip& b) {
+  d.field(path + ".interface", a.interface, b.interface);
+  d.field(path + ".createInterface", a.createInterface, b.createInterface);
+  d.field(path + ".rebind", a.rebind, b.rebind);
+}
+
+// Peers by address, VIPs by prefix: the identity an operator means, whatever the list's order.
+// `key` gives an element's identity, `name` its text in the path.
+template <typename T, typename Key, typename Name, typename Diff>
+void diffList(Differ& d, std::string_view list, const std::vector<T>& before,
+              const std::vector<T>& after, Key key, Name name, Diff diff) {
+  auto find = [&key](const std::vector<T>& in, const auto& wanted) -> const T* {
+    for (const T& element : in) {
+      if (key(element) == wanted) {
+        return &element;
+      }
+    }
+    return nullptr;
+  };
+  for (const T& b : after) {
+    std::string path = fmt::format("{}[{}]", list, name(b));
+    if (const T* a = find(before, key(b))) {
+      diff(d, path, *a, b);
+    } else {
+      d.whole(path, "absent", "added");
+    }
+  }
+  for (const T& a : before) {
+    if (!find(after, key(a))) {
+      d.whole(fmt::format("{}[{}]", list, name(a)), "present", "removed");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<ConfigChange> diffConfig(const Config& running, const Config& next) {
+  std::vector<ConfigChange> changes;
+  Differ d(changes);
+  const Config& a = running;
+  const Config& b = next;
+  constexpr auto kLive = ChangeEffect::AppliesLive;
+
+  d.field("apiVersion", a.apiVersion, b.apiVersion);
+  d.field("kind", a.kind, b.kind);
+  d.field("routerId", a.routerId, b.routerId);
+  d.field("localAsn", a.localAsn, b.localAsn);
+  d.field("communities", a.communities, b.communities);
+  d.field("largeCommunities", a.largeCommunities, b.largeCommunities);
+  d.field("allowNonLocalRouterId", a.allowNonLocalRouterId, b.allowNonLocalRouterId);
+  d.field("listen.enabled", a.listen.enabled, b.listen.enabled);
+  d.field("listen.address", a.listen.address, b.listen.address);
+  d.field("listen.port", a.listen.port, b.listen.port);
+  d.field("control.socket", a.control.socket, b.control.socket);
+  d.field("control.stateDir", a.control.stateDir, b.control.stateDir);
+  d.field("control.group", a.control.group, b.control.group);
+  d.field("drain.gracefulShutdownTime", a.drain.gracefulShutdownTime, b.drain.gracefulShutdownTime,
+          kLive);
+  d.field("drain.timeout", a.drain.timeout, b.drain.timeout, kLive);
+  d.field("drain.unbindDelay", a.drain.unbindDelay, b.drain.unbindDelay, kLive);
+  d.field("health.type", a.health.type, b.health.type);
+  d.field("health.url", a.health.url, b.health.url);
+  d.field("health.caFile", a.health.caFile, b.health.caFile);
+  d.field("health.certFile", a.health.certFile, b.health.certFile);
+  d.field("health.keyFile", a.health.keyFile, b.health.keyFile);
+  d.field("health.serverName", a.health.serverName, b.health.serverName);
+  d.field("health.address", a.health.address, b.health.address);
+  d.field("health.interval", a.health.interval, b.health.interval);
+  d.field("health.timeout", a.health.timeout, b.health.timeout);
+  d.field("health.rise", a.health.rise, b.health.rise);
+  d.field("health.fall", a.health.fall, b.health.fall);
+  d.field("metrics.address", a.metrics.address, b.metrics.address);
+  d.field("metrics.port", a.metrics.port, b.metrics.port);
+  d.field("mode", a.mode, b.mode);
+  d.field("handoff.dir", a.handoff.dir, b.handoff.dir);
+  d.field("handoff.restartTime", a.handoff.restartTime, b.handoff.restartTime);
+  diffList(
+      d, "peers", a.peers, b.peers, [](const Peer& p) { return p.address; },
+      [](const Peer& p) { return p.address.toString(); }, diffPeer);
+  diffList(
+      d, "vips", a.vips, b.vips, [](const Vip& v) { return v.prefix; },
+      [](const Vip& v) { return v.prefix.toString(); }, diffVip);
+
+  if (changes.empty() && running != next) {
+    // Equal but for the order of peers or VIPs (not a change), or a field not named above.
+    Config aSorted = a;
+    Config bSorted = b;
+    for (Config* c : {&aSorted, &bSorted}) {
+      std::ranges::sort(c->peers, {}, &Peer::address);
+      std::ranges::sort(c->vips, {}, &Vip::prefix);
+    }
+    if (aSorted != bSorted) {
+      d.whole("(unknown)", "a field this version cannot name", "changed");
+    }
+  }
+  return changes;
+}
+
+}  // namespace vipd::config

@@ -1,0 +1,142 @@
+// diffConfig (SIGHUP): every changed field named with its old and new value, drain timings the
+// only ones applied live, peers and VIPs matched by address so a reordered list is no change.
+#include "config/config_diff.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace vipd::config {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+constexpr auto kLive = ChangeEffect::AppliesLive;
+constexpr auto kRestart = ChangeEffect::NeedsRestart;
+
+bgp::IpAddress ip(std::string_view text) {
+  auto a = bgp::IpAddress::parse(text);
+  EXPECT_TRUE(a.has_value()) << text;
+  return a.value_or(bgp::IpAddress{});
+}
+
+bgp::Prefix prefix(std::string_view text) {
+  auto p = bgp::Prefix::parse(text);
+  EXPECT_TRUE(p.has_value()) << text;
+  return p.value_or(bgp::Prefix{});
+}
+
+Peer peer(std::string_view address, uint32_t asn) {
+  Peer p;
+  p.address = ip(address);
+  p.asn = asn;
+  return p;
+}
+
+Vip vip(std::string_view address) {
+  Vip v;
+  v.prefix = prefix(address);
+  return v;
+}
+
+// Two peers and two VIPs, as a running config would have them.
+Config running() {
+  Config c;
+  c.apiVersion = "vipd.io/v1alpha1";
+  c.kind = "SpeakerConfiguration";
+  c.routerId = ip("192.0.2.11");
+  c.localAsn = 65001;
+  c.vips = {vip("203.0.113.10/32"), vip("2001:db8::10/128")};
+  c.peers = {peer("192.0.2.1", 65000), peer("192.0.2.2", 65000)};
+  return c;
+}
+
+TEST(ConfigDiff, EqualConfigsHaveNoChanges) {
+  EXPECT_THAT(diffConfig(running(), running()), IsEmpty());
+}
+
+TEST(ConfigDiff, DrainTimingsApplyLive) {
+  Config next = running();
+  next.drain.gracefulShutdownTime = 5s;
+  next.drain.timeout = 30s;
+  next.drain.unbindDelay = 0ms;
+  EXPECT_THAT(diffConfig(running(), next),
+              ElementsAre(ConfigChange{"drain.gracefulShutdownTime", "2s", "5s", kLive},
+                          ConfigChange{"drain.timeout", "10s", "30s", kLive},
+                          ConfigChange{"drain.unbindDelay", "1s", "0s", kLive}));
+}
+
+TEST(ConfigDiff, TopLevelFieldsNeedARestart) {
+  Config next = running();
+  next.routerId = ip("192.0.2.12");
+  next.localAsn = 65002;
+  next.communities = {{65001, 100}};
+  next.listen.enabled = true;
+  next.control.group = "vipd";
+  next.health.type = Health::Type::Tcp;
+  next.health.interval = 2s;
+  next.metrics.port = 9999;
+  next.mode = Mode::DaemonSet;
+  next.handoff.restartTime = 5s;
+  EXPECT_THAT(diffConfig(running(), next),
+              ElementsAre(ConfigChange{"routerId", "192.0.2.11", "192.0.2.12", kRestart},
+                          ConfigChange{"localAsn", "65001", "65002", kRestart},
+                          ConfigChange{"communities", "[]", "[65001:100]", kRestart},
+                          ConfigChange{"listen.enabled", "false", "true", kRestart},
+                          ConfigChange{"control.group", "unset", "\"vipd\"", kRestart},
+                          ConfigChange{"health.type", "none", "tcp", kRestart},
+                          ConfigChange{"health.interval", "1s", "2s", kRestart},
+                          ConfigChange{"metrics.port", "9472", "9999", kRestart},
+                          ConfigChange{"mode", "standalone", "daemonset", kRestart},
+                          ConfigChange{"handoff.restartTime", "3s", "5s", kRestart}));
+}
+
+TEST(ConfigDiff, PeerFieldsAreNamedByAddress) {
+  Config next = running();
+  next.peers[1].holdTime = 6s;
+  next.peers[1].bfd.enabled = true;
+  next.peers[1].sourceAddress = ip("192.0.2.11");
+  EXPECT_THAT(
+      diffConfig(running(), next),
+      ElementsAre(ConfigChange{"peers[192.0.2.2].sourceAddress", "unset", "192.0.2.11", kRestart},
+                  ConfigChange{"peers[192.0.2.2].holdTime", "9s", "6s", kRestart},
+                  ConfigChange{"peers[192.0.2.2].bfd.enabled", "false", "true", kRestart}));
+}
+
+TEST(ConfigDiff, PeersAndVipsAddedAndRemoved) {
+  Config next = running();
+  next.peers.erase(next.peers.begin());
+  next.peers.push_back(peer("192.0.2.3", 65000));
+  next.vips[0].interface = "vip0";
+  next.vips.pop_back();
+  EXPECT_THAT(
+      diffConfig(running(), next),
+      ElementsAre(ConfigChange{"peers[192.0.2.3]", "absent", "added", kRestart},
+                  ConfigChange{"peers[192.0.2.1]", "present", "removed", kRestart},
+                  ConfigChange{"vips[203.0.113.10/32].interface", "\"lo\"", "\"vip0\"", kRestart},
+                  ConfigChange{"vips[2001:db8::10/128]", "present", "removed", kRestart}));
+}
+
+TEST(ConfigDiff, ReorderedPeersAndVipsAreNoChange) {
+  Config next = running();
+  std::swap(next.peers[0], next.peers[1]);
+  std::swap(next.vips[0], next.vips[1]);
+  ASSERT_NE(running(), next);
+  EXPECT_THAT(diffConfig(running(), next), IsEmpty());
+}
+
+TEST(ConfigDiff, ReorderedAndChangedNamesOnlyTheChange) {
+  Config next = running();
+  std::swap(next.peers[0], next.peers[1]);
+  next.peers[0].port = 1179;  // 192.0.2.2 after the swap
+  EXPECT_THAT(diffConfig(running(), next),
+              ElementsAre(ConfigChange{"peers[192.0.2.2].port", "179", "1179", kRestart}));
+}
+
+}  // namespace
+}  // namespace vipd::config
