@@ -20,40 +20,6 @@ using namespace std::chrono_literals;
 constexpr auto kHousekeepingInterval = 1s;
 constexpr std::string_view kDrainCommunication = "vipd: node draining";
 
-// An HTTP request-target split into its path and its query (without the '?').
-std::pair<std::string_view, std::string_view> splitTarget(std::string_view target) {
-  auto q = target.find('?');
-  if (q == std::string_view::npos) {
-    return {target, {}};
-  }
-  return {target.substr(0, q), target.substr(q + 1)};
-}
-
-// Whether the query holds `name` as a key (`verbose`, `verbose=1`, `a=b&verbose`).
-bool hasQueryFlag(std::string_view query, std::string_view name) {
-  while (!query.empty()) {
-    auto amp = query.find('&');
-    auto item = query.substr(0, amp);
-    if (item.substr(0, item.find('=')) == name) {
-      return true;
-    }
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-  }
-  return false;
-}
-
-// The apiserver's verbose /readyz format: "[+]name ok" or "[-]name failed: why" per check, then
-// the verdict.
-std::string verboseReadiness(const std::vector<ReadinessCheck>& checks, bool ready) {
-  std::string out;
-  for (const auto& check : checks) {
-    out += check.failure ? fmt::format("[-]{} failed: {}\n", check.name, *check.failure)
-                         : fmt::format("[+]{} ok\n", check.name);
-  }
-  out += ready ? "readyz check passed\n" : "readyz check failed\n";
-  return out;
-}
-
 }  // namespace
 
 Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTable& table,
@@ -427,7 +393,7 @@ HttpResponse Speaker::handleHttp(std::string_view target) {
     bool ready = std::none_of(checks.begin(), checks.end(),
                               [](const ReadinessCheck& c) { return c.failure.has_value(); });
     if (hasQueryFlag(query, "verbose")) {
-      return {ready ? 200 : 503, "text/plain", verboseReadiness(checks, ready)};
+      return {ready ? 200u : 503u, "text/plain", verboseReadiness(checks)};
     }
     if (ready) {
       return {200, "text/plain", "ok\n"};

@@ -1,5 +1,7 @@
 #include "daemon/status_report.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -327,6 +329,20 @@ nlohmann::json StatusReport::status(const SpeakerIntent& intent) const {
           {"lastDrainResult", drainer_.lastResult()},
           {"ready", reasons.empty()},
           {"readyReasons", reasons}};
+}
+
+// The apiserver's verbose /readyz format: "[+]name ok" or "[-]name failed: why" per check, then
+// the verdict.
+std::string verboseReadiness(const std::vector<ReadinessCheck>& checks) {
+  bool ready = std::none_of(checks.begin(), checks.end(),
+                            [](const ReadinessCheck& c) { return c.failure.has_value(); });
+  std::string out;
+  for (const auto& check : checks) {
+    out += check.failure ? fmt::format("[-]{} failed: {}\n", check.name, *check.failure)
+                         : fmt::format("[+]{} ok\n", check.name);
+  }
+  out += ready ? "readyz check passed\n" : "readyz check failed\n";
+  return out;
 }
 
 }  // namespace vipd::daemon

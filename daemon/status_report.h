@@ -71,4 +71,8 @@ class StatusReport {
   std::vector<std::chrono::steady_clock::time_point> lastStuckWarning_;  // per peer
 };
 
+// The apiserver's verbose /readyz format: "[+]name ok" or "[-]name failed: why" per check, then
+// "readyz check passed" or "readyz check failed".
+std::string verboseReadiness(const std::vector<ReadinessCheck>& checks);
+
 }  // namespace vipd::daemon

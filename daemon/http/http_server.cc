@@ -295,4 +295,26 @@ void HttpServer::acceptNext() {
       });
 }
 
+// An HTTP request-target split into its path and its query (without the '?').
+std::pair<std::string_view, std::string_view> splitTarget(std::string_view target) {
+  auto q = target.find('?');
+  if (q == std::string_view::npos) {
+    return {target, {}};
+  }
+  return {target.substr(0, q), target.substr(q + 1)};
+}
+
+// Whether the query holds `name` as a key (`verbose`, `verbose=1`, `a=b&verbose`).
+bool hasQueryFlag(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    auto item = query.substr(0, amp);
+    if (item.substr(0, item.find('=')) == name) {
+      return true;
+    }
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+  }
+  return false;
+}
+
 }  // namespace vipd::daemon

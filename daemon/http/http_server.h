@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <tl/expected.hpp>
 
 #include "daemon/base/logger.h"
@@ -76,5 +77,10 @@ class HttpServer {
   std::string subject_;
   std::list<std::weak_ptr<Connection>> connections_;
 };
+
+// An HTTP request-target split into its path and its query (without the '?').
+std::pair<std::string_view, std::string_view> splitTarget(std::string_view target);
+// Whether the query holds `name` as a key (`verbose`, `verbose=1`, `a=b&verbose`).
+bool hasQueryFlag(std::string_view query, std::string_view name);
 
 }  // namespace vipd::daemon

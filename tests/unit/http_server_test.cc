@@ -327,3 +327,25 @@ TEST(HttpServerListen, ListensOnIpv6Loopback) {
 
 }  // namespace
 }  // namespace vipd::daemon
+
+namespace vipd::daemon {
+namespace {
+
+TEST(RequestTarget, PathAndQuerySplitAtTheFirstQuestionMark) {
+  EXPECT_EQ(splitTarget("/readyz"), (std::pair<std::string_view, std::string_view>{"/readyz", ""}));
+  EXPECT_EQ(splitTarget("/readyz?verbose"),
+            (std::pair<std::string_view, std::string_view>{"/readyz", "verbose"}));
+  EXPECT_EQ(splitTarget("/m?a=b?c"), (std::pair<std::string_view, std::string_view>{"/m", "a=b?c"}));
+}
+
+TEST(RequestTarget, QueryFlagIsAKeyWithOrWithoutAValue) {
+  EXPECT_TRUE(hasQueryFlag("verbose", "verbose"));
+  EXPECT_TRUE(hasQueryFlag("verbose=1", "verbose"));
+  EXPECT_TRUE(hasQueryFlag("x=1&verbose", "verbose"));
+  EXPECT_FALSE(hasQueryFlag("", "verbose"));
+  EXPECT_FALSE(hasQueryFlag("verbosely", "verbose"));
+  EXPECT_FALSE(hasQueryFlag("x=verbose", "verbose"));
+}
+
+}  // namespace
+}  // namespace vipd::daemon
