@@ -34,7 +34,10 @@ std::string_view bindStateName(BindState state);
 // and what happens next.
 struct BindEvent {
   bgp::Prefix vip;
-  enum class Kind { Bound, Lost, InterfaceCreated, Unbound, Problem } kind;
+  // Found: a VIP read before this binder first tried to bind it (start, a standby or withdrawn
+  // instance) is not bound: a state to report, not an error. Problem: something stops a VIP that
+  // vipd tried to bind from being announced (an error).
+  enum class Kind { Bound, Lost, InterfaceCreated, Unbound, Found, Problem } kind;
   std::string text;
 };
 

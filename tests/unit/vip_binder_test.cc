@@ -147,6 +147,31 @@ TEST(VipBinder, MissingInterfaceIsAnErrorForThatVipOnly) {
   EXPECT_FALSE(links->has_value()) << "vipd must not create an interface it was not asked to";
 }
 
+// Issue 17 item 9: a VIP read before vipd binds it (every normal start) is not an error; what
+// the first binding leaves unbound is.
+TEST(VipBinder, NotBoundBeforeTheFirstBindIsFoundNotAProblem) {
+  netlink::FakeAddressTable table;
+  VipBinder binder(table, {vipOn("203.0.113.10/32"), vipOn("203.0.113.11/32", "vip0")});
+  auto events = binder.refresh();
+  EXPECT_FALSE(hasEvent(events, BindEvent::Kind::Problem));
+  EXPECT_TRUE(hasEvent(events, BindEvent::Kind::Found, "address not bound on lo"));
+  EXPECT_TRUE(hasEvent(events, BindEvent::Kind::Found, "interface vip0 does not exist"));
+  EXPECT_TRUE(binder.refresh().empty()) << "reported once";
+  events = binder.bind();
+  EXPECT_TRUE(hasEvent(events, BindEvent::Kind::Bound, "bound on lo"));
+  EXPECT_TRUE(hasEvent(events, BindEvent::Kind::Problem, "interface vip0 does not exist"))
+      << "still unbound after binding: now an error";
+  EXPECT_FALSE(hasEvent(events, BindEvent::Kind::Found));
+}
+
+TEST(VipBinder, AlreadyBoundBeforeTheFirstBindIsReportedOnce) {
+  netlink::FakeAddressTable table;
+  table.addForeignAddress("lo", addr("203.0.113.10/32"));
+  VipBinder binder(table, {vipOn("203.0.113.10/32")});
+  EXPECT_TRUE(hasEvent(binder.refresh(), BindEvent::Kind::Bound));
+  EXPECT_TRUE(binder.bind().empty());
+}
+
 TEST(VipBinder, CreateInterfaceMakesAnUpDummy) {
   netlink::FakeAddressTable table;
   auto vip = vipOn("203.0.113.10/32", "vip0");
