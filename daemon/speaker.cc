@@ -100,10 +100,9 @@ tl::expected<void, std::string> Speaker::start() {
 }
 
 tl::expected<void, std::string> Speaker::startSpeaking(bool restarting, std::string_view why) {
-  // Read again on every takeover: the other instance may have been withdrawn meanwhile.
-  if (auto loaded = drainer_.loadWithdrawn(); !loaded) {
-    return loaded;
-  }
+  // Read again on every takeover: the other instance may have been withdrawn meanwhile. A bad
+  // file does not stop vipd: it leaves the node withdrawn, and says why (status, /readyz, log).
+  drainer_.loadWithdrawn();
   if (config_.listen.enabled && !listener_.isOpen()) {
     if (auto listening = listener_.open(); !listening) {
       return listening;
@@ -367,7 +366,15 @@ void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply 
 
 SpeakerIntent Speaker::intent() const { return {intendedAnnouncements(), shuttingDown_}; }
 
-nlohmann::json Speaker::status() const { return report_.status(intent()); }
+nlohmann::json Speaker::status() const {
+  auto out = report_.status(intent());
+  if (const auto& problem = drainer_.stateError()) {
+    // A state file vipd cannot use needs an operator, even though the node is safely withdrawn.
+    out["ready"] = false;
+    out["readyReasons"].insert(out["readyReasons"].begin(), *problem);
+  }
+  return out;
+}
 
 HttpResponse Speaker::handleHttp(std::string_view target) {
   if (target == "/metrics") {
@@ -379,6 +386,9 @@ HttpResponse Speaker::handleHttp(std::string_view target) {
   }
   if (target == "/readyz") {
     auto reasons = report_.notReadyReasons(intent());
+    if (const auto& problem = drainer_.stateError()) {
+      reasons.insert(reasons.begin(), *problem);
+    }
     if (reasons.empty()) {
       return {200, "text/plain", "ok\n"};
     }
