@@ -106,6 +106,25 @@ TEST(VipBinder, UnbindRemovesOnlyWhatVipdAdded) {
   EXPECT_TRUE(binder.announceable().empty());
 }
 
+// Issue 17 item 6: a withdrawn node's new vipd (a new binder that never binds) removes what an
+// earlier run added, by its marking, and leaves the operator's addresses, VIP or not.
+TEST(VipBinder, ANewRunRemovesWhatAnEarlierRunAddedAndNothingElse) {
+  netlink::FakeAddressTable table;
+  table.addForeignAddress("lo", addr("203.0.113.30/32"));  // the operator's VIP
+  table.addForeignAddress("lo", addr("198.51.100.5/32"));  // the operator's, not a VIP
+  {
+    VipBinder killed(table, {vipOn("203.0.113.10/32"), vipOn("203.0.113.30/32")});
+    (void)killed.bind();
+  }
+  VipBinder restarted(table, {vipOn("203.0.113.10/32"), vipOn("203.0.113.30/32")});
+  (void)restarted.refresh();
+  auto events = restarted.unbindOwned();
+  EXPECT_TRUE(hasEvent(events, BindEvent::Kind::Unbound, "removed from lo"));
+  EXPECT_TRUE(entriesFor(table, "lo", "203.0.113.10/32").empty());
+  EXPECT_EQ(entriesFor(table, "lo", "203.0.113.30/32").size(), 1u);
+  EXPECT_EQ(entriesFor(table, "lo", "198.51.100.5/32").size(), 1u);
+}
+
 TEST(VipBinder, LostAddressIsWithdrawnThenRebound) {
   netlink::FakeAddressTable table;
   VipBinder binder(table, {vipOn("203.0.113.10/32")});
