@@ -100,10 +100,9 @@ tl::expected<void, std::string> Speaker::start() {
 }
 
 tl::expected<void, std::string> Speaker::startSpeaking(bool restarting, std::string_view why) {
-  // Read again on every takeover: the other instance may have been withdrawn meanwhile.
-  if (auto loaded = drainer_.loadWithdrawn(); !loaded) {
-    return loaded;
-  }
+  // Read again on every takeover: the other instance may have been withdrawn meanwhile. A bad
+  // file does not stop vipd: it leaves the node withdrawn, and says why (status, /readyz, log).
+  drainer_.loadWithdrawn();
   if (config_.listen.enabled && !listener_.isOpen()) {
     if (auto listening = listener_.open(); !listening) {
       return listening;
@@ -119,7 +118,11 @@ tl::expected<void, std::string> Speaker::startSpeaking(bool restarting, std::str
               "node is withdrawn since {} ({}); not binding or announcing any VIP until "
               "`vipctl announce`",
               withdrawn->since, withdrawn->reason);
-    vips_.refresh();
+    // Nor keep any bound: vipd killed during `vipctl withdraw` (persisted before the drain
+    // unbinds) leaves its addresses behind. unbindOwned() removes only the addresses vipd added,
+    // which it recognises after a restart by the marking it adds them with (deprecated and
+    // permanent, see VipBinder): an operator's `ip addr add` of the same address stays.
+    vips_.unbindOwned();
   } else {
     vips_.bind();
   }

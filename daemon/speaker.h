@@ -55,8 +55,9 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
 
   // Checks the router ID, reads the session keys, opens the control socket and the metrics
   // listener, starts the health checks, then takes its role: an Active instance loads the
-  // withdrawn state, binds the VIPs (unless withdrawn), opens the BGP listener (if enabled) and
-  // starts every session. An error is one sentence saying what to fix.
+  // withdrawn state, binds the VIPs (when withdrawn: removes those vipd added instead), opens the
+  // BGP listener (if enabled) and starts every session. An error is one sentence saying what to
+  // fix.
   [[nodiscard]] tl::expected<void, std::string> start();
   // SIGTERM: drains (unless already withdrawn), sends Cease 6/2 "vipd: node draining" to every
   // peer, then runs `done`. An instance that is not Active touches nothing and runs `done` now.

@@ -134,6 +134,8 @@ std::vector<std::string> StatusReport::notReadyReasons(const SpeakerIntent& inte
 
 std::vector<ReadinessCheck> StatusReport::readinessChecks(const SpeakerIntent& intent) const {
   std::vector<ReadinessCheck> checks;
+  // A state file vipd cannot use needs an operator, even though the node is safely withdrawn.
+  checks.push_back({"state files", drainer_.stateError()});
   if (handoff_.role() == Handoff::Role::Contending) {
     // A DaemonSet pod that has not taken over is not done rolling out.
     checks.push_back({"role", fmt::format("not speaking yet: {}", handoff_.waitingFor())});

@@ -22,14 +22,25 @@ Drainer::Drainer(asio::io_context& io, const config::Drain& settings, std::strin
                  const Logger& log, DrainHost& host)
     : settings_(settings), log_(log), host_(host), state_(std::move(stateDir)), timer_(io) {}
 
-tl::expected<void, std::string> Drainer::loadWithdrawn() {
-  auto persisted = state_.load();
-  if (!persisted) {
-    return tl::unexpected(persisted.error());
-  }
-  withdrawn_ = *persisted;
+void Drainer::loadWithdrawn() {
   withdrawnPersisted_ = true;
-  return {};
+  auto persisted = state_.load();
+  if (persisted) {
+    withdrawn_ = *persisted;
+    stateError_.reset();
+    return;
+  }
+  // Fail safe: the operator wrote that file on purpose, so an unreadable one means withdrawn.
+  // Guessing "not withdrawn" could announce a node someone drained; exiting would leave the node
+  // without a speaker (and restarting into the same file). `vipctl announce` rewrites it.
+  stateError_ = persisted.error();
+  withdrawn_ = Withdrawn{fmt::format("{}; treated as withdrawn until `vipctl announce`",
+                                     persisted.error()),
+                         state_.modifiedAt()};
+  log_.error("withdrawn state",
+             "{}; treating the node as withdrawn: nothing is bound or announced until `vipctl "
+             "announce` clears the file",
+             persisted.error());
 }
 
 void Drainer::start(std::string why, std::optional<std::chrono::milliseconds> ackTimeout,
@@ -196,6 +207,7 @@ void Drainer::handleAnnounce(ControlServer::Reply reply) {
   }
   bool wasWithdrawn = withdrawn_.has_value();
   withdrawn_.reset();
+  stateError_.reset();
   log_.info("speaker", "vipctl announce: {}binding and announcing again{}",
             wasWithdrawn ? "withdrawn state cleared; " : "",
             host_.healthy() ? "" : " once the health gate opens");
@@ -212,6 +224,9 @@ nlohmann::json Drainer::withdrawnStatus() const {
     out["reason"] = withdrawn_->reason;
     out["since"] = withdrawn_->since;
     out["persisted"] = withdrawnPersisted_;
+  }
+  if (stateError_) {
+    out["stateFileError"] = *stateError_;
   }
   return out;
 }

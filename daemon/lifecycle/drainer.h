@@ -52,8 +52,10 @@ class Drainer {
           const Logger& log, DrainHost& host);
 
   // Reads withdrawn.json again (on every takeover: the other instance may have been withdrawn
-  // meanwhile). An unreadable file is an error: guessing could announce a drained node.
-  [[nodiscard]] tl::expected<void, std::string> loadWithdrawn();
+  // meanwhile). A file that cannot be read or is malformed fails safe: the node is withdrawn
+  // (its reason names the file and the problem, stateError() says so, the error is logged) until
+  // `vipctl announce` clears the file. Guessing "not withdrawn" could announce a drained node.
+  void loadWithdrawn();
 
   // Runs the drain's steps; `onFinished` after the last one. `ackTimeout` overrides drain.timeout.
   void start(std::string why, std::optional<std::chrono::milliseconds> ackTimeout,
@@ -69,7 +71,10 @@ class Drainer {
   // The drain in progress has reached its withdraw step: nothing may be announced any more.
   bool withdrawSent() const { return drain_ && drain_->withdrawSent; }
   const std::optional<Withdrawn>& withdrawn() const { return withdrawn_; }
-  // {"active", and when withdrawn "reason", "since", "persisted"} for the status document.
+  // Why withdrawn.json could not be used, when that is why the node is withdrawn.
+  const std::optional<std::string>& stateError() const { return stateError_; }
+  // {"active", and when withdrawn "reason", "since", "persisted", and "stateFileError" when the
+  // file could not be used} for the status document.
   nlohmann::json withdrawnStatus() const;
   const std::string& lastResult() const { return lastResult_; }
 
@@ -84,6 +89,7 @@ class Drainer {
   WithdrawnState state_;
   std::optional<Withdrawn> withdrawn_;
   bool withdrawnPersisted_ = true;  // false after `vipctl withdraw --transient`
+  std::optional<std::string> stateError_;
 
   struct Drain {
     DrainSequence sequence;

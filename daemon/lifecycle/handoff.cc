@@ -46,10 +46,16 @@ constexpr auto kHandoffRequestTimeout = 5s;
 
 // Whether the lock's previous holder yielded to this node moments ago: then the peers still hold
 // its path and the sessions reopen as a graceful restart.
-bool yieldedMomentsAgo(HostLock& lock, const config::Config& config) {
+bool yieldedMomentsAgo(HostLock& lock, const config::Config& config, const Logger& log) {
   auto marker = lock.takeYieldMarker();
-  return marker && marker->routerId == config.routerId.toString() &&
-         bootTimeMs() - marker->yieldedAtBootMs < marker->restartTimeMs;
+  if (!marker) {
+    // Without a usable marker the peers are told to drop any stale path: safe, if not seamless.
+    log.error("handoff", "{}; ignoring it: the sessions open as a fresh start, not as a graceful "
+              "restart", marker.error());
+    return false;
+  }
+  return *marker && (*marker)->routerId == config.routerId.toString() &&
+         bootTimeMs() - (*marker)->yieldedAtBootMs < (*marker)->restartTimeMs;
 }
 
 }  // namespace
@@ -85,7 +91,7 @@ tl::expected<void, std::string> Handoff::start() {
     return tl::unexpected(acquired.error());
   }
   if (*acquired) {
-    bool restarting = yieldedMomentsAgo(*lock_, config_);
+    bool restarting = yieldedMomentsAgo(*lock_, config_, log_);
     return becomeActive(restarting, restarting ? "the previous instance yielded moments ago"
                                                : "no other instance holds the speaker lock");
   }
@@ -137,7 +143,7 @@ bool Handoff::acquireLock() {
   if (!*acquired) {
     return false;
   }
-  bool restarting = yieldedMomentsAgo(*lock_, config_);
+  bool restarting = yieldedMomentsAgo(*lock_, config_, log_);
   bool granted = std::chrono::steady_clock::now() < state_.expectLockUntil;
   std::string why;
   if (granted) {

@@ -167,16 +167,52 @@ tl::expected<void, std::string> HostLock::writeYieldMarker(const YieldMarker& ma
                                            {"restartTimeMs", marker.restartTimeMs}});
 }
 
-std::optional<YieldMarker> HostLock::takeYieldMarker() {
+tl::expected<std::optional<YieldMarker>, std::string> HostLock::takeYieldMarker() {
   const std::string path = dir_ + "/handoff.json";
-  auto j = readJson(path);
-  ::unlink(path.c_str());
-  if (!j || !(*j)["routerId"].is_string() || !(*j)["yieldedAtBootMs"].is_number_integer() ||
-      !(*j)["restartTimeMs"].is_number_integer()) {
-    return std::nullopt;
+  std::ifstream in(path);
+  if (!in) {
+    if (errno == ENOENT) {
+      return std::nullopt;
+    }
+    const int error = errno;
+    ::unlink(path.c_str());
+    return tl::unexpected(fmt::format("cannot read {}: {}", path, std::strerror(error)));
   }
-  return YieldMarker{(*j)["routerId"].get<std::string>(), (*j)["yieldedAtBootMs"].get<int64_t>(),
-                     (*j)["restartTimeMs"].get<int64_t>()};
+  std::stringstream text;
+  text << in.rdbuf();
+  ::unlink(path.c_str());  // used once, whatever it holds
+  // Untrusted input: every problem is a value naming the file and the field, never an exception.
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    return tl::unexpected(fmt::format("{} is not valid JSON ({})", path, e.what()));
+  }
+  if (!j.is_object()) {
+    return tl::unexpected(
+        fmt::format("{} holds a JSON {}, expected an object", path, j.type_name()));
+  }
+  auto check = [&](const char* name, bool (nlohmann::json::*is)() const noexcept,
+                   const char* expected) -> tl::expected<void, std::string> {
+    auto it = j.find(name);
+    if (it == j.end()) {
+      return tl::unexpected(fmt::format("{}: field \"{}\" is missing", path, name));
+    }
+    if (!((*it).*is)()) {
+      return tl::unexpected(fmt::format("{}: field \"{}\" is a JSON {}, expected {}", path, name,
+                                        it->type_name(), expected));
+    }
+    return {};
+  };
+  for (auto checked : {check("routerId", &nlohmann::json::is_string, "a string"),
+                       check("yieldedAtBootMs", &nlohmann::json::is_number_integer, "an integer"),
+                       check("restartTimeMs", &nlohmann::json::is_number_integer, "an integer")}) {
+    if (!checked) {
+      return tl::unexpected(checked.error());
+    }
+  }
+  return YieldMarker{j["routerId"].get<std::string>(), j["yieldedAtBootMs"].get<int64_t>(),
+                     j["restartTimeMs"].get<int64_t>()};
 }
 
 }  // namespace vipd::daemon

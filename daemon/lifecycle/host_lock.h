@@ -68,8 +68,10 @@ class HostLock {
 
   // Planned yield: written before release().
   [[nodiscard]] tl::expected<void, std::string> writeYieldMarker(const YieldMarker& marker);
-  // Reads and removes the marker (call right after acquiring).
-  std::optional<YieldMarker> takeYieldMarker();
+  // Reads and removes the marker (call right after acquiring); nullopt when there is none. A
+  // marker that cannot be read or is malformed is removed all the same and is an error naming the
+  // file and the field (the caller then treats the start as fresh: the safe side).
+  [[nodiscard]] tl::expected<std::optional<YieldMarker>, std::string> takeYieldMarker();
 
   const std::string& dir() const { return dir_; }
 

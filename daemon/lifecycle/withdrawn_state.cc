@@ -1,6 +1,7 @@
 #include "daemon/lifecycle/withdrawn_state.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +16,18 @@
 #include <nlohmann/json.hpp>
 
 namespace vipd::daemon {
+namespace {
+
+// "null", "a number", "an array": what an operator reading the error needs to find the field.
+std::string describeType(const nlohmann::json& j) {
+  if (j.is_null()) {
+    return "null";
+  }
+  const std::string name = j.type_name();
+  return (name.front() == 'a' || name.front() == 'o' ? "an " : "a ") + name;
+}
+
+}  // namespace
 
 std::string utcNow() {
   return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::now()));
@@ -33,13 +46,55 @@ tl::expected<std::optional<Withdrawn>, std::string> WithdrawnState::load() const
   }
   std::stringstream text;
   text << in.rdbuf();
-  auto j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("reason") || !j["reason"].is_string()) {
-    return tl::unexpected(fmt::format(
-        "{} is not a valid withdrawn-state file; fix or remove it (vipctl announce rewrites it)",
-        path_));
+  if (in.bad()) {
+    return tl::unexpected(fmt::format("cannot read {}: {}", path_, std::strerror(errno)));
   }
-  return Withdrawn{j["reason"].get<std::string>(), j.value("since", std::string())};
+  // The file is untrusted input (an operator may edit it, a full disk may truncate it): every
+  // problem is a value naming the file and the field, never an exception on the event loop.
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    return tl::unexpected(fmt::format("{} is not valid JSON ({})", path_, e.what()));
+  }
+  if (!j.is_object()) {
+    return tl::unexpected(
+        fmt::format("{} holds {}, expected a JSON object with \"reason\" and \"since\"", path_,
+                    describeType(j)));
+  }
+  auto field = [&](const char* name, bool required) -> tl::expected<std::string, std::string> {
+    auto it = j.find(name);
+    if (it == j.end()) {
+      if (required) {
+        return tl::unexpected(fmt::format("{}: field \"{}\" is missing", path_, name));
+      }
+      return std::string();
+    }
+    if (!it->is_string()) {
+      return tl::unexpected(fmt::format("{}: field \"{}\" is {}, expected a string", path_, name,
+                                        describeType(*it)));
+    }
+    return it->get<std::string>();
+  };
+  auto reason = field("reason", true);
+  if (!reason) {
+    return tl::unexpected(reason.error());
+  }
+  // "since" is for the operator's eyes only; a file written without it is still a withdraw.
+  auto since = field("since", false);
+  if (!since) {
+    return tl::unexpected(since.error());
+  }
+  return Withdrawn{std::move(*reason), std::move(*since)};
+}
+
+std::string WithdrawnState::modifiedAt() const {
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0) {
+    return utcNow();
+  }
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
+                     fmt::gmtime(std::chrono::system_clock::from_time_t(st.st_mtime)));
 }
 
 tl::expected<void, std::string> WithdrawnState::save(const Withdrawn& withdrawn) const {

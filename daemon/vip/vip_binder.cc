@@ -87,6 +87,13 @@ void VipBinder::ensureInterface(VipBindingStatus& v, std::vector<BindEvent>& eve
 
 std::vector<BindEvent> VipBinder::bind() {
   std::vector<BindEvent> events;
+  if (firstBind_) {
+    // What was read before binding was reported as found, not as a problem; the first binding's
+    // result is reported again (an error if the VIP still cannot be bound).
+    for (auto& v : vips_) {
+      v.observed = v.observed && v.state == BindState::Bound;
+    }
+  }
   auto before = table_.addresses();
   for (auto& v : vips_) {
     if (!firstBind_ && !v.vip.rebind) {
@@ -175,6 +182,11 @@ void VipBinder::observe(const std::vector<netlink::Link>& links,
       events.push_back({v.vip.prefix, BindEvent::Kind::Lost,
                         fmt::format("{}; withdrawing from every peer{}", v.reason,
                                     v.vip.rebind ? " and binding it again" : "")});
+    } else if (firstBind_ && v.bindError.empty()) {
+      // Not bound before vipd has tried to bind it: the normal state at start, and for an
+      // instance that does not bind (standby, withdrawn). Only errors are logged as errors.
+      events.push_back({v.vip.prefix, BindEvent::Kind::Found,
+                        fmt::format("{} before vipd binds it; not announcing", v.reason)});
     } else {
       events.push_back({v.vip.prefix, BindEvent::Kind::Problem,
                         fmt::format("{}; not announcing", v.reason)});

@@ -8,6 +8,14 @@
 // Ownership: vipd adds a VIP deprecated (preferred lifetime 0, valid forever) so it is never
 // picked as a source address. That marking is also how a restarted vipd recognises the addresses
 // it added before; an address added any other way (an operator's `ip addr add`) is never removed.
+// It is what a withdrawn node removes on start (a SIGKILL during `vipctl withdraw` leaves the
+// addresses bound) and what a drain removes. The mark lives in the kernel next to the address,
+// so it is right however vipd died: a record in stateDir (written when binding, or in
+// withdrawn.json) can miss an address added just before a kill, and can name an address an
+// operator removed and re-added since. IFA_PROTO would be a cleaner mark, but needs Linux 6.3 and
+// libnl has no setter for it; an IPv4 label does not exist for IPv6. The one address this rule
+// would take for vipd's is the same VIP added by hand deprecated and permanent (`preferred_lft 0`),
+// which is exactly how vipd binds it.
 #pragma once
 
 #include <optional>
@@ -34,7 +42,10 @@ std::string_view bindStateName(BindState state);
 // and what happens next.
 struct BindEvent {
   bgp::Prefix vip;
-  enum class Kind { Bound, Lost, InterfaceCreated, Unbound, Problem } kind;
+  // Found: a VIP read before this binder first tried to bind it (start, a standby or withdrawn
+  // instance) is not bound: a state to report, not an error. Problem: something stops a VIP that
+  // vipd tried to bind from being announced (an error).
+  enum class Kind { Bound, Lost, InterfaceCreated, Unbound, Found, Problem } kind;
   std::string text;
 };
 

@@ -143,6 +143,7 @@ void VipKeeper::log(const std::vector<BindEvent>& events) const {
       case BindEvent::Kind::Bound:
       case BindEvent::Kind::InterfaceCreated:
       case BindEvent::Kind::Unbound:
+      case BindEvent::Kind::Found:
         log_.info(subject, "{}", e.text);
         break;
       case BindEvent::Kind::Lost:

@@ -110,7 +110,50 @@ TEST_F(WithdrawnStateTest, CorruptFileIsAnErrorNotAnAnnouncement) {
   std::ofstream(state.path()) << "{not json";
   auto loaded = state.load();
   ASSERT_FALSE(loaded.has_value());
-  EXPECT_NE(loaded.error().find("not a valid withdrawn-state file"), std::string::npos);
+  EXPECT_NE(loaded.error().find(state.path() + " is not valid JSON"), std::string::npos)
+      << loaded.error();
+}
+
+// Valid JSON of the wrong shape used to throw nlohmann::json::type_error out of load() (and abort
+// vipd): each is now an error naming the file and, where there is one, the field.
+TEST_F(WithdrawnStateTest, WrongTypesAreErrorsNamingTheFileAndTheField) {
+  std::filesystem::create_directories(dir_);
+  WithdrawnState state(dir_.string());
+  struct Case {
+    std::string body;
+    std::string expected;  // after "<path>"
+  };
+  const std::vector<Case> cases = {
+      {R"({"reason": "r", "since": 5})", R"(: field "since" is a number, expected a string)"},
+      {R"({"reason": "r", "since": null})", R"(: field "since" is null, expected a string)"},
+      {R"({"reason": "r", "since": ["x"]})", R"(: field "since" is an array, expected a string)"},
+      {R"({"reason": 7, "since": "2026-12-02T15:00:00Z"})",
+       R"(: field "reason" is a number, expected a string)"},
+      {R"({"since": "2026-12-02T15:00:00Z"})", R"(: field "reason" is missing)"},
+      {R"(["reason", "since"])", " holds an array, expected a JSON object"},
+      {R"("withdrawn")", " holds a string, expected a JSON object"},
+      {"null", " holds null, expected a JSON object"},
+      {R"({"reason": "replace no)", " is not valid JSON"},
+      {"", " is not valid JSON"},
+  };
+  for (const auto& c : cases) {
+    std::ofstream(state.path(), std::ios::trunc) << c.body;
+    tl::expected<std::optional<Withdrawn>, std::string> loaded;
+    ASSERT_NO_THROW(loaded = state.load()) << c.body;
+    ASSERT_FALSE(loaded.has_value()) << c.body;
+    EXPECT_NE(loaded.error().find(state.path() + c.expected), std::string::npos)
+        << c.body << " -> " << loaded.error();
+  }
+}
+
+TEST_F(WithdrawnStateTest, SinceIsOptional) {
+  std::filesystem::create_directories(dir_);
+  WithdrawnState state(dir_.string());
+  std::ofstream(state.path()) << R"({"reason": "by hand"})";
+  auto loaded = state.load();
+  ASSERT_TRUE(loaded.has_value() && loaded->has_value()) << loaded.error();
+  EXPECT_EQ((*loaded)->reason, "by hand");
+  EXPECT_EQ((*loaded)->since, "");
 }
 
 }  // namespace

@@ -183,12 +183,46 @@ TEST_F(DrainerTest, ThenRunFollowsTheDrainInProgress) {
   EXPECT_FALSE(drainer.withdrawn()) << "SIGTERM's drain persists nothing";
 }
 
-TEST_F(DrainerTest, CorruptStateFileIsAnErrorNamingTheFile) {
+// A state file vipd cannot use fails safe: withdrawn (the operator wrote it on purpose), with the
+// reason naming the file and the field, until `vipctl announce` clears it.
+TEST_F(DrainerTest, UnusableStateFileLeavesTheNodeWithdrawnUntilAnnounce) {
+  for (const std::string body : {R"({"reason": "x", "since": 5})",
+                                 R"({"reason": "x", "since": null})", "[1, 2]", "{not json"}) {
+    host_.calls.clear();
+    auto& drainer = make();
+    std::ofstream(stateFile(), std::ios::trunc) << body;
+    drainer.loadWithdrawn();
+    ASSERT_TRUE(drainer.withdrawn()) << body;
+    ASSERT_TRUE(drainer.stateError()) << body;
+    EXPECT_NE(drainer.stateError()->find(stateFile().string()), std::string::npos)
+        << *drainer.stateError();
+    auto status = drainer.withdrawnStatus();
+    EXPECT_TRUE(status["active"].get<bool>());
+    EXPECT_NE(status["reason"].get<std::string>().find(stateFile().string()), std::string::npos)
+        << status.dump();
+    EXPECT_TRUE(status.contains("stateFileError")) << status.dump();
+    EXPECT_FALSE(status["since"].get<std::string>().empty()) << "the file's mtime";
+
+    std::vector<nlohmann::json> replies;
+    drainer.handleAnnounce([&](nlohmann::json r) { replies.push_back(std::move(r)); });
+    ASSERT_EQ(replies.size(), 1u);
+    EXPECT_TRUE(replies[0].value("wasWithdrawn", false)) << replies[0].dump();
+    EXPECT_FALSE(drainer.withdrawn());
+    EXPECT_FALSE(drainer.stateError());
+    EXPECT_FALSE(std::filesystem::exists(stateFile()));
+    EXPECT_FALSE(drainer.withdrawnStatus().contains("stateFileError"));
+    EXPECT_EQ(host_.calls, (std::vector<std::string>{"bind and announce"}));
+  }
+}
+
+TEST_F(DrainerTest, AGoodStateFileIsLoadedWithoutAnError) {
   auto& drainer = make();
-  std::ofstream(stateFile()) << "{not json";
-  auto loaded = drainer.loadWithdrawn();
-  ASSERT_FALSE(loaded);
-  EXPECT_NE(loaded.error().find(stateFile().string()), std::string::npos) << loaded.error();
+  std::ofstream(stateFile()) << R"({"reason": "replace node", "since": "2026-12-02T15:00:00Z"})";
+  drainer.loadWithdrawn();
+  ASSERT_TRUE(drainer.withdrawn());
+  EXPECT_EQ(drainer.withdrawn()->reason, "replace node");
+  EXPECT_FALSE(drainer.stateError());
+  EXPECT_FALSE(drainer.withdrawnStatus().contains("stateFileError"));
 }
 
 }  // namespace

@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -175,14 +178,43 @@ TEST_F(HostLockTest, ExitReleasesTheLockHoweverTheHolderExits) {
 TEST_F(HostLockTest, YieldMarkerIsTakenOnce) {
   auto lock = HostLock::open(dir_);
   ASSERT_TRUE(lock);
-  EXPECT_FALSE(lock->takeYieldMarker());
+  auto none = lock->takeYieldMarker();
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none);
   ASSERT_TRUE(lock->writeYieldMarker({"192.0.2.11", 1234, 3000}));
   auto marker = lock->takeYieldMarker();
-  ASSERT_TRUE(marker);
-  EXPECT_EQ(marker->routerId, "192.0.2.11");
-  EXPECT_EQ(marker->yieldedAtBootMs, 1234);
-  EXPECT_EQ(marker->restartTimeMs, 3000);
-  EXPECT_FALSE(lock->takeYieldMarker()) << "a marker must not survive to a later start";
+  ASSERT_TRUE(marker && *marker);
+  EXPECT_EQ((*marker)->routerId, "192.0.2.11");
+  EXPECT_EQ((*marker)->yieldedAtBootMs, 1234);
+  EXPECT_EQ((*marker)->restartTimeMs, 3000);
+  auto again = lock->takeYieldMarker();
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(*again) << "a marker must not survive to a later start";
+}
+
+// Issue 17 item 4, for the handoff marker: a malformed one is an error naming the file and the
+// field (it used to be dropped without a word), and it is removed all the same.
+TEST_F(HostLockTest, MalformedYieldMarkerIsAnErrorNamingTheFileAndTheField) {
+  auto lock = HostLock::open(dir_);
+  ASSERT_TRUE(lock);
+  const std::string path = dir_ + "/handoff.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"routerId": "192.0.2.11", "yieldedAtBootMs": null, "restartTimeMs": 3000})",
+       R"(: field "yieldedAtBootMs" is a JSON null, expected an integer)"},
+      {R"({"routerId": 5, "yieldedAtBootMs": 1, "restartTimeMs": 3000})",
+       R"(: field "routerId" is a JSON number, expected a string)"},
+      {R"({"routerId": "192.0.2.11", "yieldedAtBootMs": 1})",
+       R"(: field "restartTimeMs" is missing)"},
+      {"[1]", " holds a JSON array, expected an object"},
+      {R"({"routerId": "192.0)", " is not valid JSON"},
+  };
+  for (const auto& [body, expected] : cases) {
+    std::ofstream(path, std::ios::trunc) << body;
+    auto marker = lock->takeYieldMarker();
+    ASSERT_FALSE(marker) << body;
+    EXPECT_THAT(marker.error(), HasSubstr(path + expected)) << body;
+    EXPECT_FALSE(std::filesystem::exists(path)) << "removed even when malformed";
+  }
 }
 
 TEST_F(HostLockTest, UnusableDirectoryIsAClearError) {

@@ -106,6 +106,25 @@ TEST(VipBinder, UnbindRemovesOnlyWhatVipdAdded) {
   EXPECT_TRUE(binder.announceable().empty());
 }
 
+// Issue 17 item 6: a withdrawn node's new vipd (a new binder that never binds) removes what an
+// earlier run added, by its marking, and leaves the operator's addresses, VIP or not.
+TEST(VipBinder, ANewRunRemovesWhatAnEarlierRunAddedAndNothingElse) {
+  netlink::FakeAddressTable table;
+  table.addForeignAddress("lo", addr("203.0.113.30/32"));  // the operator's VIP
+  table.addForeignAddress("lo", addr("198.51.100.5/32"));  // the operator's, not a VIP
+  {
+    VipBinder killed(table, {vipOn("203.0.113.10/32"), vipOn("203.0.113.30/32")});
+    (void)killed.bind();
+  }
+  VipBinder restarted(table, {vipOn("203.0.113.10/32"), vipOn("203.0.113.30/32")});
+  (void)restarted.refresh();
+  auto events = restarted.unbindOwned();
+  EXPECT_TRUE(hasEvent(events, BindEvent::Kind::Unbound, "removed from lo"));
+  EXPECT_TRUE(entriesFor(table, "lo", "203.0.113.10/32").empty());
+  EXPECT_EQ(entriesFor(table, "lo", "203.0.113.30/32").size(), 1u);
+  EXPECT_EQ(entriesFor(table, "lo", "198.51.100.5/32").size(), 1u);
+}
+
 TEST(VipBinder, LostAddressIsWithdrawnThenRebound) {
   netlink::FakeAddressTable table;
   VipBinder binder(table, {vipOn("203.0.113.10/32")});
@@ -145,6 +164,31 @@ TEST(VipBinder, MissingInterfaceIsAnErrorForThatVipOnly) {
   auto links = table.findLink("vip0");
   ASSERT_TRUE(links.has_value());
   EXPECT_FALSE(links->has_value()) << "vipd must not create an interface it was not asked to";
+}
+
+// Issue 17 item 9: a VIP read before vipd binds it (every normal start) is not an error; what
+// the first binding leaves unbound is.
+TEST(VipBinder, NotBoundBeforeTheFirstBindIsFoundNotAProblem) {
+  netlink::FakeAddressTable table;
+  VipBinder binder(table, {vipOn("203.0.113.10/32"), vipOn("203.0.113.11/32", "vip0")});
+  auto events = binder.refresh();
+  EXPECT_FALSE(hasEvent(events, BindEvent::Kind::Problem));
+  EXPECT_TRUE(hasEvent(events, BindEvent::Kind::Found, "address not bound on lo"));
+  EXPECT_TRUE(hasEvent(events, BindEvent::Kind::Found, "interface vip0 does not exist"));
+  EXPECT_TRUE(binder.refresh().empty()) << "reported once";
+  events = binder.bind();
+  EXPECT_TRUE(hasEvent(events, BindEvent::Kind::Bound, "bound on lo"));
+  EXPECT_TRUE(hasEvent(events, BindEvent::Kind::Problem, "interface vip0 does not exist"))
+      << "still unbound after binding: now an error";
+  EXPECT_FALSE(hasEvent(events, BindEvent::Kind::Found));
+}
+
+TEST(VipBinder, AlreadyBoundBeforeTheFirstBindIsReportedOnce) {
+  netlink::FakeAddressTable table;
+  table.addForeignAddress("lo", addr("203.0.113.10/32"));
+  VipBinder binder(table, {vipOn("203.0.113.10/32")});
+  EXPECT_TRUE(hasEvent(binder.refresh(), BindEvent::Kind::Bound));
+  EXPECT_TRUE(binder.bind().empty());
 }
 
 TEST(VipBinder, CreateInterfaceMakesAnUpDummy) {

@@ -258,13 +258,15 @@ def build_single_vipd(lab: Lab, edit: Optional[Callable[[dict, Topology], None]]
                       bird_hold_time: int = 9, idle_nodes: int = 0,
                       after_bird: Optional[Callable[[Bird], None]] = None,
                       bird_peer_asn: Any = None,
-                      bird_options: Iterable[str] = ()) -> SingleNode:
+                      bird_options: Iterable[str] = (),
+                      vipd_args: Iterable[str] = ()) -> SingleNode:
     """BIRD fabric (AS 65000) + one vipd node (AS 65001) with lab.vipd_config, changed by
     edit(config, topo) first; bind as for Vipd. BIRD is passive unless bird_dials. idle_nodes
     more nodes (topo.nodes[1:]) run nothing: a BGP peer there refuses connections.
     after_bird(bird) runs between BIRD's start and vipd's. bird_peer_asn (default: the node's
     ASN) and bird_options (extra lines) go into BIRD's protocol for the node (edit must then set
-    the matching localAsn). Does not wait for the session."""
+    the matching localAsn). vipd_args: extra vipd arguments (e.g. --log-format json). Does not
+    wait for the session."""
     topo = lab.fabric_with_nodes(1 + idle_nodes)
     node = topo.nodes[0]
     bird = Bird(lab, topo.fabric, topo.fabric_v4, FABRIC_ASN,
@@ -276,7 +278,7 @@ def build_single_vipd(lab: Lab, edit: Optional[Callable[[dict, Topology], None]]
     config = vipd_config(lab, node, node.asn, topo.fabric_v4, FABRIC_ASN, "vipd-n1")
     if edit:
         edit(config, topo)
-    vipd = Vipd(lab, node.ns, config, name="vipd-n1", bind=bind)
+    vipd = Vipd(lab, node.ns, config, name="vipd-n1", bind=bind, args=vipd_args)
     return SingleNode(lab, topo, node, bird, vipd)
 
 
