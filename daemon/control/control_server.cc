@@ -151,17 +151,12 @@ ControlServer::ControlServer(asio::io_context& io, std::string path,
       options_(options),
       acceptor_(io),
       stats_(std::make_shared<ListenerStats>()),
-      backoff_(io, log, "control socket " + path_) {
-  stats_->limit = options_.maxClients;
-}
+      backoff_(io, log, "control socket " + path_),
+      clients_(log, options_.maxClients) {}
 
 ControlServer::~ControlServer() {
   backoff_.cancel();
-  for (auto& weak : clients_) {
-    if (auto client = weak.lock()) {
-      client->close();
-    }
-  }
+  clients_.closeAll();
   if (bound_) {
     ::unlink(path_.c_str());
   }
@@ -169,47 +164,13 @@ ControlServer::~ControlServer() {
 
 ListenerStats ControlServer::stats() const {
   ListenerStats out = *stats_;
-  out.open = static_cast<size_t>(std::count_if(
-      clients_.begin(), clients_.end(), [](const auto& weak) { return !weak.expired(); }));
+  out.open = clients_.open();
+  out.limit = clients_.limit();
+  out.limitHits = clients_.hits();
   return out;
 }
 
-void ControlServer::setMaxClients(size_t limit) {
-  options_.maxClients = std::max<size_t>(limit, 1);
-  stats_->limit = options_.maxClients;
-}
-
-// At the cap, the client that has waited longest without sending its request is closed to admit
-// the new one: idle clients cannot lock out vipctl. With every slot busy answering (a
-// `withdraw --wait` each), the new client is the one closed. Returns whether to serve it.
-bool ControlServer::makeRoom() {
-  clients_.remove_if([](const auto& weak) { return weak.expired(); });
-  if (clients_.size() < options_.maxClients) {
-    return true;
-  }
-  ++stats_->limitHits;
-  std::shared_ptr<ControlConnection> evicted;
-  for (auto& weak : clients_) {
-    auto client = weak.lock();
-    if (client && client->waitingForRequest()) {
-      evicted = client;
-      break;
-    }
-  }
-  if (auto count = limitWarnings_.add(ThrottledCount::Clock::now())) {
-    log_.warn("control", "{} clients on {}, the limit: {} ({} time(s) since the last report)",
-              options_.maxClients, path_,
-              evicted ? "closed the one idle the longest to admit a new one"
-                      : "closed a new one (every client is waiting for an answer)",
-              *count);
-  }
-  if (!evicted) {
-    return false;
-  }
-  evicted->close();
-  clients_.remove_if([&](const auto& weak) { return weak.lock() == evicted; });
-  return true;
-}
+void ControlServer::setMaxClients(size_t limit) { clients_.setLimit(limit); }
 
 tl::expected<void, std::string> ControlServer::open() {
   if (group_) {
@@ -287,7 +248,7 @@ void ControlServer::acceptNext() {
       return;
     }
     backoff_.succeeded();
-    if (!makeRoom()) {
+    if (!clients_.admit("control socket " + path_, "clients")) {
       boost::system::error_code ignored;
       socket.close(ignored);
     } else {
@@ -302,7 +263,7 @@ void ControlServer::acceptNext() {
       auto client = std::make_shared<ControlConnection>(std::move(socket), handler_,
                                                         std::move(reason), stats_,
                                                         options_.readTimeout);
-      clients_.push_back(client);
+      clients_.add(client);
       client->run();
     }
     acceptNext();

@@ -13,7 +13,6 @@
 
 #include <chrono>
 #include <functional>
-#include <list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +22,7 @@
 #include <tl/expected.hpp>
 
 #include "daemon/base/accept_backoff.h"
+#include "daemon/base/client_cap.h"
 #include "daemon/base/listener_stats.h"
 #include "daemon/base/logger.h"
 #include "daemon/base/throttled_count.h"
@@ -63,7 +63,6 @@ class ControlServer {
 
  private:
   void acceptNext();
-  bool makeRoom();
 
   asio::io_context& io_;
   std::string path_;
@@ -75,9 +74,8 @@ class ControlServer {
   asio::local::stream_protocol::acceptor acceptor_;
   bool bound_ = false;
   std::shared_ptr<ListenerStats> stats_;  // shared with the clients, which count idle timeouts
-  std::list<std::weak_ptr<ControlConnection>> clients_;  // in the order they were accepted
   AcceptBackoff backoff_;
-  ThrottledCount limitWarnings_;
+  ClientCap<ControlConnection> clients_;
   ThrottledCount refusalWarnings_;
 };
 

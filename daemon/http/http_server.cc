@@ -217,20 +217,15 @@ HttpServer::HttpServer(asio::io_context& io, const Logger& log, Handler handler,
       shared_(std::make_shared<Shared>(
           Shared{std::move(handler), options, log, "metrics listener", false, 0})),
       acceptor_(io),
-      backoff_(io, log, "metrics listener") {
-  shared_->stats.limit = shared_->options.maxConnections;
-}
+      backoff_(io, log, "metrics listener"),
+      connections_(log, options.maxConnections) {}
 
 HttpServer::~HttpServer() {
   shared_->stopped = true;
   boost::system::error_code ignored;
   acceptor_.close(ignored);
   backoff_.cancel();
-  for (auto& weak : connections_) {
-    if (auto connection = weak.lock()) {
-      connection->close();
-    }
-  }
+  connections_.closeAll();
 }
 
 tl::expected<void, std::string> HttpServer::listen(std::string_view address, uint16_t port) {
@@ -281,45 +276,12 @@ uint16_t HttpServer::port() const {
 ListenerStats HttpServer::stats() const {
   ListenerStats out = shared_->stats;
   out.open = shared_->active;
+  out.limit = connections_.limit();
+  out.limitHits = connections_.hits();
   return out;
 }
 
-void HttpServer::setMaxConnections(size_t limit) {
-  shared_->options.maxConnections = std::max<size_t>(limit, 1);
-  shared_->stats.limit = shared_->options.maxConnections;
-}
-
-// At the cap, the connection that has waited longest for a request is closed to admit the new
-// one, so idle clients (a scraper's pool, or a flood) cannot lock out the kubelet's probes. With
-// every connection busy, the new one is closed. Returns whether to serve it.
-bool HttpServer::makeRoom() {
-  connections_.remove_if([](const auto& weak) { return weak.expired(); });
-  if (shared_->active < shared_->options.maxConnections) {
-    return true;
-  }
-  ++shared_->stats.limitHits;
-  std::shared_ptr<Connection> evicted;
-  for (auto& weak : connections_) {
-    auto connection = weak.lock();
-    if (connection && connection->waitingForRequest()) {
-      evicted = connection;
-      break;
-    }
-  }
-  if (auto count = limitWarnings_.add(ThrottledCount::Clock::now())) {
-    log_.warn(shared_->subject, "{} connections, the limit: {} ({} time(s) since the last report)",
-              shared_->options.maxConnections,
-              evicted ? "closed the one idle the longest to admit a new one"
-                      : "closed a new one (every connection is busy)",
-              *count);
-  }
-  if (!evicted) {
-    return false;
-  }
-  evicted->close();
-  connections_.remove_if([&](const auto& weak) { return weak.lock() == evicted; });
-  return true;
-}
+void HttpServer::setMaxConnections(size_t limit) { connections_.setLimit(limit); }
 
 void HttpServer::acceptNext() {
   acceptor_.async_accept(
@@ -337,12 +299,12 @@ void HttpServer::acceptNext() {
           return;
         }
         backoff_.succeeded();
-        if (!makeRoom()) {
+        if (!connections_.admit(shared->subject, "connections")) {
           boost::system::error_code ignored;
           socket.close(ignored);
         } else {
           auto connection = std::make_shared<Connection>(std::move(socket), shared);
-          connections_.push_back(connection);
+          connections_.add(connection);
           connection->start();
         }
         acceptNext();

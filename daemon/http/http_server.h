@@ -22,6 +22,7 @@
 #include <tl/expected.hpp>
 
 #include "daemon/base/accept_backoff.h"
+#include "daemon/base/client_cap.h"
 #include "daemon/base/listener_stats.h"
 #include "daemon/base/logger.h"
 #include "daemon/base/throttled_count.h"
@@ -77,14 +78,12 @@ class HttpServer {
 
  private:
   void acceptNext();
-  bool makeRoom();
 
   const Logger& log_;
   std::shared_ptr<Shared> shared_;
   asio::ip::tcp::acceptor acceptor_;
   AcceptBackoff backoff_;
-  ThrottledCount limitWarnings_;
-  std::list<std::weak_ptr<Connection>> connections_;
+  ClientCap<Connection> connections_;
 };
 
 // An HTTP request-target split into its path and its query (without the '?').
