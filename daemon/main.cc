@@ -5,8 +5,10 @@
 //   vipd render ... (bootstrap/render_command.h)
 //   vipd --version
 #include <signal.h>
+#include <sys/resource.h>
 #include <string.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -24,6 +26,7 @@
 #include "daemon/base/logger.h"
 #include "daemon/speaker.h"
 #include "daemon/base/version.h"
+#include "daemon/lifecycle/instance_lock.h"
 #include "netlink/address_table.h"
 
 namespace {
@@ -232,6 +235,25 @@ void waitForSignals(boost::asio::signal_set& signals, Running& r) {
   });
 }
 
+// Every listener caps its clients well below the soft descriptor limit, but the default soft
+// limit (1024) leaves little room; the hard limit is what the administrator allows. Raised at
+// start, logged once.
+void raiseDescriptorLimit(const daemon::Logger& log) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) {
+    return;
+  }
+  const rlim_t previous = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    log.warn("vipd", "cannot raise the open-file limit from {} to the hard limit {}: {}",
+             previous, limit.rlim_max, strerror(errno));
+    return;
+  }
+  log.info("vipd", "open-file limit raised from {} to the hard limit {}", previous,
+           limit.rlim_max);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -261,6 +283,18 @@ int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   daemon::Logger log(options.logFormat, options.logLevel);
   boost::asio::io_context io(1);
+  raiseDescriptorLimit(log);
+  // Before anything is read from the kernel or touched: a second instance changes nothing.
+  std::vector<std::string> lockWarnings;
+  auto instanceLock = daemon::InstanceLock::acquire(*config, lockWarnings);
+  for (const auto& warning : lockWarnings) {
+    log.warn("vipd", "{}", warning);
+  }
+  if (!instanceLock) {
+    log.error("vipd", "cannot start: {}", instanceLock.error());
+    return 1;
+  }
+  instanceLock->serve(io, log);
   auto table = netlink::openKernelAddressTable();
   auto monitor = netlink::openKernelMonitor();
   if (!table || !monitor) {

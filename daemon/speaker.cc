@@ -1,5 +1,6 @@
 #include "daemon/speaker.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -83,6 +84,7 @@ tl::expected<void, std::string> Speaker::start() {
       peers_[i]->setSessionKey(std::move(*key));
     }
   }
+  fitClientLimits();
   if (auto opened = control_.open(); !opened) {
     return opened;
   }
@@ -370,7 +372,34 @@ void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply 
 
 SpeakerIntent Speaker::intent() const { return {intendedAnnouncements(), shuttingDown_}; }
 
-nlohmann::json Speaker::status() const { return report_.status(intent()); }
+nlohmann::json Speaker::status() const {
+  auto out = report_.status(intent());
+  out["listeners"] = {{"control", control_.stats().toJson()},
+                      {"metrics", http_.stats().toJson()},
+                      {"bgp", listener_.stats().toJson()}};
+  return out;
+}
+
+// Every capped listener gets its share of the descriptor limit (raised to the hard limit by
+// main()), so a flood of clients on every listener at once still leaves descriptors for what
+// keeps the VIP announced: sessions, BFD, netlink, the health probe, state files.
+void Speaker::fitClientLimits() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    return;
+  }
+  constexpr size_t kPreferred = 32;
+  const size_t reserved = 64 + 4 * config_.peers.size();
+  const size_t cap = clientLimitFor(limit.rlim_cur, 2, reserved, kPreferred);
+  control_.setMaxClients(cap);
+  http_.setMaxConnections(cap);
+  if (cap < kPreferred) {
+    log_.warn("speaker",
+              "the open-file limit {} leaves room for {} client(s) per listener (control socket, "
+              "metrics) instead of {}; raise it (ulimit -n, LimitNOFILE=)",
+              static_cast<uint64_t>(limit.rlim_cur), cap, kPreferred);
+  }
+}
 
 std::vector<config::ConfigChange> Speaker::reload(const config::Config& next) {
   auto changes = config::diffConfig(config_, next);

@@ -72,6 +72,7 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   std::vector<config::ConfigChange> reload(const config::Config& next);
 
  private:
+  void fitClientLimits();
   // ---- what is announced ----
   std::set<bgp::Prefix> intendedAnnouncements() const;
   void scheduleHousekeeping();

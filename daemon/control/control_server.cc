@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -51,21 +52,48 @@ std::optional<std::string> refuse(local::socket& socket, std::optional<unsigned>
   return fmt::format("uid {} (pid {}) is not root", cred.uid, cred.pid);
 }
 
-// One client: read a line (bounded), answer, close.
-class ControlClient : public std::enable_shared_from_this<ControlClient> {
+}  // namespace
+
+// One client: read a line (bounded in size and time), answer, close.
+class ControlConnection : public std::enable_shared_from_this<ControlConnection> {
  public:
   // `refusal`: the caller is not allowed; its request is still read (closing a unix socket with
   // unread data resets it, and the caller would lose the refusal) and answered with it.
-  ControlClient(local::socket socket, const ControlServer::Handler& handler,
-                std::optional<std::string> refusal)
-      : socket_(std::move(socket)), handler_(handler), refusal_(std::move(refusal)) {}
+  ControlConnection(local::socket socket, const ControlServer::Handler& handler,
+                    std::optional<std::string> refusal, std::shared_ptr<ListenerStats> stats,
+                    std::chrono::milliseconds readTimeout)
+      : socket_(std::move(socket)),
+        handler_(handler),
+        refusal_(std::move(refusal)),
+        stats_(std::move(stats)),
+        readTimer_(socket_.get_executor()),
+        readTimeout_(readTimeout) {}
 
   void run() {
+    readTimer_.expires_after(readTimeout_);
+    readTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (!ec && self && self->waitingForRequest_) {
+        ++self->stats_->idleTimeouts;
+        self->close();
+      }
+    });
     asio::async_read_until(
         socket_, asio::dynamic_buffer(request_, kMaxControlRequestBytes), '\n',
         [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+          self->waitingForRequest_ = false;
+          self->readTimer_.cancel();
           self->dispatch(ec, n);
         });
+  }
+
+  // Still waiting for its request line: may be closed to make room (ControlServer's cap).
+  bool waitingForRequest() const { return waitingForRequest_; }
+
+  void close() {
+    boost::system::error_code ignored;
+    socket_.shutdown(local::socket::shutdown_both, ignored);
+    socket_.close(ignored);
   }
 
   void send(const nlohmann::json& response) {
@@ -104,26 +132,45 @@ class ControlClient : public std::enable_shared_from_this<ControlClient> {
   local::socket socket_;
   const ControlServer::Handler& handler_;
   std::optional<std::string> refusal_;
+  std::shared_ptr<ListenerStats> stats_;
+  asio::steady_timer readTimer_;
+  std::chrono::milliseconds readTimeout_;
+  bool waitingForRequest_ = true;
   std::string request_;
   std::string reply_;
 };
 
-}  // namespace
-
 ControlServer::ControlServer(asio::io_context& io, std::string path,
-                             std::optional<std::string> group, Handler handler, const Logger& log)
+                             std::optional<std::string> group, Handler handler, const Logger& log,
+                             ControlServerOptions options)
     : io_(io),
       path_(std::move(path)),
       group_(std::move(group)),
       handler_(std::move(handler)),
       log_(log),
-      acceptor_(io) {}
+      options_(options),
+      acceptor_(io),
+      stats_(std::make_shared<ListenerStats>()),
+      backoff_(io, log, "control socket " + path_),
+      clients_(log, options_.maxClients) {}
 
 ControlServer::~ControlServer() {
+  backoff_.cancel();
+  clients_.closeAll();
   if (bound_) {
     ::unlink(path_.c_str());
   }
 }
+
+ListenerStats ControlServer::stats() const {
+  ListenerStats out = *stats_;
+  out.open = clients_.open();
+  out.limit = clients_.limit();
+  out.limitHits = clients_.hits();
+  return out;
+}
+
+void ControlServer::setMaxClients(size_t limit) { clients_.setLimit(limit); }
 
 tl::expected<void, std::string> ControlServer::open() {
   if (group_) {
@@ -180,7 +227,7 @@ tl::expected<void, std::string> ControlServer::open() {
     } else {
       ::chmod(path_.c_str(), 0600);
     }
-    acceptor_.listen(16, ec);
+    acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   }
   if (ec) {
     return tl::unexpected(fmt::format("cannot listen on control socket {}: {}", path_,
@@ -195,14 +242,29 @@ void ControlServer::acceptNext() {
     if (ec == asio::error::operation_aborted) {
       return;
     }
-    if (!ec) {
+    if (ec) {
+      ++stats_->acceptFailures;
+      backoff_.failed(ec, [this] { acceptNext(); });
+      return;
+    }
+    backoff_.succeeded();
+    if (!clients_.admit("control socket " + path_, "clients")) {
+      boost::system::error_code ignored;
+      socket.close(ignored);
+    } else {
       auto reason = refuse(socket, groupId_, group_);
       if (reason) {
-        log_.warn("control", "refused a request on {}: {}", path_, *reason);
+        ++stats_->refused;
+        if (auto count = refusalWarnings_.add(ThrottledCount::Clock::now())) {
+          log_.warn("control", "refused a request on {}: {} ({} refused since the last report)",
+                    path_, *reason, *count);
+        }
       }
-      std::make_shared<ControlClient>(std::move(socket), handler_, std::move(reason))->run();
-    } else {
-      log_.warn("control", "accept on {} failed: {}; still listening", path_, ec.message());
+      auto client = std::make_shared<ControlConnection>(std::move(socket), handler_,
+                                                        std::move(reason), stats_,
+                                                        options_.readTimeout);
+      clients_.add(client);
+      client->run();
     }
     acceptNext();
   });

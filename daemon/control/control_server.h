@@ -4,10 +4,14 @@
 // Access: mode 0600 (root only), or 0660 owned by `control.group` when one is configured. Every
 // caller is also checked with SO_PEERCRED: uid 0, or a member of that group; anyone else gets
 // {"error":"permission denied ..."} and the refusal is logged.
+// Clients are bounded (issue 17): each must send its request line within a read timeout (5 s),
+// at most maxClients are held at once (at the cap the longest-idle one makes room, with a
+// throttled warning and a counter), and accept() failures back off (AcceptBackoff).
 // Requests: {"command":"status"|"withdraw"|"announce", ...}. Responses: the command's JSON object,
 // or {"error":"..."}. Oversized (> kMaxControlRequestBytes) or malformed requests get an error.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -17,13 +21,26 @@
 #include <nlohmann/json.hpp>
 #include <tl/expected.hpp>
 
+#include "daemon/base/accept_backoff.h"
+#include "daemon/base/client_cap.h"
+#include "daemon/base/listener_stats.h"
 #include "daemon/base/logger.h"
+#include "daemon/base/throttled_count.h"
 
 namespace vipd::daemon {
 
 namespace asio = boost::asio;
 
 inline constexpr size_t kMaxControlRequestBytes = 4096;
+
+struct ControlServerOptions {
+  // A client must send its whole request line within this time, or it is closed.
+  std::chrono::milliseconds readTimeout{std::chrono::seconds(5)};
+  // Clients held at once; at the cap the longest-idle one is closed to admit a new one.
+  size_t maxClients = 32;
+};
+
+class ControlConnection;
 
 class ControlServer {
  public:
@@ -34,11 +51,15 @@ class ControlServer {
 
   // `group`: members may use the socket too (mode 0660); nullopt: root only (mode 0600).
   ControlServer(asio::io_context& io, std::string path, std::optional<std::string> group,
-                Handler handler, const Logger& log);
+                Handler handler, const Logger& log, ControlServerOptions options = {});
   ~ControlServer();
 
   // Binds the socket. Fails if another live process owns it; a stale file is replaced.
   [[nodiscard]] tl::expected<void, std::string> open();
+
+  // Lowers (or raises) the client cap, e.g. to fit the descriptor limit; at least 1.
+  void setMaxClients(size_t limit);
+  ListenerStats stats() const;
 
  private:
   void acceptNext();
@@ -49,8 +70,13 @@ class ControlServer {
   std::optional<unsigned> groupId_;  // resolved in open()
   Handler handler_;
   const Logger& log_;
+  ControlServerOptions options_;
   asio::local::stream_protocol::acceptor acceptor_;
   bool bound_ = false;
+  std::shared_ptr<ListenerStats> stats_;  // shared with the clients, which count idle timeouts
+  AcceptBackoff backoff_;
+  ClientCap<ControlConnection> clients_;
+  ThrottledCount refusalWarnings_;
 };
 
 }  // namespace vipd::daemon

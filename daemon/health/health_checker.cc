@@ -119,6 +119,7 @@ nlohmann::json HealthChecker::status() const {
       {"lastLatencyMs", static_cast<double>(last_.latency.count()) / 1000.0},
       {"checks", gate_.checks()},
       {"failures", gate_.failures()},
+      {"inconclusive", inconclusive_},
   };
   if (health_.type == config::Health::Type::Apiserver) {
     status["serverName"] = target_.serverName;
@@ -155,6 +156,17 @@ void HealthChecker::scheduleNext() {
 void HealthChecker::onProbeDone(const ProbeResult& result) {
   probe_.reset();
   if (stopped_) {
+    return;
+  }
+  if (result.inconclusive) {
+    // Our own shortage says nothing about the apiserver: neither a failure nor a success.
+    if (auto count = inconclusiveWarnings_.add(ThrottledCount::Clock::now())) {
+      log_.warn("health", "{} check could not run ({}; {} time(s) since the last report): not "
+                "counted, the gate stays {}",
+                describe(), result.detail, *count, gate_.healthy() ? "healthy" : "unhealthy");
+    }
+    ++inconclusive_;
+    scheduleNext();
     return;
   }
   last_ = result;

@@ -28,6 +28,7 @@
 
 #include "config/config.h"
 #include "daemon/base/logger.h"
+#include "daemon/base/throttled_count.h"
 #include "daemon/health/health_gate.h"
 #include "daemon/health/health_probe.h"
 #include "config/health_target.h"
@@ -66,7 +67,7 @@ class HealthChecker {
   // The last probe's outcome (for type none, a fixed "health check disabled" success).
   const ProbeResult& last() const;
   // {"type","target","healthy","consecutiveSuccesses","consecutiveFailures","lastResult",
-  //  "lastDetail","lastLatencyMs","checks","failures"}, and for type apiserver "serverName" (the
+  //  "lastDetail","lastLatencyMs","checks","failures","inconclusive"}, and for type apiserver "serverName" (the
   // name the certificate must carry; empty before start()); lastResult is "success", "failure",
   // or "pending" before the first probe has finished.
   nlohmann::json status() const;
@@ -92,6 +93,8 @@ class HealthChecker {
   ProbeResult last_;
   bool haveResult_ = false;
   std::string lastFailureLogged_;
+  ThrottledCount inconclusiveWarnings_;
+  uint64_t inconclusive_ = 0;  // probes that could not run (ProbeResult::inconclusive)
   bool started_ = false;
   bool stopped_ = false;
   // Expires with the checker; handlers holding a weak_ptr to it know whether `this` is alive.

@@ -1,5 +1,7 @@
 #include "daemon/health/health_probe.h"
 
+#include <cerrno>
+
 #include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -140,6 +142,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
       return;
     }
     if (ec) {
+      inconclusive_ = isLocalResourceShortage(ec);
       finish(false, fmt::format("connect to {} failed: {}", target_.authority, ec.message()));
       return;
     }
@@ -273,7 +276,8 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
     closeTransport();
     ProbeResult result{
         ok, std::move(detail),
-        std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - started_)};
+        std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - started_),
+        inconclusive_};
     if (auto done = std::exchange(done_, nullptr)) {
       done(result);
     }
@@ -293,6 +297,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
   std::string stage_;  // what a timeout interrupted
   steady_clock::time_point started_{};
   bool finished_ = false;
+  bool inconclusive_ = false;
 };
 
 }  // namespace
@@ -305,6 +310,15 @@ std::shared_ptr<HealthProbe> HealthProbe::start(asio::io_context& io,
                                                std::move(done));
   probe->start();
   return probe;
+}
+
+bool isLocalResourceShortage(const boost::system::error_code& ec) {
+  if (ec.category() != boost::system::system_category() &&
+      ec.category() != boost::system::generic_category()) {
+    return false;
+  }
+  const int value = ec.value();
+  return value == EMFILE || value == ENFILE || value == ENOBUFS || value == ENOMEM;
 }
 
 }  // namespace vipd::daemon

@@ -29,7 +29,14 @@ struct ProbeResult {
   bool ok = false;
   std::string detail;  // one phrase for the operator: "HTTP 200 ok", "timed out after 1s (...)"
   std::chrono::microseconds latency{};
+  // The probe could not run at all (this process is out of file descriptors or memory): no
+  // evidence about the target either way, so the gate does not count it (issue 17, item 2).
+  bool inconclusive = false;
 };
+
+// Whether a socket error is this process's own shortage (EMFILE, ENFILE, ENOBUFS, ENOMEM) rather
+// than anything the target did.
+[[nodiscard]] bool isLocalResourceShortage(const boost::system::error_code& ec);
 
 // "1s" for whole seconds, else "1500ms".
 [[nodiscard]] std::string formatDuration(std::chrono::milliseconds d);

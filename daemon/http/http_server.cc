@@ -1,5 +1,6 @@
 #include "daemon/http/http_server.h"
 
+#include <algorithm>
 #include <array>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -21,6 +22,7 @@ struct HttpServer::Shared {
   std::string subject;
   bool stopped = false;
   size_t active = 0;
+  ListenerStats stats;  // open is `active`, filled in by stats()
 };
 
 namespace {
@@ -50,6 +52,10 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
 
   void start() { readRequest(); }
 
+  // Waiting for a request (the first, or the next on a keep-alive connection): may be closed to
+  // make room (HttpServer's cap).
+  bool waitingForRequest() const { return waitingForRequest_; }
+
   void close() {
     boost::system::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -62,9 +68,13 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     parser_->header_limit(static_cast<std::uint32_t>(shared_->options.maxHeaderBytes));
     parser_->body_limit(shared_->options.maxBodyBytes);
     stream_.expires_after(shared_->options.readTimeout);
+    waitingForRequest_ = true;
     http::async_read(
         stream_, buffer_, *parser_,
-        [self = shared_from_this()](const beast::error_code& ec, size_t) { self->onRead(ec); });
+        [self = shared_from_this()](const beast::error_code& ec, size_t) {
+          self->waitingForRequest_ = false;
+          self->onRead(ec);
+        });
   }
 
   void onRead(const beast::error_code& ec) {
@@ -76,6 +86,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     if (ec == beast::error::timeout) {
+      ++shared_->stats.idleTimeouts;
       shared_->log.debug(shared_->subject, "client {} sent no complete request within {}ms; closed",
                          client_, shared_->options.readTimeout.count());
       return;  // tcp_stream closed the socket
@@ -197,6 +208,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
   std::unique_ptr<http::response<http::string_body>> response_;
   std::string client_;
   std::array<char, 1024> discard_;
+  bool waitingForRequest_ = false;
 };
 
 HttpServer::HttpServer(asio::io_context& io, const Logger& log, Handler handler,
@@ -205,18 +217,15 @@ HttpServer::HttpServer(asio::io_context& io, const Logger& log, Handler handler,
       shared_(std::make_shared<Shared>(
           Shared{std::move(handler), options, log, "metrics listener", false, 0})),
       acceptor_(io),
-      retryTimer_(io) {}
+      backoff_(io, log, "metrics listener"),
+      connections_(log, options.maxConnections) {}
 
 HttpServer::~HttpServer() {
   shared_->stopped = true;
   boost::system::error_code ignored;
   acceptor_.close(ignored);
-  retryTimer_.cancel();
-  for (auto& weak : connections_) {
-    if (auto connection = weak.lock()) {
-      connection->close();
-    }
-  }
+  backoff_.cancel();
+  connections_.closeAll();
 }
 
 tl::expected<void, std::string> HttpServer::listen(std::string_view address, uint16_t port) {
@@ -252,6 +261,7 @@ tl::expected<void, std::string> HttpServer::listen(std::string_view address, uin
     return fail(ec);
   }
   shared_->subject = fmt::format("metrics listener {}", endpointText(acceptor_.local_endpoint()));
+  backoff_.setSubject(shared_->subject);
   log_.info(shared_->subject, "listening");
   acceptNext();
   return {};
@@ -263,6 +273,16 @@ uint16_t HttpServer::port() const {
   return ec ? 0 : endpoint.port();
 }
 
+ListenerStats HttpServer::stats() const {
+  ListenerStats out = shared_->stats;
+  out.open = shared_->active;
+  out.limit = connections_.limit();
+  out.limitHits = connections_.hits();
+  return out;
+}
+
+void HttpServer::setMaxConnections(size_t limit) { connections_.setLimit(limit); }
+
 void HttpServer::acceptNext() {
   acceptor_.async_accept(
       [this, shared = shared_](const boost::system::error_code& ec, tcp::socket socket) {
@@ -270,25 +290,21 @@ void HttpServer::acceptNext() {
           return;
         }
         if (ec) {
-          // Out of file descriptors, typically: try again shortly instead of spinning.
-          log_.warn(shared->subject, "accept failed: {}; retrying in 1s", ec.message());
-          retryTimer_.expires_after(std::chrono::seconds(1));
-          retryTimer_.async_wait([this, shared](const boost::system::error_code& waitError) {
-            if (!shared->stopped && !waitError) {
+          ++shared->stats.acceptFailures;
+          backoff_.failed(ec, [this, shared] {
+            if (!shared->stopped) {
               acceptNext();
             }
           });
           return;
         }
-        connections_.remove_if([](const auto& weak) { return weak.expired(); });
-        if (shared->active >= shared->options.maxConnections) {
-          log_.debug(shared->subject, "{} connections open; closed a new one",
-                     shared->options.maxConnections);
+        backoff_.succeeded();
+        if (!connections_.admit(shared->subject, "connections")) {
           boost::system::error_code ignored;
           socket.close(ignored);
         } else {
           auto connection = std::make_shared<Connection>(std::move(socket), shared);
-          connections_.push_back(connection);
+          connections_.add(connection);
           connection->start();
         }
         acceptNext();

@@ -6,7 +6,8 @@
 // close), malformed requests get 400 and close, other methods get 405, each connection must send a
 // whole request within the read timeout (also the idle timeout between keep-alive requests) and
 // take the response within the same timeout, and at most maxConnections connections are served at
-// once (more are closed as soon as accepted).
+// once: at the cap the one idle the longest is closed to admit the new one (a throttled warning
+// and a counter say so), and accept() failures back off (AcceptBackoff) instead of spinning.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -20,7 +21,11 @@
 #include <utility>
 #include <tl/expected.hpp>
 
+#include "daemon/base/accept_backoff.h"
+#include "daemon/base/client_cap.h"
+#include "daemon/base/listener_stats.h"
 #include "daemon/base/logger.h"
+#include "daemon/base/throttled_count.h"
 
 namespace vipd::daemon {
 
@@ -63,6 +68,10 @@ class HttpServer {
   // The bound port once listen() succeeded, 0 before.
   [[nodiscard]] uint16_t port() const;
 
+  // Lowers (or raises) the connection cap, e.g. to fit the descriptor limit; at least 1.
+  void setMaxConnections(size_t limit);
+  ListenerStats stats() const;
+
   // Exposed for the implementation only.
   struct Shared;
   class Connection;
@@ -73,9 +82,8 @@ class HttpServer {
   const Logger& log_;
   std::shared_ptr<Shared> shared_;
   asio::ip::tcp::acceptor acceptor_;
-  asio::steady_timer retryTimer_;
-  std::string subject_;
-  std::list<std::weak_ptr<Connection>> connections_;
+  AcceptBackoff backoff_;
+  ClientCap<Connection> connections_;
 };
 
 // An HTTP request-target split into its path and its query (without the '?').

@@ -108,7 +108,23 @@ Metrics::Metrics()
       // vipd_handoffs_total{event}: took_over, yielded, took_back, refused. Reads:
       // handoff.tookOver, handoff.yielded, handoff.tookBack, handoff.refusals.
       handoffs_(counter(*registry_, "vipd_handoffs_total",
-                        "Handoffs between this node's vipd instances, by event.")) {}
+                        "Handoffs between this node's vipd instances, by event.")),
+      // Per listener (listener = control, metrics, bgp), from listeners.<name>:
+      // vipd_listener_connections (open), vipd_listener_connection_limit (limit; 0 = none),
+      // vipd_listener_closed_total{reason} (limit: closed because the cap was reached (limitHits);
+      // idle: sent no request in time (idleTimeouts); refused: not allowed (refused)),
+      // vipd_listener_accept_failures_total (acceptFailures).
+      listenerOpen_(gauge(*registry_, "vipd_listener_connections",
+                          "Clients connected to each of vipd's listeners.")),
+      listenerLimit_(gauge(*registry_, "vipd_listener_connection_limit",
+                           "Clients each listener holds at most (0: no cap).")),
+      listenerClosed_(counter(*registry_, "vipd_listener_closed_total",
+                              "Clients a listener closed or turned away, by reason: limit (the "
+                              "cap was reached), idle (no request in time), refused (not "
+                              "allowed).")),
+      listenerAcceptFailures_(counter(*registry_, "vipd_listener_accept_failures_total",
+                                      "accept() failures on each listener (out of file "
+                                      "descriptors, typically).")) {}
 
 // The BGP session of each peer, from peers[]: series labelled with the peer's address, created
 // when the peer is first seen.
@@ -284,6 +300,32 @@ void Metrics::update(const json& status) {
   }
   if (const json* handoff = member(status, "handoff"); handoff != nullptr) {
     updateHandoff(*handoff);
+  }
+  if (const json* listeners = member(status, "listeners");
+      listeners != nullptr && listeners->is_object()) {
+    for (const auto& [name, listener] : listeners->items()) {
+      updateListener(name, listener);
+    }
+  }
+}
+
+void Metrics::updateListener(const std::string& name, const json& listener) {
+  const Labels labels{{"listener", name}};
+  if (auto n = number(listener, "open")) {
+    listenerOpen_.Add(labels).Set(*n);
+  }
+  if (auto n = number(listener, "limit")) {
+    listenerLimit_.Add(labels).Set(*n);
+  }
+  const std::pair<const char*, const char*> reasons[] = {
+      {"limitHits", "limit"}, {"idleTimeouts", "idle"}, {"refused", "refused"}};
+  for (const auto& [key, reason] : reasons) {
+    if (auto n = number(listener, key)) {
+      advance(listenerClosed_, {{"listener", name}, {"reason", reason}}, *n);
+    }
+  }
+  if (auto n = number(listener, "acceptFailures")) {
+    advance(listenerAcceptFailures_, labels, *n);
   }
 }
 

@@ -65,6 +65,7 @@ class Metrics {
   void updateHealth(const nlohmann::json& health);
   void updateWithdrawn(const nlohmann::json& withdrawn);
   void updateHandoff(const nlohmann::json& handoff);
+  void updateListener(const std::string& name, const nlohmann::json& listener);
 
   // Increments the counter by how much `current` grew since the last call for this series.
   void advance(CounterFamily& family, const prometheus::Labels& labels, double current);
@@ -130,6 +131,10 @@ class Metrics {
   SingleSeries role_;
   SingleSeries handoffRefused_;
   CounterFamily& handoffs_;
+  GaugeFamily& listenerOpen_;
+  GaugeFamily& listenerLimit_;
+  CounterFamily& listenerClosed_;
+  CounterFamily& listenerAcceptFailures_;
 
   // Last status value fed into each counter series (the series are owned by their family and
   // never removed, so the pointers stay valid).

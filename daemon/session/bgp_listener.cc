@@ -14,7 +14,7 @@ namespace vipd::daemon {
 BgpListener::BgpListener(asio::io_context& io, const config::Config& config,
                          const std::vector<std::unique_ptr<PeerSession>>& peers,
                          const Logger& log)
-    : io_(io), config_(config), peers_(peers), log_(log) {}
+    : io_(io), config_(config), peers_(peers), log_(log), backoff_(io, log, "listener") {}
 
 tl::expected<void, std::string> BgpListener::open() {
   namespace ip = asio::ip;
@@ -81,6 +81,7 @@ void BgpListener::close() {
     boost::system::error_code ignored;
     acceptor_->close(ignored);
     acceptor_.reset();
+    backoff_.cancel();
   }
 }
 
@@ -90,7 +91,17 @@ void BgpListener::acceptNext() {
     if (ec == asio::error::operation_aborted || !acceptor_) {
       return;
     }
-    if (!ec) {
+    if (ec) {
+      ++stats_.acceptFailures;
+      backoff_.failed(ec, [this] {
+        if (acceptor_) {
+          acceptNext();
+        }
+      });
+      return;
+    }
+    backoff_.succeeded();
+    {
       boost::system::error_code remoteError;
       auto remote = socket.remote_endpoint(remoteError);
       if (!remoteError) {
@@ -104,8 +115,13 @@ void BgpListener::acceptNext() {
         if (match) {
           match->acceptIncoming(std::move(socket));
         } else {
-          log_.warn("listener", "refused a BGP connection from {}, which is not a configured peer",
-                    from.toString());
+          ++stats_.refused;
+          if (auto count = strangerWarnings_.add(ThrottledCount::Clock::now())) {
+            log_.warn("listener",
+                      "refused a BGP connection from {}, which is not a configured peer ({} "
+                      "refused since the last report)",
+                      from.toString(), *count);
+          }
         }
       }
     }

@@ -13,7 +13,10 @@
 #include <tl/expected.hpp>
 
 #include "config/config.h"
+#include "daemon/base/accept_backoff.h"
+#include "daemon/base/listener_stats.h"
 #include "daemon/base/logger.h"
+#include "daemon/base/throttled_count.h"
 #include "daemon/session/peer_session.h"
 
 namespace vipd::daemon {
@@ -29,6 +32,7 @@ class BgpListener {
   // Stops accepting; a connection already handed to a session is the session's.
   void close();
   bool isOpen() const { return acceptor_.has_value(); }
+  const ListenerStats& stats() const { return stats_; }
 
  private:
   tl::expected<void, std::string> applySocketOptions(const bgp::IpAddress& address);
@@ -39,6 +43,9 @@ class BgpListener {
   const std::vector<std::unique_ptr<PeerSession>>& peers_;
   const Logger& log_;
   std::optional<asio::ip::tcp::acceptor> acceptor_;
+  AcceptBackoff backoff_;
+  ThrottledCount strangerWarnings_;
+  ListenerStats stats_;
 };
 
 }  // namespace vipd::daemon

@@ -8,7 +8,9 @@ Asserts:
 - `runuser -u nobody -- vipctl --socket S status`: exit 3, "Permission denied" (the kernel's: the
   socket is 0600); the same as nobody with CAP_DAC_OVERRIDE (setpriv: past the file mode, as
   after an operator's chmod 666), status and withdraw: exit 3, "vipd: permission denied: uid
-  65534 ...", vipd logs each refusal naming the uid, and nothing is withdrawn;
+  65534 ...", vipd logs the refusals naming the uid (at most one line per 10 s, with a count, so
+  a caller cannot flood the log: issue 17), counts every one in status
+  (listeners.control.refused), and nothing is withdrawn;
 - raw requests (python socket): longer than 4096 bytes without a newline, malformed JSON, JSON
   without "command", an unknown command, a connection closed without a request: each gets an
   error reply (where one can be sent) and vipd stays up, the session Established and the VIPs
@@ -98,13 +100,17 @@ def test() -> None:
             lab.check(r.returncode == 3, f"vipctl as nobody should exit 3, got {r.returncode}")
             if "vipd: permission denied" not in r.stderr.lower():
                 lost.append(f"vipctl {args[0]}: {r.stderr.strip()!r}")
-        refused = lab.wait_until(lambda: (lambda ls: ls if len(ls) >= REFUSALS else None)(
-            vipd.log_lines(r"refused a request")), 5, 0.1,
-            lambda: f"vipd to log {REFUSALS} refusals: {vipd.log_lines('refused a request')}")
+        refused = lab.wait_until(lambda: vipd.log_lines(r"refused a request"), 5, 0.1,
+                                 "vipd to log a refusal")
         for line in refused[:2]:
             print(f"  vipd log: {line}")
         lab.check(all(f"uid {nobody}" in line for line in refused),
                   f"each refusal should be logged naming uid {nobody}")
+        lab.check(len(refused) < REFUSALS,
+                  f"{len(refused)} refusal lines for {REFUSALS} refusals in a few seconds: the "
+                  f"log should be throttled")
+        counted = vipd.status()["listeners"]["control"]["refused"]
+        lab.check(counted == REFUSALS, f"status counts {counted} refusals, expected {REFUSALS}")
         lab.log(f"{REFUSALS - len(lost)} of {REFUSALS} refused callers got vipd's reply")
         lab.check(vipd.status()["withdrawn"]["active"] is False,
                   "a refused withdraw must not withdraw")

@@ -17,7 +17,9 @@ Asserts:
   its control socket and its PID namespace); `vipctl status` inside the pod reaches it too;
   vipd_build_info on /metrics carries the version the image is tagged with;
 - `podman pod stop` (SIGTERM; podman runs no preStop hook) under 200 new connections a second
-  through the VIP: node 1's path leaves the fabric before the container exits, no request fails,
+  through the VIP: node 1's path leaves the fabric before the container exits, no request fails
+  but one in flight to node 1 at the instant the fabric's route dropped it (at most 3: see
+  MAX_IN_FLIGHT),
   vipd exits 0 and the VIP is no longer bound on node 1. The drain's figures are printed. A
   vipctl on the host then names both sockets it tried (the stale speaker.json's and the default).
 """
@@ -32,6 +34,22 @@ POD, CONTAINER = "vipd-bootstrap", "vipd-bootstrap-vipd"
 LEAD_S, TAIL_S = 1.5, 2.0  # load before the stop and after the container exited
 
 
+# The one loss no speaker can prevent: a connection open to node 1 at the instant the fabric's
+# ECMP route drops node 1 (the GRACEFUL_SHUTDOWN step) is rehashed to node 2, which knows nothing
+# of it and resets it. At 200 new connections a second of ~3 ms each, half to node 1, about 0.3
+# are in flight at that instant; no more than MAX_IN_FLIGHT may fail that way, and none other.
+MAX_IN_FLIGHT = 3
+# One clock (both run on this host), but `ip monitor` stamps a change when it reads it, which under
+# the sanitizer build's load can be tens of milliseconds after the kernel made it.
+MONITOR_LAG_S = 0.05
+
+
+def in_flight_at(request: dict, instants: list[float]) -> bool:
+    """Whether the request, from its start to its error, spans one of the instants."""
+    start, end = request["t"], request["t"] + request.get("latency", 0.0)
+    return any(start <= t <= end + MONITOR_LAG_S for t in instants)
+
+
 def stop_under_load(P: pods.PodLab) -> None:
     duration = LEAD_S + 10 + TAIL_S
     load, out = P.load("stop", duration)
@@ -44,17 +62,26 @@ def stop_under_load(P: pods.PodLab) -> None:
     gone = P.monitor.wait(lambda h: P.n1.v4 not in h, t0, 30, "node 1's path gone") - t0
     reqs = P.requests(load, out, duration)
     failed = [r for r in reqs if "error" in r]
+    # The fabric's kernel route lost node 1 at these instants (ip monitor's own timestamps).
+    left = [t for t, hops in P.monitor.events if t >= t0 and P.n1.v4 not in hops]
+    rehashed = [r for r in failed if in_flight_at(r, left)]
+    unexplained = [r for r in failed if r not in rehashed]
     answered = {r.get("node") for r in reqs if r["t"] < t0 and "node" in r}
     print(f"podman pod stop: node 1's path left the fabric {gone * 1000:.0f} ms after SIGTERM, "
           f"the container exited at {exited:.2f} s (`podman pod stop` returned at "
           f"{stopped:.2f} s); {len(failed)} of {len(reqs)} requests failed "
-          f"({pods.LOAD_RATE}/s, {pods.LOAD_TIMEOUT_S:.0f} s deadline)")
+          f"({pods.LOAD_RATE}/s, {pods.LOAD_TIMEOUT_S:.0f} s deadline), {len(rehashed)} of them "
+          f"in flight when the fabric's route changed")
     lab.check(answered == {"node1", "node2"},
               f"before the stop both nodes answered (L4 hash): {sorted(answered)}")
     lab.check(gone < exited, f"the path left the fabric ({gone:.3f} s) before the container "
               f"exited ({exited:.3f} s)")
     lab.check(info["State"]["ExitCode"] == 0, f"vipd exited 0: {info['State']}")
-    lab.check(not failed, f"requests failed during the stop: {failed[:10]}")
+    lab.check(not unexplained, f"requests failed during the stop, not in flight when the "
+              f"fabric's route changed: {unexplained[:10]} (route changes: {left})")
+    lab.check(len(rehashed) <= MAX_IN_FLIGHT, f"{len(rehashed)} requests failed in flight at "
+              f"the route change; more than the {MAX_IN_FLIGHT} the load can have in flight to "
+              f"node 1: {rehashed[:10]}")
     lab.check(not P.n1.ns.address_entries("lo", lab.VIP4), "the VIP is unbound on node 1")
     lab.check(P.hops() == [P.n2.v4], f"node 2 carries the VIP alone: {P.hops()}")
     # speaker.json outlives its writer: vipctl then says where it looked.

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <future>
 #include <optional>
 #include <string>
 #include <thread>
@@ -139,6 +140,13 @@ class HttpServerTest : public ::testing::Test {
   }
 
   uint16_t port() const { return server_->port(); }
+
+  // Read on the server's thread.
+  ListenerStats stats() {
+    std::promise<ListenerStats> result;
+    asio::post(io_, [&] { result.set_value(server_->stats()); });
+    return result.get_future().get();
+  }
 
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_{
@@ -278,17 +286,38 @@ TEST_F(HttpServerTest, ServesSequentialConnections) {
   }
 }
 
-TEST_F(HttpServerTest, ClosesConnectionsBeyondTheLimit) {
-  start({.maxConnections = 1});
+// At the cap, an idle keep-alive connection makes room for a new client: idle clients (a flood,
+// or a scraper's pool) must not lock out the kubelet's probes (issue 17, item 3).
+TEST_F(HttpServerTest, ClosesTheLongestIdleConnectionToAdmitANewOneAtTheLimit) {
+  start({.maxConnections = 2});
   Client first(port());
   ASSERT_TRUE(first.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"));
   ASSERT_THAT(first.readResponse(), StartsWith("HTTP/1.1 200 OK\r\n"));
-  Client second(port());
-  auto refused = second.readToEof();
-  ASSERT_TRUE(refused);
-  EXPECT_EQ(*refused, "");
-  ASSERT_TRUE(first.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"));
-  EXPECT_THAT(first.readResponse(), StartsWith("HTTP/1.1 200 OK\r\n"));
+  Client second(port());  // idle: sends nothing
+  ASSERT_TRUE(second.connected());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // accepted before the third
+  Client third(port());
+  ASSERT_TRUE(third.send("GET /metrics HTTP/1.0\r\n\r\n"));
+  auto answered = third.readToEof();
+  ASSERT_TRUE(answered);
+  EXPECT_THAT(*answered, StartsWith("HTTP/1.0 200 OK\r\n"));
+  auto evicted = first.readToEof();  // the first was accepted first: idle the longest
+  ASSERT_TRUE(evicted) << "the longest-idle connection should have been closed";
+  EXPECT_EQ(*evicted, "");
+  ASSERT_TRUE(second.send("GET /metrics HTTP/1.0\r\n\r\n"));
+  auto stillServed = second.readToEof();
+  ASSERT_TRUE(stillServed);
+  EXPECT_THAT(*stillServed, StartsWith("HTTP/1.0 200 OK\r\n"));
+  EXPECT_EQ(stats().limitHits, 1u);
+  EXPECT_EQ(stats().limit, 2u);
+}
+
+TEST_F(HttpServerTest, CountsIdleTimeouts) {
+  start({.readTimeout = std::chrono::milliseconds(100)});
+  Client client(port());
+  ASSERT_TRUE(client.readToEof());
+  EXPECT_EQ(stats().idleTimeouts, 1u);
+  EXPECT_EQ(stats().open, 0u);
 }
 
 TEST(HttpServerListen, NamesTheAddressAndTheReasonWhenThePortIsTaken) {
