@@ -215,8 +215,12 @@ class Soak:
 
     def announce(self, node: lab.Node) -> str:
         self.withdrawn.pop(node.index, None)  # before the command: its effect is no violation
-        r = self.vipd(node).vipctl_run("announce", timeout=30)
-        return f"vipctl announce exit {r.returncode}"
+        deadline = time.monotonic() + 15  # a vipd restarted just now may not answer yet
+        while True:
+            r = self.vipd(node).vipctl_run("announce", timeout=30)
+            if r.returncode == 0 or time.monotonic() > deadline:
+                return f"vipctl announce exit {r.returncode}"
+            time.sleep(0.5)
 
     def flood(self, node: lab.Node, hold: float, count: int = FLOOD_COUNT, tcp: bool = False,
               unix: bool = False) -> lab.Proc:
