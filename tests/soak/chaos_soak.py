@@ -478,6 +478,35 @@ class Soak:
         client = mon.client_verdict(self.client_log, self.windows, self.violations)
         return self.report(resources, client)
 
+    def selftest(self) -> int:
+        """Proves the checks can fail: a ghost VIP (node 1's vipd frozen, its VIP deleted), a
+        pretended operator withdraw of node 2, node 3's apiserver killed uninvited, and the
+        client failures the ghost causes outside any window. Returns the number of checks
+        that did NOT notice (0: the monitor works)."""
+        self.t0 = time.monotonic()
+        self.monitor = mon.Monitor(self)
+        n1, n2, n3 = self.nodes
+        v1 = self.vipd(n1)
+        v1.proc.signal(signal.SIGSTOP)
+        try:
+            n1.ns.ip("-4", "addr", "del", lab.VIP4, "dev", "lo")
+            self.sleep(mon.GRACE_S + 2)
+        finally:
+            v1.proc.signal(signal.SIGCONT)
+        self.withdrawn[n2.index] = time.monotonic()
+        self.sleep(mon.WITHDRAW_GRACE_S + 1)
+        self.withdrawn.pop(n2.index)
+        self.apis[n3.index].proc.signal(signal.SIGKILL)
+        self.sleep(1)
+        self.wait_recovered("selftest")
+        self.monitor.stop()
+        self.procs.pop("load").signal(signal.SIGTERM)
+        self.sleep(CLIENT_TIMEOUT_S + 1)
+        mon.client_verdict(self.client_log, self.windows, self.violations)
+        missed = [k for k in "1235" if self.violations.count[k] == 0]
+        self.log(f"self-test: violations noticed {self.violations.count}; missed {missed}")
+        return len(missed)
+
     def report(self, resources: list[str], client: dict) -> int:
         a, v = self.args, self.violations
         out = [f"chaos soak: seed {a.seed}, duration {a.duration} s (ran {self.clock():.0f} s), "
@@ -521,6 +550,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--report", default=None)
     p.add_argument("--rate", type=float, default=CLIENT_RATE, help="client requests a second")
+    p.add_argument("--selftest", action="store_true",
+                   help="inject violations instead of faults; passes when all are noticed")
     p.add_argument("--kinds", default=",".join(KINDS), help="the fault kinds to draw from")
     args = p.parse_args()
     if args.seed is None:
@@ -539,7 +570,8 @@ def main() -> None:
 
     def test() -> None:
         with lab.Lab("chaos-soak") as L:
-            failures = Soak(L, args).run()
+            soak = Soak(L, args)
+            failures = soak.selftest() if args.selftest else soak.run()
         lab.check(failures == 0, f"{failures} violation(s) or harness error(s); seed {args.seed}")
 
     lab.main(test, binaries=lab.Bird.binaries + ["openssl", "nft", "prlimit", "nsenter"],

@@ -175,10 +175,11 @@ class Monitor:
                     self._once(("2", i, w), "2", f"node {i} withdrawn by its operator "
                                f"{t - w:.1f} s ago, yet: {', '.join(seen)}")
         for key, proc in list(s.procs.items()):
-            if not proc.alive() and proc.pid not in s.expected:
+            if not proc.alive() and proc.pid not in s.expected \
+                    and ("3", proc.pid) not in self.flagged:
                 self._once(("3", proc.pid), "3", f"{key} (pid {proc.pid}) exited with "
                            f"{proc.popen.returncode}; no fault killed it")
-                s.dead.add(key)
+                s.dead.add(key)  # once per pid: the soak revives it
 
     def _resources(self, t: float) -> None:
         for i, vipd in enumerate(self.soak.vipds, 1):
