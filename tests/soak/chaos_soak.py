@@ -30,7 +30,8 @@ not bound (beyond a 1 s grace); 2 no path from a node after its operator's withd
 acknowledged, until `vipctl announce`; 3 no process exits but the injected ones; 4 after a
 20 s quiet tail, no growth of fds, threads or RSS of each running vipd against its own
 baseline; 5 no client failure outside every fault window; R every node announcing again (or
-withdrawn, as its operator asked) within RECOVER_BOUND_S of each fault. Prints a table (fault
+withdrawn, as its operator asked) within RECOVER_BOUND_S of each fault; S during the floods
+vipctl status and GET /healthz answer and vipd does not spin on EMFILE. Prints a table (fault
 kinds injected/survived, violations per invariant, client requests) and exits 1 on any
 violation.
 
@@ -95,6 +96,7 @@ class Soak:
         self.timeline: list[str] = []
         self.stats = {k: [0, 0] for k in KINDS}
         self.harness_errors: list[str] = []
+        self.unresponsive: list[str] = []  # this fault's failed probes (invariant S)
         self.runs = 0
         self._setup()
 
@@ -374,6 +376,8 @@ class Soak:
         p = self.flood(node, hold, unix=True)
         self.sleep(1.5)
         r = self.vipd(node).vipctl_run("status", timeout=10)
+        if r.returncode != 0:
+            self.unresponsive.append(f"vipctl status exit {r.returncode} during the flood")
         return f"{hold:.1f} s; vipctl status meanwhile: exit {r.returncode}; {self.flood_result(p, hold)}"
 
     def f_http_flood(self, node: lab.Node) -> str:
@@ -384,6 +388,8 @@ class Soak:
             probe = f"/healthz {self.vipd(node).http('/healthz', timeout=3)[0]}"
         except Exception as e:  # noqa: BLE001
             probe = f"/healthz failed ({type(e).__name__})"
+        if not probe.endswith(" 200"):
+            self.unresponsive.append(f"{probe} during the flood")
         return f"{hold:.1f} s; {probe} meanwhile; {self.flood_result(p, hold)}"
 
     def f_fd_limit(self, node: lab.Node) -> str:
@@ -400,6 +406,8 @@ class Soak:
         finally:
             cpu = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
             lab.run(["prlimit", "--pid", str(pid), f"--nofile={soft}:"], check=False)
+        if cpu >= mon.SPIN_CPU:
+            self.unresponsive.append(f"vipd used {cpu * 100:.0f}% CPU while out of fds")
         return (f"soft limit {fds + 4} ({fds} open) for {hold:.1f} s, then {soft} again; vipd "
                 f"CPU meanwhile {cpu * 100:.0f}%; {self.flood_result(p, hold)}")
 
@@ -449,7 +457,10 @@ class Soak:
             detail = f"harness error {e!r}"
             self.harness_errors.append(f"{label}: {traceback.format_exc()}")
         self.log(f"FAULT {label}: {detail}")
-        ok = self.wait_recovered(kind)
+        for what in self.unresponsive:
+            self.violations.add("S", f"{label}: {what}")
+        ok = self.wait_recovered(kind) and not self.unresponsive
+        self.unresponsive = []
         self.stats[kind][1] += ok
         if node:
             self.active[node.index] = False

@@ -14,6 +14,9 @@ Constants, and why these values:
   Under AddressSanitizer (CI's build) RSS is reported, not judged: its quarantine keeps up to
   256 MiB of freed memory by design, so RSS grows with every flood without any leak
   (LeakSanitizer judges leaks at exit instead, in the lab's sanitizer check).
+- S (flood faults): vipctl status must answer during a control-socket flood, GET /healthz
+  during a metrics flood (listeners cap their clients and evict the longest idle), and vipd
+  must use under SPIN_CPU of a core while accept() fails with EMFILE (it backs off).
 - FD_TOL 3: a health probe, a vipctl and a metrics scrape in flight at the final sample.
 - THREADS_TOL 0: vipd's thread count is fixed by its configuration.
 """
@@ -38,6 +41,7 @@ FD_TOL = 3
 THREADS_TOL = 0
 RSS_TOL_KIB = 4096
 RSS_TOL_FRACTION = 0.5
+SPIN_CPU = 0.5
 
 INVARIANTS = {
     "1": f"path via a node whose VIP is not bound (> {GRACE_S} s)",
@@ -46,6 +50,7 @@ INVARIANTS = {
     "4": "fd/thread/RSS growth after the quiet tail",
     "5": "client failure outside every fault window",
     "R": "node not recovered within the bound",
+    "S": "vipd unresponsive or spinning under a flood",
 }
 
 
