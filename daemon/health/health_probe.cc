@@ -154,7 +154,15 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
   }
 
   void handshake() {
-    stream_.emplace(std::move(socket_), *tls_);
+    try {
+      stream_.emplace(std::move(socket_), *tls_);
+    } catch (const boost::system::system_error& e) {
+      // SSL_new failed: this process is short of memory or descriptors (OpenSSL may open files
+      // here). Asio throws; uncaught it would abort vipd. No evidence about the apiserver.
+      inconclusive_ = true;
+      finish(false, fmt::format("cannot set up TLS for {}: {}", target_.authority, e.what()));
+      return;
+    }
     SSL* handle = stream_->native_handle();
     // The server name is never an IP address (healthTarget() made sure), so it may go in SNI
     // (RFC 6066 section 3), whatever the URL's host is.
