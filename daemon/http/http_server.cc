@@ -21,8 +21,7 @@ struct HttpServer::Shared {
   const Logger& log;
   std::string subject;
   bool stopped = false;
-  size_t active = 0;
-  ListenerStats stats;  // open is `active`, filled in by stats()
+  ListenerStats stats;  // idle timeouts and accept failures; the rest comes from the ClientCap
 };
 
 namespace {
@@ -46,9 +45,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     boost::system::error_code ec;
     auto remote = stream_.socket().remote_endpoint(ec);
     client_ = ec ? std::string("unknown client") : endpointText(remote);
-    ++shared_->active;
   }
-  ~Connection() { --shared_->active; }
 
   void start() { readRequest(); }
 
@@ -215,7 +212,7 @@ HttpServer::HttpServer(asio::io_context& io, const Logger& log, Handler handler,
                        HttpServerOptions options)
     : log_(log),
       shared_(std::make_shared<Shared>(
-          Shared{std::move(handler), options, log, "metrics listener", false, 0})),
+          Shared{std::move(handler), options, log, "metrics listener", false, {}})),
       acceptor_(io),
       backoff_(io, log, "metrics listener"),
       connections_(log, options.maxConnections) {}
@@ -275,7 +272,7 @@ uint16_t HttpServer::port() const {
 
 ListenerStats HttpServer::stats() const {
   ListenerStats out = shared_->stats;
-  out.open = shared_->active;
+  out.open = connections_.open();
   out.limit = connections_.limit();
   out.limitHits = connections_.hits();
   return out;

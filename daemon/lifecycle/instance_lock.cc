@@ -52,12 +52,6 @@ std::string holderOfFile(int fd) {
   return describe(holder);
 }
 
-std::string ownPidNamespace() {
-  std::error_code ec;
-  auto target = std::filesystem::read_symlink("/proc/self/ns/pid", ec);
-  return ec ? std::string() : target.string();
-}
-
 // Locks <dir>/instance.<slot>.lock. Returns the open descriptor, or nullopt with a warning when
 // the directory cannot hold the file, or an error when another instance holds it.
 tl::expected<std::optional<int>, std::string> lockStateDir(const std::string& dir,
@@ -88,7 +82,8 @@ tl::expected<std::optional<int>, std::string> lockStateDir(const std::string& di
     }
     return tl::unexpected(fmt::format("cannot lock {}: {}", path, std::strerror(error)));
   }
-  const std::string me = fmt::format("{} {}\n", ::getpid(), ownPidNamespace());
+  const LockHolder self = thisProcess({}, {});
+  const std::string me = fmt::format("{} {}\n", self.pid, self.pidNamespace);
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
     // Still locked: only the contender's message loses the PID.
     warnings.push_back(fmt::format("cannot write this process's PID into {}: {}", path,

@@ -7,9 +7,7 @@
       `GET /readyz` requests one after another (each its own connection, 1 s timeout) and asks
       `status` on the control socket once. Before that it times how long vipd takes to close one
       idle client of each listener (bounded at 15 s). Prints one JSON object.
-  client_flood.py hold --tcp HOST:PORT --unix PATH --count N --seconds S
-      Opens up to N connections to each (non-blocking connects: they queue in the kernel even when
-      vipd cannot accept them), holds them S seconds, closes them. Prints one JSON object.
+(A flood held open without probing is tests/soak/soak_tools.py's `flood`.)
 """
 import argparse
 import json
@@ -18,40 +16,26 @@ import socket
 import time
 
 
-def tcp(address: str, blocking: bool = True) -> socket.socket:
+def tcp(address: str) -> socket.socket:
     host, port = address.rsplit(":", 1)
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    if blocking:
-        s.settimeout(2)
-        s.connect((host, int(port)))
-    else:
-        s.setblocking(False)
-        s.connect_ex((host, int(port)))
-    return s
+    return socket.create_connection((host, int(port)), timeout=2)
 
 
-def unix(path: str, blocking: bool = True) -> socket.socket:
+def unix(path: str) -> socket.socket:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    if blocking:
-        # A unix socket connect with a timeout is non-blocking underneath: a full accept queue
-        # is EAGAIN at once, not a wait. Retry for up to 2 s, as a blocking connect would wait.
-        s.settimeout(2)
-        deadline = time.monotonic() + 2
-        while True:
-            try:
-                s.connect(path)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
-    else:
-        s.setblocking(False)
+    # A unix socket connect with a timeout is non-blocking underneath: a full accept queue is
+    # EAGAIN at once, not a wait. Retry for up to 2 s, as a blocking connect would wait.
+    s.settimeout(2)
+    deadline = time.monotonic() + 2
+    while True:
         try:
             s.connect(path)
-        except OSError:
-            pass
-    return s
+            return s
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                s.close()
+                raise
+            time.sleep(0.01)
 
 
 def readyz(address: str) -> tuple[bool, float, str]:
@@ -131,31 +115,15 @@ def idle_probe(args) -> dict:
     return out
 
 
-def hold(args) -> dict:
-    held = []
-    for _ in range(args.count):
-        for make, target in ((tcp, args.tcp), (unix, args.unix)):
-            try:
-                held.append(make(target, blocking=False))
-            except OSError:
-                pass
-    time.sleep(args.seconds)
-    for s in held:
-        s.close()
-    return {"opened": len(held)}
-
-
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["idle-probe", "hold"])
+    p.add_argument("mode", choices=["idle-probe"])
     p.add_argument("--tcp", required=True)
     p.add_argument("--unix", required=True)
     p.add_argument("--idle", type=int, default=64)
     p.add_argument("--probes", type=int, default=70)
-    p.add_argument("--count", type=int, default=500)
-    p.add_argument("--seconds", type=float, default=5)
     args = p.parse_args()
-    print(json.dumps(idle_probe(args) if args.mode == "idle-probe" else hold(args)), flush=True)
+    print(json.dumps(idle_probe(args)), flush=True)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ import time
 import lab
 
 FLOOD = os.path.join(lab.E2E_DIR, "client_flood.py")
+# The soak's flood: idle connections held open, non-blocking, so a full backlog never blocks.
+SOAK_TOOLS = os.path.join(os.path.dirname(lab.E2E_DIR), "soak", "soak_tools.py")
 HARD_LIMIT = 4096
 
 
@@ -119,9 +121,9 @@ def exhaustion(L: lab.Lab, vipd: lab.Vipd, bird: lab.Bird, node: lab.Node, pid: 
     lines_before = len(vipd.proc.log_text().splitlines())
     limit = open_fds(pid) + 3
     subprocess.run(["prlimit", "--pid", str(pid), f"--nofile={limit}:{HARD_LIMIT}"], check=True)
-    flood = L.start(vipd.ns, "flood", [sys.executable, FLOOD, "hold", "--tcp",
+    flood = L.start(vipd.ns, "flood", [sys.executable, SOAK_TOOLS, "flood", "--tcp",
                                        vipd.metrics_listen, "--unix", vipd.socket,
-                                       "--count", "500", "--seconds", "6"])
+                                       "--count", "500", "--hold", "6"])
     time.sleep(0.5)  # the flood is connecting
     cpu0, t0 = cpu_seconds(pid), time.monotonic()
     while flood.alive() and time.monotonic() - t0 < 5:
