@@ -69,7 +69,24 @@ class Differ {
   std::vector<ConfigChange>& out_;
 };
 
-void diffBfd(Differ& d, const std::string& path, const Bfd& a, const Bfd& b) {
+// Visits every field as a (before, after) pair; listFields() passes the same config twice.
+class Lister {
+ public:
+  explicit Lister(std::vector<std::pair<std::string, std::string>>& out) : out_(out) {}
+
+  template <typename T>
+  void field(const std::string& path, const T&, const T& value,
+             ChangeEffect = ChangeEffect::NeedsRestart) {
+    out_.emplace_back(path, show(value));
+  }
+  void whole(const std::string&, const std::string&, const std::string&) {}
+
+ private:
+  std::vector<std::pair<std::string, std::string>>& out_;
+};
+
+template <typename Visitor>
+void diffBfd(Visitor& d, const std::string& path, const Bfd& a, const Bfd& b) {
   d.field(path + ".enabled", a.enabled, b.enabled);
   d.field(path + ".minTx", a.minTx, b.minTx);
   d.field(path + ".minRx", a.minRx, b.minRx);
@@ -77,7 +94,8 @@ void diffBfd(Differ& d, const std::string& path, const Bfd& a, const Bfd& b) {
   d.field(path + ".multihop", a.multihop, b.multihop);
 }
 
-void diffPeer(Differ& d, const std::string& path, const Peer& a, const Peer& b) {
+template <typename Visitor>
+void diffPeer(Visitor& d, const std::string& path, const Peer& a, const Peer& b) {
   d.field(path + ".asn", a.asn, b.asn);
   d.field(path + ".port", a.port, b.port);
   d.field(path + ".sourceAddress", a.sourceAddress, b.sourceAddress);
@@ -92,7 +110,8 @@ void diffPeer(Differ& d, const std::string& path, const Peer& a, const Peer& b) 
   diffBfd(d, path + ".bfd", a.bfd, b.bfd);
 }
 
-void diffVip(Differ& d, const std::string& path, const Vip& a, const Vip& b) {
+template <typename Visitor>
+void diffVip(Visitor& d, const std::string& path, const Vip& a, const Vip& b) {
   d.field(path + ".interface", a.interface, b.interface);
   d.field(path + ".createInterface", a.createInterface, b.createInterface);
   d.field(path + ".rebind", a.rebind, b.rebind);
@@ -100,8 +119,8 @@ void diffVip(Differ& d, const std::string& path, const Vip& a, const Vip& b) {
 
 // Peers by address, VIPs by prefix: the identity an operator means, whatever the list's order.
 // `key` gives an element's identity, `name` its text in the path.
-template <typename T, typename Key, typename Name, typename Diff>
-void diffList(Differ& d, std::string_view list, const std::vector<T>& before,
+template <typename Visitor, typename T, typename Key, typename Name, typename Diff>
+void diffList(Visitor& d, std::string_view list, const std::vector<T>& before,
               const std::vector<T>& after, Key key, Name name, Diff diff) {
   auto find = [&key](const std::vector<T>& in, const auto& wanted) -> const T* {
     for (const T& element : in) {
@@ -126,13 +145,9 @@ void diffList(Differ& d, std::string_view list, const std::vector<T>& before,
   }
 }
 
-}  // namespace
-
-std::vector<ConfigChange> diffConfig(const Config& running, const Config& next) {
-  std::vector<ConfigChange> changes;
-  Differ d(changes);
-  const Config& a = running;
-  const Config& b = next;
+// Every field of `a` against the same field of `b`, in config.h's order.
+template <typename Visitor>
+void walkFields(Visitor& d, const Config& a, const Config& b) {
   constexpr auto kLive = ChangeEffect::AppliesLive;
 
   d.field("apiVersion", a.apiVersion, b.apiVersion);
@@ -170,11 +185,20 @@ std::vector<ConfigChange> diffConfig(const Config& running, const Config& next) 
   d.field("handoff.restartTime", a.handoff.restartTime, b.handoff.restartTime);
   diffList(
       d, "peers", a.peers, b.peers, [](const Peer& p) { return p.address; },
-      [](const Peer& p) { return p.address.toString(); }, diffPeer);
+      [](const Peer& p) { return p.address.toString(); }, diffPeer<Visitor>);
   diffList(
       d, "vips", a.vips, b.vips, [](const Vip& v) { return v.prefix; },
-      [](const Vip& v) { return v.prefix.toString(); }, diffVip);
+      [](const Vip& v) { return v.prefix.toString(); }, diffVip<Visitor>);
+}
 
+}  // namespace
+
+std::vector<ConfigChange> diffConfig(const Config& running, const Config& next) {
+  std::vector<ConfigChange> changes;
+  Differ d(changes);
+  const Config& a = running;
+  const Config& b = next;
+  walkFields(d, a, b);
   if (changes.empty() && running != next) {
     // Equal but for the order of peers or VIPs (not a change), or a field not named above.
     Config aSorted = a;
@@ -188,6 +212,13 @@ std::vector<ConfigChange> diffConfig(const Config& running, const Config& next) 
     }
   }
   return changes;
+}
+
+std::vector<std::pair<std::string, std::string>> listFields(const Config& config) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  Lister lister(fields);
+  walkFields(lister, config, config);
+  return fields;
 }
 
 }  // namespace vipd::config

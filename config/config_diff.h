@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -38,5 +39,9 @@ struct ConfigChange {
 // added to config.h and not here), the result says so in one NeedsRestart entry, path "(unknown)",
 // rather than being empty.
 std::vector<ConfigChange> diffConfig(const Config& running, const Config& next);
+
+// Every field of `config` with its value, as diffConfig() names and spells them and in its order
+// (peers and VIPs by address): what `vipd config --show` prints.
+std::vector<std::pair<std::string, std::string>> listFields(const Config& config);
 
 }  // namespace vipd::config

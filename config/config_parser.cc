@@ -7,20 +7,15 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <memory>
 #include <utility>
 
+#include "config/config_layers.h"
 #include "config/config_reader.h"
-#include "config/yaml_documents.h"
 
 namespace vipd::config {
 namespace internal {
 namespace {
 
-constexpr std::string_view kApiVersion = "vipd.io/v1alpha1";
 constexpr std::string_view kKind = "SpeakerConfiguration";
 
 }  // namespace
@@ -143,13 +138,6 @@ void ConfigReader::readHandoffForMode(const Mapping& m, Config& config) {
 
 }  // namespace internal
 
-namespace {
-
-// Larger than any sane config; stops `vipd --config /dev/zero` from eating memory.
-constexpr size_t kMaxFileSize = size_t{4} << 20;
-
-}  // namespace
-
 std::string ConfigError::toString() const {
   std::string out = file;
   if (line > 0) {
@@ -178,60 +166,14 @@ std::string_view modeName(Mode mode) {
 
 Result<Config> parseConfig(std::string_view yamlText, std::string_view fileName,
                            const ConfigOverrides& overrides) {
-  internal::ConfigReader reader(fileName, overrides);
-  try {
-    std::vector<YAML::Node> documents = loadAllDocuments(yamlText);
-    if (documents.empty()) {
-      reader.error(YAML::Mark(), "", "the file is empty; expected a SpeakerConfiguration mapping");
-      return tl::unexpected(reader.takeErrors());
-    }
-    if (documents.size() > 1) {
-      reader.error(
-          documents[1].Mark(), "",
-          fmt::format("the file holds {} YAML documents; expected exactly one", documents.size()));
-    }
-    Config config;
-    reader.readDocument(documents[0], config);
-    if (!reader.ok()) {
-      return tl::unexpected(reader.takeErrors());
-    }
-    return config;
-  } catch (const YAML::Exception& e) {
-    // Validation only reads nodes (no as<>, no non-const operator[]), so in practice this is a
-    // syntax error from LoadAll(), found before any validation ran.
-    reader.error(e.mark, "", fmt::format("YAML syntax error: {}", e.msg));
-  } catch (const std::exception& e) {
-    reader.error(YAML::Mark::null_mark(), "", fmt::format("cannot parse: {}", e.what()));
-  }
-  return tl::unexpected(reader.takeErrors());
+  return parseConfigLayers({yamlText, std::string(fileName)}, std::nullopt, overrides)
+      .map([](LoadedConfig&& loaded) { return std::move(loaded.config); });
 }
 
 Result<Config> loadConfigFile(const std::string& path, const ConfigOverrides& overrides) {
-  auto fail = [&](std::string message) -> Result<Config> {
-    return tl::unexpected(std::vector<ConfigError>{{path, 0, 0, "", std::move(message)}});
-  };
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       &std::fclose);
-  if (!file) {
-    return fail(fmt::format("cannot open the config file: {}", std::strerror(errno)));
-  }
-  std::string text;
-  char buffer[8192];
-  while (true) {
-    size_t n = std::fread(buffer, 1, sizeof buffer, file.get());
-    text.append(buffer, n);
-    if (text.size() > kMaxFileSize) {
-      return fail(fmt::format("the config file is larger than {} MiB; is this the right file?",
-                              kMaxFileSize >> 20));
-    }
-    if (n < sizeof buffer) {
-      if (std::ferror(file.get())) {
-        return fail(fmt::format("cannot read the config file: {}", std::strerror(errno)));
-      }
-      break;
-    }
-  }
-  return parseConfig(text, path, overrides);
+  return loadConfig({path, std::nullopt, overrides}).map([](LoadedConfig&& loaded) {
+    return std::move(loaded.config);
+  });
 }
 
 }  // namespace vipd::config

@@ -53,7 +53,7 @@ std::string describe(const YAML::Node& node) {
 
 void ConfigReader::error(const YAML::Mark& mark, std::string path, std::string message) {
   ConfigError e;
-  e.file = fileName_;
+  e.file = origins_ ? origins_->blame(path, fileName_) : fileName_;
   if (!mark.is_null()) {
     e.line = mark.line + 1;
     e.column = mark.column + 1;
@@ -111,7 +111,8 @@ std::optional<Mapping> ConfigReader::readMapping(const YAML::Node& node, const s
 const Field* ConfigReader::require(const Mapping& m, std::string_view key) {
   const Field* f = m.find(key);
   if (f == nullptr) {
-    error(m.mark, joinPath(m.path, key), fmt::format("required key '{}' is missing", key));
+    error(m.mark, joinPath(m.path, key), fmt::format("required key '{}' is missing{}", key,
+                      origins_ ? " from both the config file and the node file" : ""));
   }
   return f;
 }

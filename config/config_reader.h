@@ -22,9 +22,13 @@
 #include <utility>
 #include <vector>
 
+#include "config/config_layers.h"
 #include "config/config_parser.h"
 
 namespace vipd::config::internal {
+
+// The apiVersion of every vipd document (SpeakerConfiguration, NodeConfiguration).
+inline constexpr std::string_view kApiVersion = "vipd.io/v1alpha1";
 
 // The largest 4-octet AS number (RFC 6793); also the largest large-community field (RFC 8092).
 inline constexpr uint32_t kMaxAsn = 4294967295u;
@@ -69,8 +73,11 @@ std::string describe(const YAML::Node& node);
 // the order the readers found them in: the readers below read keys in a fixed order.
 class ConfigReader {
  public:
-  ConfigReader(std::string_view fileName, const ConfigOverrides& overrides)
-      : fileName_(fileName), overrides_(overrides) {}
+  // `origins`, when the document was merged from two files (config_layers.h), labels each error
+  // with the file its key came from; errors go to `fileName` otherwise. Not owned.
+  ConfigReader(std::string_view fileName, const ConfigOverrides& overrides,
+               const FieldOrigins* origins = nullptr)
+      : fileName_(fileName), overrides_(overrides), origins_(origins) {}
 
   // Records an error at `mark` (1-based in the ConfigError; a null mark gives line 0).
   void error(const YAML::Mark& mark, std::string path, std::string message);
@@ -152,6 +159,7 @@ class ConfigReader {
 
   std::string fileName_;
   ConfigOverrides overrides_;
+  const FieldOrigins* origins_;
   std::vector<ConfigError> errors_;
 };
 

@@ -1,7 +1,9 @@
 // vipd: announces this node's VIPs over BGP while they are bound locally.
 //
-//   vipd --config FILE [--router-id ADDRESS] [--log-format text|json] [--log-level ...]
-//   vipd validate --config FILE [--router-id ADDRESS]
+//   vipd --config FILE [--node-config FILE] [--router-id ADDRESS] [--log-format text|json]
+//        [--log-level ...]
+//   vipd validate --config FILE [--node-config FILE] [--router-id ADDRESS]
+//   vipd config --show --config FILE [--node-config FILE] [--router-id ADDRESS]
 //   vipd render ... (bootstrap/render_command.h)
 //   vipd --version
 #include <signal.h>
@@ -22,6 +24,7 @@
 #include "bootstrap/render_command.h"
 #include "cli/command_line.h"
 #include "config/config_diff.h"
+#include "config/config_layers.h"
 #include "config/config_parser.h"
 #include "daemon/base/logger.h"
 #include "daemon/speaker.h"
@@ -33,24 +36,32 @@ namespace {
 
 using namespace vipd;
 
-enum class Command { Run, Validate, Render };
+enum class Command { Run, Validate, Show, Render };
 
 struct Options {
   Command command = Command::Run;
   std::vector<std::string> renderArgs;  // the words after "render"
-  std::string configPath;
-  config::ConfigOverrides overrides;
+  config::ConfigSources sources;  // --config, --node-config, --router-id
+  bool showFields = false;        // `vipd config --show`
   daemon::LogFormat logFormat = daemon::LogFormat::Text;
   daemon::LogLevel logLevel = daemon::LogLevel::Info;
 };
 
-// --config and --router-id, which the daemon and `vipd validate` both take.
+// --config, --node-config and --router-id, which the daemon, `vipd validate` and `vipd config`
+// take.
 CLI::Option* addConfigOptions(CLI::App& app, Options& options) {
-  CLI::Option* config = app.add_option("--config", options.configPath, "the config file")
+  CLI::Option* config = app.add_option("--config", options.sources.configPath, "the config file")
                             ->option_text("FILE")
                             ->required()
                             ->check(cli::nonEmpty());
-  app.add_option("--router-id", options.overrides.routerId,
+  app.add_option("--node-config", options.sources.nodeConfigPath,
+                 fmt::format("this node's own facts (kind NodeConfiguration, written by `vipd "
+                             "render`; the DaemonSet mounts {}), merged with --config; a key set "
+                             "in both is an error",
+                             config::kDefaultNodeConfigPath))
+      ->option_text("FILE")
+      ->check(cli::nonEmpty());
+  app.add_option("--router-id", options.sources.overrides.routerId,
                  "the BGP identifier, when the config file has none (the DaemonSet passes the "
                  "node's status.hostIP); given in both places it is an error")
       ->option_text("ADDRESS")
@@ -76,12 +87,17 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
       "validate",
       "checks a config file and exits: 0 when it is valid, 1 after naming every error in it");
   addConfigOptions(*validate, options);
+  CLI::App* show = app.add_subcommand(
+      "config", "prints the effective config, each field with the file it came from");
+  addConfigOptions(*show, options);
+  show->add_flag("--show", options.showFields, "print every field of the effective config")
+      ->required();
   CLI::App* render = app.add_subcommand(
       "render", "writes the config and the kubelet static-pod manifest from instance metadata");
   // `vipd render` has its own command line (bootstrap/render_command.h): every word after
   // "render", --help included, is passed on to it as it is.
   render->prefix_command()->allow_extras()->set_help_flag();
-  for (CLI::App* command : {validate, render}) {
+  for (CLI::App* command : {validate, show, render}) {
     // The daemon's --config is not required of a command, which comes first and has its own.
     command->preparse_callback([config](std::size_t) { config->required(false); });
   }
@@ -101,11 +117,20 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
   }
   if (validate->parsed()) {
     options.command = Command::Validate;
+  } else if (show->parsed()) {
+    options.command = Command::Show;
   } else if (render->parsed()) {
     options.command = Command::Render;
     options.renderArgs = render->remaining();
   }
   return std::nullopt;
+}
+
+// "vipd.yaml", or "vipd.yaml + node.yaml" with a node file: how messages name the config.
+std::string configNames(const Options& options) {
+  const config::ConfigSources& s = options.sources;
+  return s.nodeConfigPath ? fmt::format("{} + {}", s.configPath, *s.nodeConfigPath)
+                          : s.configPath;
 }
 
 // ---- signals ----
@@ -163,13 +188,13 @@ struct Running {
 // with the running config (config::diffConfig) and each difference logged as applied or as
 // needing a restart. The same --router-id as at start applies to the file read again.
 void reloadConfig(Running& r) {
-  const std::string& path = r.options.configPath;
+  const std::string& path = r.options.sources.configPath;
   if (r.draining) {
     r.log.info("vipd", "received SIGHUP while draining to exit; {} not re-read", path);
     return;
   }
   r.log.info("vipd", "received SIGHUP; re-reading {}", path);
-  auto next = config::loadConfigFile(path, r.options.overrides);
+  auto next = config::loadConfig(r.options.sources);
   if (!next) {
     for (const auto& error : next.error()) {
       r.log.error("config", "{}", error.toString());
@@ -178,7 +203,7 @@ void reloadConfig(Running& r) {
                 path, next.error().size());
     return;
   }
-  auto changes = r.speaker.reload(*next);
+  auto changes = r.speaker.reload(next->config);
   size_t applied = 0;
   for (const auto& change : changes) {
     if (change.effect == config::ChangeEffect::AppliesLive) {
@@ -265,19 +290,25 @@ int main(int argc, char** argv) {
     return bootstrap::runRenderCommand(options.renderArgs,
                                        fmt::format("localhost/vipd:{}", daemon::version()));
   }
-  auto config = config::loadConfigFile(options.configPath, options.overrides);
-  if (!config) {
-    for (const auto& error : config.error()) {
+  auto loaded = config::loadConfig(options.sources);
+  if (!loaded) {
+    for (const auto& error : loaded.error()) {
       std::fprintf(stderr, "%s\n", error.toString().c_str());
     }
-    std::fprintf(stderr, "vipd: %s: %zu error(s); nothing started\n", options.configPath.c_str(),
-                 config.error().size());
+    std::fprintf(stderr, "vipd: %s: %zu error(s); nothing started\n", configNames(options).c_str(),
+                 loaded.error().size());
     return 1;
   }
   if (options.command == Command::Validate) {
-    std::printf("%s: valid\n", options.configPath.c_str());
+    std::printf("%s: valid\n", configNames(options).c_str());
     return 0;
   }
+  if (options.command == Command::Show) {
+    fmt::print("# vipd {}: the effective config of {}\n{}", daemon::version(), configNames(options),
+               config::showConfig(*loaded));
+    return 0;
+  }
+  auto config = std::move(loaded->config);
 
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGXFSZ, SIG_IGN);
@@ -286,7 +317,7 @@ int main(int argc, char** argv) {
   raiseDescriptorLimit(log);
   // Before anything is read from the kernel or touched: a second instance changes nothing.
   std::vector<std::string> lockWarnings;
-  auto instanceLock = daemon::InstanceLock::acquire(*config, lockWarnings);
+  auto instanceLock = daemon::InstanceLock::acquire(config, lockWarnings);
   for (const auto& warning : lockWarnings) {
     log.warn("vipd", "{}", warning);
   }
@@ -302,7 +333,7 @@ int main(int argc, char** argv) {
               (!table ? table.error() : monitor.error()).toString());
     return 1;
   }
-  daemon::Speaker speaker(io, std::move(*config), **table, **monitor, log);
+  daemon::Speaker speaker(io, std::move(config), **table, **monitor, log);
   // Before start(): a signal that arrives while it runs is handled once the loop runs.
   Running running{options, io, speaker, log};
   boost::asio::signal_set signals(io);
@@ -319,7 +350,7 @@ int main(int argc, char** argv) {
     log.error("vipd", "cannot start: {}", started.error());
     return 1;
   }
-  log.info("vipd", "version {} running with config {}", daemon::version(), options.configPath);
+  log.info("vipd", "version {} running with config {}", daemon::version(), configNames(options));
   io.run();
   return 0;
 }
