@@ -171,6 +171,8 @@ class MetadataReader {
   void readImage(const Mapping& root, bool bootstrapEnabled, std::string& image);
 
   std::string fileName_;
+  const Distro& distro() const { return context_.distro ? *context_.distro : defaultDistro(); }
+
   MetadataContext context_;
   Errors errors_;
 
@@ -349,8 +351,7 @@ void MetadataReader::readDocument(const YAML::Node& root, InstanceMetadata& out)
   if (const Field* f = m->find("health")) {
     readHealth(*f, out.health);
   } else {
-    out.health = {"apiserver", std::string(kDefaultHealthUrl), std::string(kDefaultHealthCaFile),
-                  std::nullopt};
+    out.health = {"apiserver", distro().readyzUrl(), std::string(distro().caFile), std::nullopt};
   }
   readImage(*m, out.bootstrapEnabled, out.image);
 
@@ -509,21 +510,22 @@ void MetadataReader::readHealth(const Field& f, HealthMetadata& health) {
       *value = readString(*v);
     }
   }
-  // The static pod mounts the kubeadm CA certificate and the config's directory, nothing else.
+  // The static pod mounts the distribution's CA certificate and the config's directory, nothing
+  // else.
   if (const Field* ca = m->find("caFile");
-      ca && health.caFile && *health.caFile != kDefaultHealthCaFile) {
+      ca && health.caFile && *health.caFile != distro().caFile) {
     if (auto problem = unmountedFileProblem(*health.caFile, context_.configPath, "CA file")) {
       error(*ca, fmt::format("{} (or use {}, which the static pod mounts too)", *problem,
-                             kDefaultHealthCaFile));
+                             distro().caFile));
     }
   }
-  // The apiserver check on a kubeadm control-plane node: what a static pod renders without help.
+  // The apiserver check on a control-plane node: what a static pod renders without help.
   if (health.type == "apiserver") {
     if (!health.url) {
-      health.url = std::string(kDefaultHealthUrl);
+      health.url = distro().readyzUrl();
     }
     if (!health.caFile) {
-      health.caFile = std::string(kDefaultHealthCaFile);
+      health.caFile = std::string(distro().caFile);
     }
   }
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bgp/ip_address.h"
+#include "bootstrap/distro.h"
 #include "config/config_parser.h"
 
 namespace vipd::bootstrap {
@@ -30,10 +31,9 @@ using Result = tl::expected<T, Errors>;
 inline constexpr std::string_view kMetadataApiVersion = "vipd.io/v1alpha1";
 inline constexpr std::string_view kMetadataKind = "InstanceMetadata";
 
-// The health check rendered when the metadata has no `health`: the local apiserver's /readyz,
-// verified against the kubeadm cluster CA.
-inline constexpr std::string_view kDefaultHealthUrl = "https://127.0.0.1:6443/readyz";
-inline constexpr std::string_view kDefaultHealthCaFile = "/etc/kubernetes/pki/ca.crt";
+// The health check rendered when the metadata has no `health` (or type apiserver without url or
+// caFile): the local apiserver's /readyz, verified against the CA of the distribution rendered
+// for (MetadataContext::distro; distro.h).
 
 struct PeerMetadata {
   bgp::IpAddress address;
@@ -74,6 +74,9 @@ struct MetadataContext {
   // The image when neither the document nor --image names one: the vipd release this binary is
   // (localhost/vipd:VERSION, what the release archive loads as). Empty: an image is required.
   std::string defaultImage;
+  // --distro: the health check's defaults and the CA file the static pod mounts. Not owned;
+  // nullptr is defaultDistro() (kubeadm).
+  const Distro* distro = nullptr;
 };
 
 // Parses and checks the document; `fileName` only labels errors. On failure returns every error,

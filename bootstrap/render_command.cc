@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "bootstrap/atomic_file.h"
+#include "bootstrap/distro.h"
 #include "bootstrap/manifest_files.h"
 #include "bootstrap/renderer.h"
 #include "bootstrap/static_pod_template.h"
@@ -22,7 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kDescription =
-    "Renders the vipd config and the kubelet static-pod manifest from an instance-metadata "
+    "Renders the vipd config, the node file and the kubelet static-pod manifest from an "
+    "instance-metadata "
     "document (JSON or YAML; see docs/metadata.md). Nothing is written unless the metadata "
     "renders and validates and, with --strict, the manifest directory holds no stray files.";
 
@@ -37,7 +39,9 @@ constexpr size_t kMaxMetadataSize = size_t{1} << 20;
 struct Options {
   std::string metadata;
   std::string configOut;
-  std::string manifestDir;
+  std::optional<std::string> nodeOut;  // default: node.yaml beside configOut
+  const Distro* distro = &defaultDistro();
+  std::optional<std::string> manifestDir;  // default: the distribution's static-pod directory
   std::optional<std::string> archiveDir;
   std::optional<std::string> image;
   bool strict = false;
@@ -67,10 +71,22 @@ void addOptions(CLI::App& app, Options& options) {
       ->option_text("PATH")
       ->required()
       ->check(cli::nonEmpty());
+  app.add_option("--node-out", options.nodeOut,
+                 "where this node's facts go for the DaemonSet's --node-config (absolute; "
+                 "default: node.yaml in --config-out's directory)")
+      ->option_text("PATH")
+      ->check(cli::nonEmpty());
+  std::vector<std::pair<std::string, const Distro*>> choices;
+  for (const Distro& d : distros()) {
+    choices.emplace_back(std::string(d.name), &d);
+  }
+  cli::addChoice(app, "--distro", options.distro, choices,
+                 "the Kubernetes distribution: its static-pod directory, apiserver CA and port "
+                 "(default kubeadm)");
   app.add_option("--manifest-dir", options.manifestDir,
-                 "kubelet's static-pod directory; vipd's manifest is DIR/vipd.yaml")
+                 "kubelet's static-pod directory; vipd's manifest is DIR/vipd.yaml (default: the "
+                 "distribution's, /etc/kubernetes/manifests for kubeadm)")
       ->option_text("DIR")
-      ->required()
       ->check(cli::nonEmpty());
   app.add_option("--image", options.image,
                  "the static pod's image, when the metadata has none (default: this vipd's "
@@ -128,6 +144,8 @@ namespace {
 struct RenderPaths {
   fs::path config;
   fs::path configDir;
+  fs::path node;
+  fs::path nodeDir;
   fs::path manifestDir;
   fs::path manifest;
   fs::path archiveDir;
@@ -137,7 +155,9 @@ RenderPaths renderPaths(const Options& options) {
   RenderPaths p;
   p.config = fs::path(options.configOut);
   p.configDir = p.config.parent_path();
-  p.manifestDir = directoryPath(options.manifestDir);
+  p.node = options.nodeOut ? fs::path(*options.nodeOut) : p.configDir / "node.yaml";
+  p.nodeDir = p.node.parent_path();
+  p.manifestDir = directoryPath(options.manifestDir.value_or(std::string(options.distro->staticPodDir)));
   p.manifest = p.manifestDir / kManifestFileName;
   p.archiveDir = options.archiveDir ? directoryPath(*options.archiveDir)
                                     : p.manifestDir.parent_path() / "vipd-manifest-archive";
@@ -151,6 +171,15 @@ std::optional<std::string> pathProblem(const RenderPaths& p) {
                        "read the config as a pod: put it elsewhere, such as "
                        "/etc/vipd/vipd.yaml",
                        p.config.string(), p.manifestDir.string());
+  }
+  if (isWithin(p.nodeDir, p.manifestDir)) {
+    return fmt::format("--node-out {} is in the manifest directory {}; kubelet would read it as a "
+                       "pod: put it elsewhere, such as /etc/vipd/node.yaml",
+                       p.node.string(), p.manifestDir.string());
+  }
+  if (p.node == p.config) {
+    return fmt::format("--node-out and --config-out are both {}; the node file is a file of its "
+                       "own", p.config.string());
   }
   if (isWithin(p.archiveDir, p.manifestDir)) {
     return fmt::format("the archive directory {} is in the manifest directory {}, where "
@@ -276,6 +305,11 @@ int runRenderCommand(const std::vector<std::string>& args, const RenderEnvironme
   if (auto problem = configOutProblem(options.configOut)) {
     return usage(*problem);
   }
+  if (options.nodeOut) {
+    if (auto problem = configOutProblem(*options.nodeOut)) {
+      return usage(fmt::format("--node-out: {}", *problem));
+    }
+  }
   const RenderPaths paths = renderPaths(options);
   if (auto problem = pathProblem(paths)) {
     return usage(*problem);
@@ -285,7 +319,8 @@ int runRenderCommand(const std::vector<std::string>& args, const RenderEnvironme
     return o.fail(metadataText.error());
   }
   auto rendered = render({*metadataText, options.metadata, options.configOut, options.image,
-                          env.manifestTemplate, env.templateName, env.defaultImage});
+                          env.manifestTemplate, env.templateName, env.defaultImage, options.distro,
+                          paths.node.string()});
   if (!rendered) {
     for (const auto& error : rendered.error()) {
       *env.err << error.toString() << '\n';
@@ -304,7 +339,8 @@ int runRenderCommand(const std::vector<std::string>& args, const RenderEnvironme
       return o.fail(*problem);
     }
   }
-  std::vector<std::pair<fs::path, mode_t>> directories = {{paths.configDir, kDirectoryMode}};
+  std::vector<std::pair<fs::path, mode_t>> directories = {{paths.configDir, kDirectoryMode},
+                                                          {paths.nodeDir, kDirectoryMode}};
   if (touchManifestDir) {
     directories.emplace_back(paths.archiveDir, kArchiveMode);
   }
@@ -322,6 +358,14 @@ int runRenderCommand(const std::vector<std::string>& args, const RenderEnvironme
   }
   o.line(fmt::format("{} {}", *config == WriteOutcome::Written ? "wrote" : "unchanged",
                      paths.config.string()));
+  // The node file before the manifest too; the DaemonSet reads it, the static pod does not.
+  auto node = writeFileAtomically(paths.node, rendered->nodeConfig, paths.nodeDir, kConfigMode);
+  if (!node) {
+    return o.fail(fmt::format("{}; the config is written, the manifest was not changed",
+                              node.error()));
+  }
+  o.line(fmt::format("{} {}", *node == WriteOutcome::Written ? "wrote" : "unchanged",
+                     paths.node.string()));
   return writeOrRemoveManifest(rendered->manifest, paths, env.now(), o);
 }
 

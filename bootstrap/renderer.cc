@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "bootstrap/template_filler.h"
+#include "config/config_layers.h"
 #include "config/config_parser.h"
 
 namespace vipd::bootstrap {
@@ -94,26 +95,36 @@ Errors validateRendered(std::string_view text, const std::string& configPath) {
   return errors;
 }
 
-}  // namespace
+const Distro& distroOf(const RenderInput& input) {
+  return input.distro ? *input.distro : defaultDistro();
+}
 
-std::string renderConfig(const InstanceMetadata& metadata, std::string_view metadataPath) {
-  std::string out;
-  auto line = [&out](std::string_view text) {
-    out += text;
-    out += '\n';
-  };
+// One line of text at a time.
+class Lines {
+ public:
+  void operator()(std::string_view text) {
+    out_ += text;
+    out_ += '\n';
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+void renderHeader(Lines& line, std::string_view metadataPath, std::string_view kind) {
   line(fmt::format("# Rendered by `vipd render` from {}; do not edit.", commentSafe(metadataPath)));
   line("# Change the instance metadata and render again (docs/metadata.md).");
   line(fmt::format("apiVersion: {}", scalar("vipd.io/v1alpha1")));
-  line("kind: SpeakerConfiguration");
-  line(fmt::format("mode: {}", config::modeName(config::Mode::StaticPod)));
+  line(fmt::format("kind: {}", kind));
+}
+
+void renderRouterIdAndAsn(Lines& line, const InstanceMetadata& metadata) {
   line(fmt::format("routerId: {}", scalar(metadata.routerId.toString())));
   line(fmt::format("localAsn: {}", metadata.localAsn));
-  line("vips:");
-  for (const auto& vip : metadata.vips) {
-    line(fmt::format("  - address: {}", scalar(vip.toString())));
-    line(fmt::format("    interface: {}", kVipInterface));
-  }
+}
+
+void renderPeers(Lines& line, const InstanceMetadata& metadata) {
   line("peers:");
   for (const auto& peer : metadata.peers) {
     line(fmt::format("  - address: {}", scalar(peer.address.toString())));
@@ -124,6 +135,46 @@ std::string renderConfig(const InstanceMetadata& metadata, std::string_view meta
     if (peer.passwordFile) {
       line(fmt::format("    passwordFile: {}", scalar(*peer.passwordFile)));
     }
+  }
+}
+
+// Checks the node file: merged under the config without its node facts, it must give exactly the
+// config the static pod runs with, so the DaemonSet and the static pod speak as the same node.
+Errors validateNodeConfig(const InstanceMetadata& metadata, const Rendered& rendered,
+                          const RenderInput& input) {
+  std::string policy = renderConfig(metadata, input.metadataPath, false);
+  auto layered = config::parseConfigLayers(
+      {policy, fmt::format("rendered {} without node facts", input.configPath)},
+      config::ConfigFile{rendered.nodeConfig, fmt::format("rendered {}", input.nodeConfigPath)});
+  if (!layered) {
+    return layered.error();
+  }
+  auto whole = config::parseConfig(rendered.config, input.configPath);
+  if (!whole || layered->config != *whole) {
+    return {{input.nodeConfigPath, 0, 0, "",
+             "the rendered node file does not carry the same node facts as the rendered config; "
+             "this is a bug in vipd render"}};
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string renderConfig(const InstanceMetadata& metadata, std::string_view metadataPath,
+                         bool nodeFacts) {
+  Lines line;
+  renderHeader(line, metadataPath, "SpeakerConfiguration");
+  line(fmt::format("mode: {}", config::modeName(config::Mode::StaticPod)));
+  if (nodeFacts) {
+    renderRouterIdAndAsn(line, metadata);
+  }
+  line("vips:");
+  for (const auto& vip : metadata.vips) {
+    line(fmt::format("  - address: {}", scalar(vip.toString())));
+    line(fmt::format("    interface: {}", kVipInterface));
+  }
+  if (nodeFacts) {
+    renderPeers(line, metadata);
   }
   line("health:");
   line(fmt::format("  type: {}", scalar(metadata.health.type)));
@@ -142,7 +193,17 @@ std::string renderConfig(const InstanceMetadata& metadata, std::string_view meta
   line(fmt::format("  stateDir: {}", scalar(kStateDir)));
   line("metrics:");
   line(fmt::format("  listen: {}", scalar(fmt::format("{}:{}", kMetricsAddress, kMetricsPort))));
-  return out;
+  return line.take();
+}
+
+std::string renderNodeConfig(const InstanceMetadata& metadata, std::string_view metadataPath) {
+  Lines line;
+  renderHeader(line, metadataPath, config::kNodeConfigKind);
+  line("# This node's own facts. The DaemonSet reads this file (vipd --node-config) and merges it");
+  line("# with its ConfigMap; the static pod's config carries the same values.");
+  renderRouterIdAndAsn(line, metadata);
+  renderPeers(line, metadata);
+  return line.take();
 }
 
 Result<Rendered> render(const RenderInput& input) {
@@ -151,13 +212,17 @@ Result<Rendered> render(const RenderInput& input) {
   }
   auto metadata =
       parseMetadata(input.metadataText, input.metadataPath,
-                    {input.configPath, input.image, input.defaultImage});
+                    {input.configPath, input.image, input.defaultImage, input.distro});
   if (!metadata) {
     return tl::unexpected(metadata.error());
   }
   Rendered rendered;
   rendered.config = renderConfig(*metadata, input.metadataPath);
   if (Errors errors = validateRendered(rendered.config, input.configPath); !errors.empty()) {
+    return tl::unexpected(std::move(errors));
+  }
+  rendered.nodeConfig = renderNodeConfig(*metadata, input.metadataPath);
+  if (Errors errors = validateNodeConfig(*metadata, rendered, input); !errors.empty()) {
     return tl::unexpected(std::move(errors));
   }
   if (!metadata->bootstrapEnabled) {
@@ -175,6 +240,7 @@ Result<Rendered> render(const RenderInput& input) {
                                 {"CONFIG_PATH", configPath.string()},
                                 {"CONFIG_DIR", configPath.parent_path().string()},
                                 {"METRICS_PORT", std::to_string(kMetricsPort)},
+                                {"CA_FILE", std::string(distroOf(input).caFile)},
                                 {"CONTROL_SOCKET", std::string(kControlSocket)}});
   if (!manifest) {
     return tl::unexpected(manifest.error());

@@ -1,4 +1,5 @@
-// `vipd render`'s pure core: instance metadata in, the vipd config and the static-pod manifest out.
+// `vipd render`'s pure core: instance metadata in, the vipd config, the node file and the
+// static-pod manifest out.
 // Deterministic: the same input gives byte-identical output, and nothing is read from the machine
 // it runs on (no interfaces, no clock, no files).
 #pragma once
@@ -37,10 +38,15 @@ struct RenderInput {
   std::optional<std::string_view> manifestTemplate;
   std::string templateName;  // labels template errors
   std::string defaultImage;  // MetadataContext::defaultImage
+  const Distro* distro = nullptr;  // --distro; nullptr is kubeadm
+  std::string nodeConfigPath;      // --node-out: labels the node file's errors
 };
 
 struct Rendered {
   std::string config;
+  // The node file (config_layers.h): this node's router ID, AS and peers, which the DaemonSet
+  // reads with --node-config. The same values as in `config`, checked to be.
+  std::string nodeConfig;
   // nullopt when the metadata disables bootstrap: the static pod must go away.
   std::optional<std::string> manifest;
 };
@@ -51,7 +57,11 @@ struct Rendered {
 // with the offending rendered line quoted), or the template's. Nothing is returned on any error.
 [[nodiscard]] Result<Rendered> render(const RenderInput& input);
 
-// The config text for `metadata`, before validation. The header names `metadataPath`.
-std::string renderConfig(const InstanceMetadata& metadata, std::string_view metadataPath);
+// The config text for `metadata`, before validation. The header names `metadataPath`. Without
+// `nodeFacts` it leaves out what the node file holds (routerId, localAsn, peers).
+std::string renderConfig(const InstanceMetadata& metadata, std::string_view metadataPath,
+                         bool nodeFacts = true);
+// The node file's text for `metadata`, before validation.
+std::string renderNodeConfig(const InstanceMetadata& metadata, std::string_view metadataPath);
 
 }  // namespace vipd::bootstrap

@@ -81,6 +81,7 @@ def test() -> None:
         vipd = lab.vipd_binary()
         config_dir = os.path.join(tmp, "etc", "vipd")
         config = os.path.join(config_dir, "vipd.yaml")
+        node = os.path.join(config_dir, "node.yaml")
         manifests = os.path.join(tmp, "etc", "kubernetes", "manifests")
         manifest = os.path.join(manifests, "vipd.yaml")
         archive = os.path.join(tmp, "etc", "kubernetes", "vipd-manifest-archive")
@@ -103,7 +104,8 @@ def test() -> None:
         lab.check(p.returncode == 0, f"render should exit 0, not {p.returncode}")
         lab.check(p.stdout.splitlines() == [f"created directory {config_dir}",
                                             f"created directory {archive}",
-                                            f"wrote {config}", f"wrote {manifest}"],
+                                            f"wrote {config}", f"wrote {node}",
+                                            f"wrote {manifest}"],
                   f"unexpected output: {p.stdout!r}")
         lab.check(p.stderr == "", f"no warnings expected: {p.stderr!r}")
         text = read(config)
@@ -134,7 +136,8 @@ def test() -> None:
         before = {f: (os.stat(f).st_ino, os.stat(f).st_mtime_ns) for f in (config, manifest)}
         p = cmd(render)
         lab.check(p.returncode == 0, f"a second render should exit 0, not {p.returncode}")
-        lab.check(p.stdout.splitlines() == [f"unchanged {config}", f"unchanged {manifest}"],
+        lab.check(p.stdout.splitlines() == [f"unchanged {config}", f"unchanged {node}",
+                                                  f"unchanged {manifest}"],
                   f"a second render should change nothing: {p.stdout!r}")
         after = {f: (os.stat(f).st_ino, os.stat(f).st_mtime_ns) for f in (config, manifest)}
         lab.check(before == after, "unchanged files keep their inode and mtime")
@@ -143,6 +146,7 @@ def test() -> None:
         p = cmd([vipd, "render", f"--metadata={metadata}", f"--config-out={config}",
                  f"--manifest-dir={manifests}"])
         lab.check(p.returncode == 0 and p.stdout.splitlines() == [f"unchanged {config}",
+                                                                  f"unchanged {node}",
                                                                   f"unchanged {manifest}"],
                   f"--flag=value should render as --flag value does: {p.stdout!r}")
         p = cmd([vipd, "render", "--help"])

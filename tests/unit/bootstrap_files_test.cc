@@ -308,6 +308,7 @@ class BootstrapRenderCommand : public ::testing::Test {
   fs::path etc_ = tmp_ / "etc";
   fs::path metadata_ = tmp_ / "metadata.yaml";
   fs::path config_ = etc_ / "vipd" / "vipd.yaml";
+  fs::path node() const { return config_.parent_path() / "node.yaml"; }
   fs::path manifests_ = etc_ / "kubernetes" / "manifests";
   fs::path manifest_ = manifests_ / "vipd.yaml";
   fs::path archive_ = etc_ / "kubernetes" / "vipd-manifest-archive";
@@ -319,9 +320,12 @@ class BootstrapRenderCommand : public ::testing::Test {
 TEST_F(BootstrapRenderCommand, WritesTheConfigAndTheManifest) {
   DirWatch watch(manifests_);
   ASSERT_EQ(run(), 0) << err();
-  EXPECT_EQ(out(), fmt::format("created directory {}\ncreated directory {}\nwrote {}\nwrote {}\n",
-                               config_.parent_path().string(), archive_.string(), config_.string(),
-                               manifest_.string()));
+  EXPECT_EQ(out(),
+            fmt::format("created directory {}\ncreated directory {}\nwrote {}\nwrote {}\nwrote {}\n",
+                        config_.parent_path().string(), archive_.string(), config_.string(),
+                        node().string(), manifest_.string()));
+  EXPECT_THAT(readFile(node()), HasSubstr("kind: NodeConfiguration\n"));
+  EXPECT_THAT(readFile(node()), HasSubstr("\nrouterId: 192.0.2.11\n"));
   EXPECT_EQ(err(), "");
   EXPECT_THAT(readFile(config_), HasSubstr("routerId: 192.0.2.11\n"));
   EXPECT_THAT(readFile(manifest_),
@@ -341,7 +345,8 @@ TEST_F(BootstrapRenderCommand, SameInputLeavesEveryFileUnchanged) {
   DirWatch watch(manifests_);
   ASSERT_EQ(run(), 0) << err();
   EXPECT_EQ(out(),
-            fmt::format("unchanged {}\nunchanged {}\n", config_.string(), manifest_.string()));
+            fmt::format("unchanged {}\nunchanged {}\nunchanged {}\n", config_.string(),
+                        node().string(), manifest_.string()));
   EXPECT_EQ(statOf(config_).st_ino, config.st_ino);
   EXPECT_EQ(statOf(config_).st_mtim.tv_nsec, config.st_mtim.tv_nsec);
   EXPECT_EQ(statOf(manifest_).st_ino, manifest.st_ino);
@@ -358,7 +363,8 @@ TEST_F(BootstrapRenderCommand, ANewImageArchivesTheOldManifest) {
   DirWatch watch(manifests_);
   ASSERT_EQ(run(), 0) << err();
   auto archived = archive_ / "vipd-20250102T030405Z.yaml";
-  EXPECT_EQ(out(), fmt::format("unchanged {}\narchived {} as {}\nwrote {}\n", config_.string(),
+  EXPECT_EQ(out(), fmt::format("unchanged {}\nunchanged {}\narchived {} as {}\nwrote {}\n",
+                               config_.string(), node().string(),
                                manifest_.string(), archived.string(), manifest_.string()));
   EXPECT_EQ(readFile(archived), old);
   EXPECT_THAT(readFile(manifest_), HasSubstr("registry.example/vipd:0.2.0"));
@@ -447,16 +453,18 @@ TEST_F(BootstrapRenderCommand, BootstrapDisabledMovesTheManifestToTheArchive) {
   DirWatch watch(manifests_);
   ASSERT_EQ(run(), 0) << err();
   auto archived = archive_ / "vipd-20250102T030405Z.yaml";
-  EXPECT_EQ(out(), fmt::format("unchanged {}\nremoved {} (bootstrap.enabled is false); archived "
-                               "as {}\n",
-                               config_.string(), manifest_.string(), archived.string()));
+  EXPECT_EQ(out(), fmt::format("unchanged {}\nunchanged {}\nremoved {} (bootstrap.enabled is "
+                               "false); archived as {}\n",
+                               config_.string(), node().string(), manifest_.string(),
+                               archived.string()));
   EXPECT_EQ(readFile(archived), manifest);
   EXPECT_THAT(listDir(manifests_), ElementsAre("etcd.yaml"));
   EXPECT_THAT(watch.events(), ElementsAre("MOVED_FROM vipd.yaml"));
 
   ASSERT_EQ(run(), 0) << err();
-  EXPECT_EQ(out(), fmt::format("unchanged {}\nno {} to remove (bootstrap.enabled is false)\n",
-                               config_.string(), manifest_.string()));
+  EXPECT_EQ(out(), fmt::format("unchanged {}\nunchanged {}\nno {} to remove (bootstrap.enabled is "
+                               "false)\n",
+                               config_.string(), node().string(), manifest_.string()));
 }
 
 TEST_F(BootstrapRenderCommand, ArchiveDirectoryCanBeChosen) {
@@ -489,7 +497,14 @@ TEST_F(BootstrapRenderCommand, UsageErrors) {
   std::vector<Case> cases = {
       {{}, "--metadata FILE is required"},
       {{"--metadata", m, "--manifest-dir", d}, "--config-out PATH is required"},
-      {{"--metadata", m, "--config-out", c}, "--manifest-dir DIR is required"},
+      {{"--metadata", m, "--config-out", c, "--distro", "openshift", "--manifest-dir", d},
+       "--distro must be kubeadm, k3s or rke2"},
+      {{"--metadata", m, "--config-out", c, "--node-out", "node.yaml", "--manifest-dir", d},
+       "--node-out: --config-out must be an absolute path"},
+      {{"--metadata", m, "--config-out", c, "--node-out", c, "--manifest-dir", d},
+       "--node-out and --config-out are both"},
+      {{"--metadata", m, "--config-out", c, "--node-out", d + "/node.yaml", "--manifest-dir", d},
+       "--node-out " + d + "/node.yaml is in the manifest directory"},
       {{"--metadata", m, "--config-out", c, "--manifest-dir", d, "--force"},
        "unknown argument '--force'"},
       {{"--metadata", m, "--config-out", c, "--manifest-dir"}, "--manifest-dir needs a value"},

@@ -3,6 +3,7 @@
 //
 // To regenerate the golden files after an intended change, run the test with
 // VIPD_UPDATE_GOLDEN=1 and review the diff.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include "bootstrap/renderer.h"
 #include "bootstrap/template_filler.h"
 #include "bootstrap_test_support.h"
+#include "config/config_layers.h"
 #include "config/config_parser.h"
 
 namespace vipd::bootstrap {
@@ -25,6 +27,7 @@ using testing::readFile;
 using testing::strings;
 
 constexpr std::string_view kConfigPath = "/etc/vipd/vipd.yaml";
+constexpr std::string_view kNodeConfigPath = "/etc/vipd/node.yaml";
 
 struct Golden {
   std::string name;  // tests/data/bootstrap/<name>.metadata.<ext> -> <name>.config.yaml, ...
@@ -41,7 +44,7 @@ Result<Rendered> renderData(const std::string& metadataFile, std::optional<std::
   // The header names the metadata by the path given; the file name keeps goldens independent
   // of where the source tree lives.
   return render({text, metadataFile, std::string(kConfigPath), std::move(image), templateText,
-                 "static-pod-template.yaml"});
+                 "static-pod-template.yaml", "", nullptr, std::string(kNodeConfigPath)});
 }
 
 void expectGolden(const std::string& fileName, const std::string& actual) {
@@ -63,6 +66,54 @@ TEST_P(BootstrapGolden, ConfigAndManifestAreByteExact) {
   expectGolden(g.name + ".config.yaml", rendered->config);
   ASSERT_TRUE(rendered->manifest.has_value());
   expectGolden(g.name + ".manifest.yaml", *rendered->manifest);
+  expectGolden(g.name + ".node.yaml", rendered->nodeConfig);
+}
+
+// The node file under the config without its node facts is the config the static pod runs: the
+// DaemonSet, reading the node file, speaks as the same node.
+TEST_P(BootstrapGolden, TheNodeFileCarriesTheNodeFacts) {
+  const Golden& g = GetParam();
+  std::string templateText = testing::testTemplate();
+  auto rendered = renderData(g.metadataFile, g.image, templateText);
+  ASSERT_TRUE(rendered.has_value()) << joined(strings(rendered.error()));
+  auto whole = config::parseConfig(rendered->config, kConfigPath);
+  ASSERT_TRUE(whole.has_value());
+  auto node = config::parseConfigLayers(
+      {"apiVersion: vipd.io/v1alpha1\nkind: SpeakerConfiguration\nmode: static-pod\n" +
+           std::string(rendered->config.substr(rendered->config.find("vips:"))),
+       "policy"},
+      config::ConfigFile{rendered->nodeConfig, "node.yaml"});
+  // The policy above still has the peers: the node file carrying them too is the error that
+  // proves the node file holds them.
+  ASSERT_FALSE(node.has_value());
+  EXPECT_THAT(joined(strings(node.error())), HasSubstr("peers: set in both policy"));
+  EXPECT_THAT(rendered->nodeConfig, HasSubstr("kind: NodeConfiguration\n"));
+  EXPECT_THAT(rendered->nodeConfig,
+              HasSubstr(fmt::format("routerId: {}\n", whole->routerId.toString())));
+  EXPECT_THAT(rendered->nodeConfig, HasSubstr(fmt::format("localAsn: {}\n", whole->localAsn)));
+  EXPECT_EQ(rendered->nodeConfig.find("vips:"), std::string::npos);
+}
+
+// --distro k3s and rke2: the health check asks their apiserver and trusts their server CA, and
+// the static pod mounts that CA.
+TEST(BootstrapRender, EachDistroHasItsOwnCaAndStaticPodDirectory) {
+  std::string text = readFile(kDataDir / "ipv4-only.metadata.yaml");
+  std::string templateText = testing::testTemplate();
+  for (const Distro& d : distros()) {
+    auto rendered = render({text, "m.yaml", std::string(kConfigPath), std::nullopt, templateText,
+                            "t.yaml", "vipd:1", &d, std::string(kNodeConfigPath)});
+    ASSERT_TRUE(rendered.has_value()) << d.name << ": " << joined(strings(rendered.error()));
+    auto config = config::parseConfig(rendered->config, kConfigPath);
+    ASSERT_TRUE(config.has_value()) << d.name;
+    EXPECT_EQ(config->health.caFile, d.caFile) << d.name;
+    EXPECT_EQ(config->health.url, fmt::format("https://127.0.0.1:{}/readyz", d.apiserverPort));
+    ASSERT_TRUE(rendered->manifest.has_value());
+    EXPECT_THAT(*rendered->manifest, HasSubstr(fmt::format("path: \"{}\"", d.caFile))) << d.name;
+  }
+  EXPECT_EQ(findDistro("k3s")->staticPodDir, "/var/lib/rancher/k3s/agent/pod-manifests");
+  EXPECT_EQ(findDistro("rke2")->caFile, "/var/lib/rancher/rke2/server/tls/server-ca.crt");
+  EXPECT_EQ(defaultDistro().name, "kubeadm");
+  EXPECT_EQ(findDistro("openshift"), nullptr);
 }
 
 TEST_P(BootstrapGolden, RenderingTwiceIsByteIdentical) {
