@@ -35,15 +35,14 @@ def pod_status(P: pods.PodLab, container: str) -> dict:
 
 
 def daemonset_docs(P: pods.PodLab) -> list[dict]:
-    """`kubectl kustomize` of an overlay of manifests/: the site's vipd.yaml (the shipped one with
-    this lab's AS numbers and fabric peer) and the image pinned to this build."""
+    """`kubectl kustomize` of an overlay of manifests/: the site's vipd.yaml (the shipped one, as
+    it is: this node's AS and fabric peer come from the node file `vipd render` wrote for the
+    static pod) and the image pinned to this build."""
     yaml = pods.yaml_module()
     overlay = P.L.path("overlay")
     os.makedirs(overlay)
     with open(os.path.join(pods.SOURCE_DIR, "manifests", "daemonset", "vipd.yaml")) as f:
         config = yaml.safe_load(f)
-    config["localAsn"] = pods.NODE_ASN
-    config["peers"] = [{"address": lab.FABRIC_V4, "asn": lab.FABRIC_ASN}]
     with open(os.path.join(overlay, "vipd.yaml"), "w") as f:
         yaml.safe_dump(config, f, sort_keys=False)
     kustomization = {

@@ -11,14 +11,16 @@ Asserts:
   NET_ADMIN + NET_BIND_SERVICE with ALL dropped (tests/e2e/test_capabilities.py runs vipd with
   that set), not privileged, no privilege escalation, read-only root,
   the preStop `vipctl ... withdraw --wait --transient` on the config's control socket, probes on
-  127.0.0.1 and the config's metrics port, NODE_IP from status.hostIP passed as --router-id, the
-  ConfigMap mounted where --config points, hostPaths for every directory the config names, a
-  selector that does not match the static pod, and a grace period above the config's drain;
-- the ConfigMap's vipd.yaml: no routerId, no sourceAddress, mode daemonset, the socket and
-  metrics address above, TEST-NET example values, the apiserver check against the mounted CA;
-  `vipd validate --router-id 192.0.2.11` accepts it, and rejects it once routerId is also in the
-  file, or when neither gives one;
-- the static-pod template holds exactly the five placeholders, is YAML as it stands, and after
+  127.0.0.1 and the config's metrics port, the ConfigMap mounted where --config points and the
+  host's /etc/vipd (read-only) where --node-config points, hostPaths for every directory the
+  config names, a selector that does not match the static pod, and a grace period above the
+  config's drain;
+- the ConfigMap's vipd.yaml: cluster-wide policy only (no routerId, localAsn or peers: those are
+  the node file's), mode daemonset, the socket and metrics address above, TEST-NET example
+  values, the apiserver check against the mounted CA; `vipd validate` accepts it with a node
+  file as `vipd render` writes one, refuses it without one (no router ID, AS or peers), and
+  refuses a node file that also sets a key the ConfigMap sets, naming both files;
+- the static-pod template holds exactly the six placeholders, is YAML as it stands, and after
   substitution is a Pod with the same security fields, probes on METRICS_PORT and the preStop
   on CONTROL_SOCKET;
 - one version: the DaemonSet's image is localhost/vipd:<meson's project version> (the release
@@ -43,7 +45,16 @@ yaml = yaml_module()
 MANIFESTS = os.path.join(SOURCE_DIR, "manifests")
 STATIC_POD = os.path.join(MANIFESTS, "static-pod", "vipd.yaml")
 VIPD = os.path.join(BUILD_DIR, "daemon", "vipd")
-ROUTER_ID = "192.0.2.11"  # what the downward API would give as status.hostIP
+ROUTER_ID = "192.0.2.11"
+# A node file as `vipd render` writes one (tests/data/bootstrap/*.node.yaml).
+NODE_FILE = f"""apiVersion: vipd.io/v1alpha1
+kind: NodeConfiguration
+routerId: {ROUTER_ID}
+localAsn: 64513
+peers:
+  - address: 192.0.2.1
+    asn: 64512
+"""
 
 # kustomize v5 (kubectl >= 1.27) still builds `bases:` but says so on stderr; v2.0.3 (kubectl
 # 1.20, Debian 12) accepts a directory only there.
@@ -55,11 +66,14 @@ PLACEHOLDERS = {
     "CONFIG_DIR": "/etc/vipd",
     "METRICS_PORT": "9473",
     "CONTROL_SOCKET": "/run/vipd/static-pod.sock",
+    "CA_FILE": "/etc/kubernetes/pki/ca.crt",
 }
 
 CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
-CONFIG_MOUNT = "/etc/vipd/config"
+CONFIG_MOUNT = "/etc/vipd-cluster"
 CONFIG_FILE = CONFIG_MOUNT + "/vipd.yaml"
+NODE_DIR = "/etc/vipd"
+NODE_CONFIG = NODE_DIR + "/node.yaml"
 CA_FILE = "/etc/kubernetes/pki/ca.crt"
 
 
@@ -141,7 +155,8 @@ def check_pod_common(c: Checks, who: str, spec: dict, port: int, socket: str) ->
 
 def check_config(c: Checks, text: str, ds_spec: dict, ctr: dict) -> dict:
     cfg = yaml.safe_load(text)
-    c.expect("routerId" not in cfg, "ConfigMap: no routerId (it comes only from --router-id)")
+    for key in ("routerId", "localAsn", "peers"):
+        c.expect(key not in cfg, f"ConfigMap: no {key} (a node fact: the node file's)")
     c.equal(cfg.get("mode"), "daemonset", "ConfigMap: mode daemonset")
     c.equal(cfg.get("control", {}).get("socket"), "/run/vipd/vipd.sock", "ConfigMap: socket")
     c.equal(cfg.get("control", {}).get("stateDir", "/var/lib/vipd"), "/var/lib/vipd",
@@ -149,13 +164,8 @@ def check_config(c: Checks, text: str, ds_spec: dict, ctr: dict) -> dict:
     c.equal(cfg.get("handoff", {}).get("dir", "/run/vipd"), "/run/vipd",
             "ConfigMap: handoff.dir is the hostPath")
     c.equal(cfg.get("metrics", {}).get("listen"), "127.0.0.1:9472", "ConfigMap: metrics.listen")
-    c.expect(all("sourceAddress" not in p for p in cfg.get("peers", [])),
-             "ConfigMap: no peers[].sourceAddress (node-specific)")
-    c.equal(cfg.get("localAsn"), 64513, "ConfigMap: example localAsn")
     c.equal([v.get("address") for v in cfg.get("vips", [])], ["203.0.113.10/32"],
             "ConfigMap: example VIP")
-    c.equal([(p.get("address"), p.get("asn")) for p in cfg.get("peers", [])],
-            [("192.0.2.1", 64512), ("192.0.2.2", 64512)], "ConfigMap: example peers")
     health = cfg.get("health", {})
     c.equal((health.get("type"), health.get("caFile")), ("apiserver", CA_FILE),
             "ConfigMap: apiserver health check against the cluster CA")
@@ -177,22 +187,27 @@ def check_validate(c: Checks, text: str) -> None:
         config = os.path.join(tmp, "vipd.yaml")
         with open(config, "w") as f:
             f.write(text)
-        p = run([VIPD, "validate", "--config", config, "--router-id", ROUTER_ID])
-        c.equal(p.returncode, 0, f"ConfigMap's vipd.yaml validates with --router-id: "
+        node = os.path.join(tmp, "node.yaml")
+        with open(node, "w") as f:
+            f.write(NODE_FILE)
+        p = run([VIPD, "validate", "--config", config, "--node-config", node])
+        c.equal(p.returncode, 0, f"ConfigMap's vipd.yaml validates with a node file: "
                 f"{(p.stdout + p.stderr).strip()}")
 
         p = run([VIPD, "validate", "--config", config])
-        c.expect(p.returncode != 0 and "routerId" in p.stdout + p.stderr,
-                 f"without --router-id it is refused (no router ID at all): exit {p.returncode}")
+        out = p.stdout + p.stderr
+        c.expect(p.returncode != 0 and all(k in out for k in ("routerId", "localAsn", "peers")),
+                 f"without the node file it is refused (no router ID, AS or peers): exit "
+                 f"{p.returncode}")
 
-        twice = os.path.join(tmp, "router-id-twice.yaml")
+        twice = os.path.join(tmp, "node-with-vips.yaml")
         with open(twice, "w") as f:
-            f.write(text.replace("kind: SpeakerConfiguration\n",
-                                 f"kind: SpeakerConfiguration\nrouterId: {ROUTER_ID}\n", 1))
-        p = run([VIPD, "validate", "--config", twice, "--router-id", ROUTER_ID])
+            f.write(NODE_FILE + "vips: [{address: 203.0.113.99/32}]\n")
+        p = run([VIPD, "validate", "--config", config, "--node-config", twice])
         out = (p.stdout + p.stderr).strip()
-        c.expect(p.returncode == 1 and "routerId" in out,
-                 f"routerId in the file and --router-id is an error: exit {p.returncode}: {out}")
+        c.expect(p.returncode == 1 and f"vips: set in both {config}" in out and twice in out,
+                 f"a key in the ConfigMap and the node file is an error naming both: exit "
+                 f"{p.returncode}: {out}")
     finally:
         shutil.rmtree(tmp)
 
@@ -230,11 +245,10 @@ def check_daemonset(c: Checks, objects: list[dict]) -> dict:
              "DaemonSet: tolerates the control-plane NoSchedule taint")
 
     ctr = check_pod_common(c, "DaemonSet", spec, 9472, "/run/vipd/vipd.sock")
-    env = {e["name"]: e for e in ctr.get("env", [])}
-    c.equal(env.get("NODE_IP", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath"),
-            "status.hostIP", "DaemonSet: NODE_IP from the downward API's status.hostIP")
-    c.equal(ctr.get("args"), ["--config", CONFIG_FILE, "--router-id", "$(NODE_IP)"],
-            "DaemonSet: args --config and --router-id $(NODE_IP)")
+    c.equal(ctr.get("args"), ["--config", CONFIG_FILE, "--node-config", NODE_CONFIG],
+            "DaemonSet: args --config (the ConfigMap) and --node-config (the node file)")
+    c.equal(host_paths(spec, ctr).get(NODE_DIR), (NODE_DIR, True, "Directory"),
+            f"DaemonSet: the host's {NODE_DIR} read-only at the same path (node file, keys)")
     volumes = {v["name"]: v for v in spec.get("volumes", [])}
     config_mounts = [m for m in ctr.get("volumeMounts", []) if m.get("mountPath") == CONFIG_MOUNT]
     config_volume = volumes.get(config_mounts[0]["name"], {}) if config_mounts else {}
