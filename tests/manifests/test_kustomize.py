@@ -23,6 +23,8 @@ Asserts:
 - the static-pod template holds exactly the six placeholders, is YAML as it stands, and after
   substitution is a Pod with the same security fields, probes on METRICS_PORT and the preStop
   on CONTROL_SOCKET;
+- manifests/distros/k3s and rke2: the base with only the CA volume's host path changed, to the
+  CA file `vipd render --distro` mounts into the static pod and names in health.caFile;
 - one version: the DaemonSet's image is localhost/vipd:<meson's project version> (the release
   CHANGELOG.md's first entry describes), and no image anywhere in manifests/ or in what kustomize
   builds is `:latest` or untagged; in both pods VIPD_CONTROL_SOCKET (vipctl's default inside the
@@ -58,7 +60,8 @@ peers:
 
 # kustomize v5 (kubectl >= 1.27) still builds `bases:` but says so on stderr; v2.0.3 (kubectl
 # 1.20, Debian 12) accepts a directory only there.
-BASES_NOTICE = re.compile(r"^# Warning: 'bases' is deprecated\.")
+# The same for `patchesStrategicMerge` (manifests/distros/), which v2.0.3 needs too.
+BASES_NOTICE = re.compile(r"^# Warning: '(bases|patchesStrategicMerge)' is deprecated\.")
 
 PLACEHOLDERS = {
     "IMAGE": "registry.example/vipd:test",
@@ -346,6 +349,64 @@ def check_versions(c: Checks, objects: list[dict]) -> None:
                  f"own control socket {socket}")
 
 
+def ca_volume(objects: list[dict]) -> dict:
+    ds = next((o for o in objects if o.get("kind") == "DaemonSet"), {})
+    volumes = ds.get("spec", {}).get("template", {}).get("spec", {}).get("volumes", [])
+    return next((v for v in volumes if v.get("name") == "kubernetes-ca"), {})
+
+
+def rendered_ca(c: Checks, distro: str) -> tuple[str, str]:
+    """(the static pod's CA hostPath, the config's health.caFile) as `vipd render --distro`
+    writes them."""
+    tmp = tempfile.mkdtemp(prefix="vipd-distro-")
+    try:
+        config = os.path.join(tmp, "etc", "vipd", "vipd.yaml")
+        manifests = os.path.join(tmp, "manifests")
+        metadata = os.path.join(SOURCE_DIR, "tests", "data", "bootstrap", "ipv4-only.metadata.yaml")
+        p = run([VIPD, "render", "--metadata", metadata, "--config-out", config, "--distro",
+                 distro, "--manifest-dir", manifests])
+        if not c.equal(p.returncode, 0, f"vipd render --distro {distro}: {p.stderr.strip()}"):
+            return "", ""
+        with open(os.path.join(manifests, "vipd.yaml")) as f:
+            pod = yaml.safe_load(f)
+        with open(config) as f:
+            ca_file = yaml.safe_load(f).get("health", {}).get("caFile", "")
+        volume = next((v for v in pod["spec"]["volumes"] if v["name"] == "kubernetes-ca"), {})
+        return volume.get("hostPath", {}).get("path", ""), ca_file
+    finally:
+        shutil.rmtree(tmp)
+
+
+def check_distros(c: Checks, base: list[dict]) -> None:
+    """manifests/distros/<name>: the base with only the CA volume's host path changed, to the file
+    `vipd render --distro <name>` mounts into the static pod and checks against."""
+    if not os.access(VIPD, os.X_OK):
+        c.expect(False, f"{VIPD} is built (set VIPD_BUILD_DIR)")
+        return
+    host, ca_file = rendered_ca(c, "kubeadm")
+    c.equal((ca_volume(base).get("hostPath", {}).get("path"), host), (CA_FILE, CA_FILE),
+            "kubeadm: the base DaemonSet and vipd render mount the same CA")
+    for distro in ("k3s", "rke2"):
+        objects = kustomize(c, os.path.join(MANIFESTS, "distros", distro))
+        host, ca_file = rendered_ca(c, distro)
+        c.expect(host.startswith(f"/var/lib/rancher/{distro}/"),
+                 f"{distro}: vipd render mounts {distro}'s own CA: {host}")
+        c.equal(ca_file, host, f"{distro}: the rendered config checks against the mounted CA")
+        c.equal(ca_volume(objects).get("hostPath"), {"path": host, "type": "File"},
+                f"{distro}: the DaemonSet mounts the CA vipd render uses")
+        # Everything else is the base: the same ConfigMap, the CA at the same path in the pod
+        # (volumes compared by name: a strategic merge moves the patched one).
+        def normal(objs: list[dict], ca: str) -> list[dict]:
+            objs = json.loads(json.dumps(objs))
+            for o in objs:
+                if ca_volume([o]):
+                    ca_volume([o])["hostPath"]["path"] = ca
+                    o["spec"]["template"]["spec"]["volumes"].sort(key=lambda v: v["name"])
+            return objs
+        c.expect(normal(objects, CA_FILE) == normal(base, CA_FILE),
+                 f"{distro}: nothing but the CA's host path differs from the base")
+
+
 def test(c: Checks) -> None:
     p = run([kubectl(), "version", "--client"])
     print(p.stdout.strip() or p.stderr.strip())
@@ -355,6 +416,7 @@ def test(c: Checks) -> None:
     selector = check_daemonset(c, objects)
     check_static_pod(c, selector)
     check_versions(c, objects)
+    check_distros(c, base)
 
 
 if __name__ == "__main__":
