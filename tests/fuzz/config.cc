@@ -1,11 +1,14 @@
 // Fuzz target: config::parseConfig() on arbitrary text (YAML through yaml-cpp, then vipd's
-// validation), and config::parseDuration() on the same text.
+// validation), the same text as either layer of a two-file config (config_layers.h) beside a
+// valid other layer, and config::parseDuration() on the same text.
 //
 // Checks: every error is reported as a value with a message and a position ordered as the header
 // promises; nothing escapes as an exception (an escaping yaml-cpp exception would abort here);
 // a duration that parses formats back to text that parses to the same value.
 #include <string_view>
+#include <utility>
 
+#include "config/config_layers.h"
 #include "config/config_parser.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -29,6 +32,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         line = error.line;
         column = error.column;
       }
+    }
+  }
+
+  // The text as the node file under a cluster file, then as the cluster file over a node file:
+  // every error names one of the two files, and a config comes back only without errors.
+  constexpr std::string_view kCluster =
+      "apiVersion: vipd.io/v1alpha1\nkind: SpeakerConfiguration\n"
+      "vips: [{address: 203.0.113.10/32}]\nhealth: {type: none}\n";
+  constexpr std::string_view kNode =
+      "apiVersion: vipd.io/v1alpha1\nkind: NodeConfiguration\nrouterId: 192.0.2.11\n"
+      "localAsn: 64513\npeers: [{address: 192.0.2.1, asn: 64512}]\n";
+  for (const auto& [cluster, node] : {std::pair{kCluster, text}, std::pair{text, kNode}}) {
+    auto layered = vipd::config::parseConfigLayers({cluster, "cluster.yaml"},
+                                                   vipd::config::ConfigFile{node, "node.yaml"});
+    if (!layered) {
+      VIPD_FUZZ_CHECK(!layered.error().empty(), "a rejected pair of files names an error");
+      for (const auto& error : layered.error()) {
+        VIPD_FUZZ_CHECK(error.file == "cluster.yaml" || error.file == "node.yaml",
+                        "every layered error names one of the two files");
+        VIPD_FUZZ_CHECK(!error.message.empty(), "every layered error has a message");
+      }
+    } else {
+      (void)vipd::config::showConfig(*layered);
     }
   }
 
