@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""contrib: contrib/vipd.service.in run the way systemd runs it (unit_runner.Service: each Exec
+line in a lab node's network namespace, with the unit's capabilities, no_new_privs,
+ProtectSystem=strict, StateDirectory/RuntimeDirectory, PrivateTmp, ProtectHome and LimitNOFILE),
+against a BIRD fabric (AS 65000; the node is AS 65001). The config is the node's
+/etc/vipd/vipd.yaml, with the default control socket (/run/vipd/vipd.sock), state directory
+(/var/lib/vipd) and drain timings (2s + 10s + 1s).
+
+Asserts:
+1. a config vipd refuses: the start fails in ExecStartPre with the validator's message
+   (/etc/vipd/vipd.yaml:LINE:COLUMN: key.path: ...), and ExecStart never runs;
+2. start: the main process is vipd with exactly the unit's capability set in every set, uid 0,
+   no_new_privs, a read-only / and the unit's open-file limit; both VIPs reach BIRD via the
+   node; `vipctl status` on the node finds it through the default socket;
+3. reload (ExecReload, as the unit's user and capabilities): vipd logs the re-read, and for
+   RELOAD_WATCH_S the session and both routes stay up in BIRD (no flap);
+4. stop (KillSignal, then TimeoutStopSec): BIRD sees GRACEFUL_SHUTDOWN, then the VIP leaves
+   BIRD while vipd still runs, vipd exits 0 within TimeoutStopSec without being killed, and
+   the VIP addresses are gone from the node.
+"""
+import os
+import signal
+import threading
+import time
+
+from unit_runner import Service, Unit, lab, render
+
+UP_S = 30
+RELOAD_WATCH_S = 3
+GS_S = 2  # drain.gracefulShutdownTime's default
+
+
+def config(node: lab.Node, L: lab.Lab) -> dict:
+    c = lab.vipd_config(L, node, node.asn, lab.FABRIC_V4, lab.FABRIC_ASN, "unit")
+    # The defaults the unit is built around: /run/vipd/vipd.sock, /var/lib/vipd, 2s+10s+1s.
+    del c["control"], c["drain"]
+    return c
+
+
+def write_config(svc: Service, text: str) -> None:
+    with open(svc.path("/etc/vipd/vipd.yaml"), "w") as f:
+        f.write(text)
+
+
+class Watch:
+    """Polls BIRD every 20 ms in a thread: (monotonic time, BIRD's VIP4 route or None, session
+    state)."""
+
+    def __init__(self, bird: lab.Bird, addr: str):
+        self.bird, self.addr, self.samples, self.stop_ = bird, addr, [], threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop_.is_set():
+            try:
+                self.samples.append((time.monotonic(), self.bird.route(lab.VIP4),
+                                     self.bird.neighbor_state(self.addr)))
+            except Exception:  # noqa: BLE001 - birdc busy: no sample
+                pass
+            time.sleep(0.02)
+
+    def done(self) -> list:
+        self.stop_.set()
+        self.thread.join(10)
+        return self.samples
+
+
+def test() -> None:
+    unit = Unit(render(os.path.join(lab.BUILD_DIR, "daemon")))
+    caps = unit.capabilities()
+    with lab.Lab("unit-run") as L:
+        topo = L.fabric_with_nodes(1)
+        node = topo.nodes[0]
+        bird = lab.Bird(L, topo.fabric, topo.fabric_v4, lab.FABRIC_ASN,
+                        [lab.Neighbor(node.v4, node.asn, passive=True, name="node1")],
+                        interfaces=[topo.fabric_if])
+        svc = Service(L, node, unit)
+
+        # 1. A config vipd refuses fails the start in ExecStartPre, with the validator's words.
+        bad = lab.to_yaml(dict(config(node, L), localAsn="sixty-five")) + "\n"
+        write_config(svc, bad)
+        results = svc.start()
+        pre = results[-1]
+        print(f"bad config: ExecStartPre exit {pre.returncode}:\n{pre.output.rstrip()}", flush=True)
+        lab.check(pre.returncode == 1, f"ExecStartPre should exit 1, not {pre.returncode}")
+        lab.check(any(line.startswith("/etc/vipd/vipd.yaml:") and "localAsn" in line
+                      for line in pre.output.splitlines()),
+                  f"the validator names the file, line, column and key: {pre.output}")
+        lab.check(svc.proc is None, "ExecStart must not run after a failed ExecStartPre")
+
+        # 2. Start.
+        write_config(svc, lab.to_yaml(config(node, L)) + "\n")
+        t0 = time.monotonic()
+        results = svc.start()
+        lab.check(all(r.returncode == 0 for r in results) and svc.proc is not None,
+                  f"start: {[(r.argv, r.returncode, r.output) for r in results]}")
+        pid = svc.main_pid
+        st = lab.wait_until(lambda: (lambda s: s if s["Name"] == "vipd" else None)(
+            lab.proc_status(pid)), 5, 0.02, f"main pid {pid} to be vipd")
+        want = f"{lab.capability_mask(caps):016x}"
+        sets = {k: st[k] for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")}
+        lab.log(f"main pid {pid}: Uid {st['Uid']}, NoNewPrivs {st['NoNewPrivs']}, {sets}")
+        lab.check(st["Uid"].split()[:2] == ["0", "0"], f"vipd runs as uid 0: {st['Uid']}")
+        lab.check(st["NoNewPrivs"] == "1", "NoNewPrivileges=yes")
+        lab.check(all(v == want for v in sets.values()),
+                  f"every capability set is {want} ({sorted(caps)}): {sets}")
+        with open(f"/proc/{pid}/limits") as f:
+            nofile = [line.split()[3:5] for line in f if line.startswith("Max open files")][0]
+        limit = unit.value("Service", "LimitNOFILE")
+        lab.check(nofile == [limit, limit], f"LimitNOFILE={limit}: {nofile}")
+        with open(f"/proc/{pid}/mountinfo") as f:
+            mounts = {m[4]: m[5].split(",") for m in (line.split() for line in f)}
+        lab.check("ro" in mounts["/"] and "rw" in mounts["/var/lib/vipd"]
+                  and "rw" in mounts["/run/vipd"] and "ro" in mounts["/etc/vipd"],
+                  f"ProtectSystem=strict with the state and runtime directories writable: "
+                  f"/ {mounts['/']}, /var/lib/vipd {mounts.get('/var/lib/vipd')}, "
+                  f"/run/vipd {mounts.get('/run/vipd')}, /etc/vipd {mounts.get('/etc/vipd')}")
+        lab.wait_established(bird, [node.v4], UP_S)
+        for prefix, hop in ((lab.VIP4, node.v4), (lab.VIP6, node.v6)):
+            r = lab.wait_until(lambda p=prefix: bird.route(p), UP_S, 0.1, f"{prefix} in BIRD")
+            lab.check(hop in r["nexthops"], f"{prefix} via {hop} in BIRD: {r['nexthops']}")
+        lab.log(f"started: both VIPs in BIRD {time.monotonic() - t0:.2f}s after the start")
+        vipctl = os.path.join(lab.BUILD_DIR, "daemon", "vipctl")
+        status = svc.run([vipctl, "status"], sandbox=False)
+        print(status.output.rstrip(), flush=True)
+        lab.check(status.returncode == 0, "vipctl status (default socket) answers")
+        lab.check(os.path.exists(svc.path("/run/vipd/vipd.sock")),
+                  "the control socket is /run/vipd/vipd.sock")
+
+        # 3. Reload: SIGHUP through ExecReload, as the service; nothing flaps.
+        since = bird.protocol_all(node.v4)
+        watch = Watch(bird, node.v4)
+        svc.reload()
+        lab.wait_until(lambda: svc.proc.log_text().count("received SIGHUP") == 1, 5, 0.05,
+                       "vipd to log the SIGHUP")
+        time.sleep(RELOAD_WATCH_S)
+        samples = watch.done()
+        lab.check(len(samples) > RELOAD_WATCH_S * 10, f"too few BIRD samples: {len(samples)}")
+        bad_samples = [s for s in samples if not s[1] or s[2] != "Established"]
+        lab.check(not bad_samples, f"the route or the session flapped on reload: {bad_samples[:5]}")
+        lab.check(svc.proc.alive() and svc.main_pid == pid, "vipd still runs, same PID")
+        lab.check(bird.protocol_all(node.v4).split("\n")[0] == since.split("\n")[0],
+                  "BIRD's session did not restart")
+        for line in [ln for ln in svc.proc.log_text().splitlines() if "SIGHUP" in ln
+                     or "re-read" in ln][:3]:
+            print(f"  vipd log: {line}")
+        lab.log(f"reload: {len(samples)} BIRD samples over {RELOAD_WATCH_S}s, all Established "
+                f"with {lab.VIP4}")
+
+        # 4. Stop: the drain, then exit, within TimeoutStopSec.
+        watch = Watch(bird, node.v4)
+        rc, took, killed = svc.stop()
+        samples = watch.done()
+        exited = time.monotonic()
+        t0 = exited - took
+        gone = [t for t, has, _ in samples if not has]
+        lab.log(f"stop: exit {rc} after {took:.2f}s (TimeoutStopSec {unit.timeout_stop():g}s), "
+                f"killed {killed}; {lab.VIP4} left BIRD "
+                f"{(gone[0] - t0) if gone else float('nan'):.2f}s after the signal")
+        lab.check(not killed and rc == 0, f"vipd exits 0 within TimeoutStopSec: rc {rc}, "
+                  f"killed {killed}")
+        lab.check(gone and gone[0] < exited, f"{lab.VIP4} leaves BIRD before vipd exits")
+        lab.check(gone[0] - t0 >= GS_S - 0.1, f"withdrawn {gone[0] - t0:.2f}s after the "
+                  f"signal: before the {GS_S}s of GRACEFUL_SHUTDOWN")
+        gs = [t for t, r, _ in samples if r and lab.GRACEFUL_SHUTDOWN in r["communities"]]
+        lab.check(gs and gs[0] < gone[0], "BIRD sees the VIP with GRACEFUL_SHUTDOWN before the "
+                  "withdrawal")
+        for prefix in (lab.VIP4, lab.VIP6):
+            lab.check(not node.ns.address_entries("lo", prefix), f"{prefix} unbound after stop: "
+                      f"{node.ns.addr_show('lo')}")
+            lab.check(not bird.has_route(prefix), f"{prefix} not in BIRD after stop")
+        for line in [ln for ln in svc.proc.log_text().splitlines()
+                     if "drain" in ln.lower() or "NOTIFICATION" in ln][:8]:
+            print(f"  vipd log: {line}")
+
+
+if __name__ == "__main__":
+    lab.main(test, binaries=lab.Bird.binaries + ["setpriv", "unshare", "prlimit"], vipd=True)
