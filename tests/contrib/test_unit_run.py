@@ -16,10 +16,18 @@ Asserts:
    RELOAD_WATCH_S the session and both routes stay up in BIRD (no flap);
 4. stop (KillSignal, then TimeoutStopSec): BIRD sees GRACEFUL_SHUTDOWN, then the VIP leaves
    BIRD while vipd still runs, vipd exits 0 within TimeoutStopSec without being killed, and
-   the VIP addresses are gone from the node.
+   the VIP addresses are gone from the node;
+5. what the runner cannot apply, the seccomp settings: ExecStart again in the same sandbox, under
+   strace, through start, reload and stop: every system call vipd makes is in the unit's
+   SystemCallFilter= (its groups expanded by `systemd-analyze syscall-filter`) and every socket
+   it opens is of a family in RestrictAddressFamilies=.
+BIRD and vipd run BFD (single hop) and vipd listens on port 179 as well as dialling, so those
+sockets and the BFD thread are part of every step.
 """
 import os
+import re
 import signal
+import subprocess
 import threading
 import time
 
@@ -28,13 +36,35 @@ from unit_runner import Service, Unit, lab, render
 UP_S = 30
 RELOAD_WATCH_S = 3
 GS_S = 2  # drain.gracefulShutdownTime's default
+TIMERS = lab.BfdTimers(300, 300, 3)
 
 
 def config(node: lab.Node, L: lab.Lab) -> dict:
     c = lab.vipd_config(L, node, node.asn, lab.FABRIC_V4, lab.FABRIC_ASN, "unit")
     # The defaults the unit is built around: /run/vipd/vipd.sock, /var/lib/vipd, 2s+10s+1s.
     del c["control"], c["drain"]
+    c["peers"][0]["bfd"] = TIMERS.vipd()
+    c["listen"] = {"enabled": True, "port": 179}
     return c
+
+
+def syscall_set(spec: list[str]) -> set[str]:
+    """SystemCallFilter= (an allow list of names and @groups) as system call names."""
+    out = subprocess.run(["systemd-analyze", "syscall-filter"], capture_output=True, text=True,
+                         check=True, timeout=30).stdout
+    groups, current = {}, None
+    for line in out.splitlines():
+        if line.startswith("@"):
+            current = groups.setdefault(line.split()[0], [])
+        elif current is not None and line.strip() and not line.strip().startswith("#"):
+            current.append(line.strip())
+
+    def expand(name: str) -> set[str]:
+        if not name.startswith("@"):
+            return {name}
+        lab.check(name in groups, f"unknown system call group {name}")
+        return set().union(*(expand(x) for x in groups[name]))
+    return set().union(*(expand(x) for x in spec))
 
 
 def write_config(svc: Service, text: str) -> None:
@@ -74,7 +104,7 @@ def test() -> None:
         node = topo.nodes[0]
         bird = lab.Bird(L, topo.fabric, topo.fabric_v4, lab.FABRIC_ASN,
                         [lab.Neighbor(node.v4, node.asn, passive=True, name="node1")],
-                        interfaces=[topo.fabric_if])
+                        interfaces=[topo.fabric_if], bfd=TIMERS)
         svc = Service(L, node, unit)
 
         # 1. A config vipd refuses fails the start in ExecStartPre, with the validator's words.
@@ -150,10 +180,10 @@ def test() -> None:
 
         # 4. Stop: the drain, then exit, within TimeoutStopSec.
         watch = Watch(bird, node.v4)
+        t0 = time.monotonic()  # the unit has no ExecStop: the signal goes at once
         rc, took, killed = svc.stop()
+        exited = t0 + took
         samples = watch.done()
-        exited = time.monotonic()
-        t0 = exited - took
         gone = [t for t, has, _ in samples if not has]
         lab.log(f"stop: exit {rc} after {took:.2f}s (TimeoutStopSec {unit.timeout_stop():g}s), "
                 f"killed {killed}; {lab.VIP4} left BIRD "
@@ -174,6 +204,39 @@ def test() -> None:
                      if "drain" in ln.lower() or "NOTIFICATION" in ln][:8]:
             print(f"  vipd log: {line}")
 
+        # 5. The seccomp settings, checked against what vipd does in the same steps.
+        lab.check(unit.value("Service", "SystemCallArchitectures") == "native",
+                  "SystemCallArchitectures=native")
+        allowed = syscall_set(unit.words("Service", "SystemCallFilter"))
+        families = set(unit.words("Service", "RestrictAddressFamilies"))
+        (start,) = unit.exec_lines("ExecStart")
+        trace = "/run/vipd/strace.out"  # the runtime directory: writable in the sandbox
+        svc.runs += 1
+        st = L.start(None, f"{svc.name}-strace",
+                     svc.argv(["/usr/bin/strace", "-f", "-qq", "-o", trace] + start.argv))
+        lab.wait_until(lambda: bird.has_route(lab.VIP4) and bird.bfd_state(node.v4) == "Up",
+                       UP_S, 0.1, "under strace: the VIP in BIRD and BFD Up")
+        with open(f"/proc/{st.pid}/task/{st.pid}/children") as f:
+            traced = int(f.read().split()[0])
+        os.kill(traced, signal.SIGHUP)
+        lab.wait_until(lambda: "received SIGHUP" in st.log_text(), 5, 0.05, "the SIGHUP")
+        os.kill(traced, signal.SIGTERM)
+        lab.check(st.popen.wait(unit.timeout_stop()) == 0, "under strace: vipd exits 0")
+        with open(svc.path(trace)) as f:
+            text = f.read()
+        used = set(re.findall(r"^\d+\s+([a-z0-9_]+)\(", text, re.M))
+        opened = set(re.findall(r"\bsocket\((AF_[A-Z0-9]+)", text))
+        lab.log(f"under strace: {len(used)} system calls, socket families {sorted(opened)}")
+        lab.check(len(used) > 20 and "bind" in used and "socket" in used,
+                  f"strace saw too little: {sorted(used)}")
+        lab.check(not used - allowed, f"system calls outside SystemCallFilter="
+                  f"{unit.words('Service', 'SystemCallFilter')}: {sorted(used - allowed)}")
+        lab.check(opened and opened <= families, f"socket families outside "
+                  f"RestrictAddressFamilies={sorted(families)}: {sorted(opened - families)}")
+        print(f"seccomp: the {len(used)} system calls vipd made are all in "
+              f"{' '.join(unit.words('Service', 'SystemCallFilter'))}; sockets {sorted(opened)}")
+
 
 if __name__ == "__main__":
-    lab.main(test, binaries=lab.Bird.binaries + ["setpriv", "unshare", "prlimit"], vipd=True)
+    lab.main(test, binaries=lab.Bird.binaries + ["setpriv", "unshare", "prlimit", "strace",
+                                               "systemd-analyze"], vipd=True)

@@ -14,7 +14,8 @@
       only writable paths), ReadWritePaths=, PrivateTmp= and ProtectHome=, in the mount namespace;
     * LimitNOFILE=, through prlimit.
   Not reproduced (they need systemd as PID 1): the seccomp filters (SystemCallFilter=,
-  RestrictAddressFamilies=, MemoryDenyWriteExecute=, RestrictNamespaces=, LockPersonality=),
+  RestrictAddressFamilies=, MemoryDenyWriteExecute=, RestrictNamespaces=, LockPersonality=;
+  test_unit_run checks the first two against what vipd does under strace),
   PrivateDevices=, ProtectKernel*=, ProtectClock=, ProtectHostname=, ProtectProc= and cgroups.
   start() runs ExecStartPre= lines in order (a failure fails the start, as systemd does, unless
   the line starts with `-`), then ExecStart= (Type=exec: its PID is the main PID); reload() runs
