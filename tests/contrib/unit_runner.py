@@ -263,6 +263,11 @@ class Service:
         lab.check(self.unit.value("Service", "Type") == "exec", "the runner handles Type=exec")
         lab.check(self.proc is None or not self.proc.alive(), "already running")
         self._make_directories()
+        if self.unit.value("Service", "PrivateTmp") == "yes":
+            for line in self.unit.exec_lines("ExecStart") + self.unit.exec_lines("ExecStartPre"):
+                lab.check(not os.path.realpath(line.argv[0]).startswith(("/tmp/", "/var/tmp/")),
+                          f"{line.argv[0]} is under /tmp, which PrivateTmp=yes hides from the "
+                          f"service: use a build directory elsewhere")
         timeout = seconds(self.unit.value("Service", "TimeoutStartSec", "90s"))
         results = []
         self.proc = None
