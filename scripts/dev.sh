@@ -49,6 +49,9 @@ packages=(
   # refuses these machines' hybrid cgroup layout), mmdebstrap for a base image without a registry;
   # containerd for its `ctr images import` of the release archive (a kubelet's runtime).
   podman runc mmdebstrap containerd
+  # contrib/vipd.service: systemd-analyze verify and security, and strace for the system calls
+  # vipd makes under the unit's sandbox (tests/contrib/).
+  systemd strace
 )
 
 install_packages() {

@@ -26,8 +26,10 @@ sockets and the BFD thread are part of every step.
 """
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -96,8 +98,27 @@ class Watch:
         return self.samples
 
 
+def installed_bindir() -> str:
+    """vipd and vipctl copied to a directory under /run, as `meson install` puts them in a bindir:
+    the build directory may be under /tmp or a home directory, which PrivateTmp= and
+    ProtectHome= hide from the service (the clone's location must not matter)."""
+    bindir = tempfile.mkdtemp(prefix="vipd-unit-bin-", dir="/run")
+    os.chmod(bindir, 0o755)
+    for name in ("vipd", "vipctl"):
+        shutil.copy2(os.path.join(lab.BUILD_DIR, "daemon", name), os.path.join(bindir, name))
+    return bindir
+
+
 def test() -> None:
-    unit = Unit(render(os.path.join(lab.BUILD_DIR, "daemon")))
+    bindir = installed_bindir()
+    try:
+        run_unit(bindir)
+    finally:
+        shutil.rmtree(bindir, ignore_errors=True)
+
+
+def run_unit(bindir: str) -> None:
+    unit = Unit(render(bindir))
     caps = unit.capabilities()
     with lab.Lab("unit-run") as L:
         topo = L.fabric_with_nodes(1)
@@ -151,7 +172,7 @@ def test() -> None:
             r = lab.wait_until(lambda p=prefix: bird.route(p), UP_S, 0.1, f"{prefix} in BIRD")
             lab.check(hop in r["nexthops"], f"{prefix} via {hop} in BIRD: {r['nexthops']}")
         lab.log(f"started: both VIPs in BIRD {time.monotonic() - t0:.2f}s after the start")
-        vipctl = os.path.join(lab.BUILD_DIR, "daemon", "vipctl")
+        vipctl = os.path.join(bindir, "vipctl")
         status = svc.run([vipctl, "status"], sandbox=False)
         print(status.output.rstrip(), flush=True)
         lab.check(status.returncode == 0, "vipctl status (default socket) answers")
