@@ -49,6 +49,8 @@ packages=(
   # refuses these machines' hybrid cgroup layout), mmdebstrap for a base image without a registry;
   # containerd for its `ctr images import` of the release archive (a kubelet's runtime).
   podman runc mmdebstrap containerd
+  # tests/monitoring: a real Prometheus scraping lab vipd nodes, and promtool (rules, metrics).
+  prometheus
 )
 
 install_packages() {
