@@ -250,10 +250,10 @@ TEST(Metrics, NotificationCodesFromAPeerAreBounded) {
                                       {"255/255", 1}};
   metrics.update(snapshot(p));
   auto text = metrics.serialize();
-  EXPECT_THAT(text,
-              HasSubstr("vipd_notifications_received_total{code=\"2/15\",peer=\"192.0.2.1\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr(
-                        "vipd_notifications_received_total{code=\"other\",peer=\"192.0.2.1\"} 7\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_notifications_received_total{code=\"2/15\","
+                              "peer=\"192.0.2.1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_notifications_received_total{code=\"other\","
+                              "peer=\"192.0.2.1\"} 7\n"));
   EXPECT_THAT(text, Not(HasSubstr("9/1")));
   EXPECT_THAT(text, Not(HasSubstr("6/200")));
 }
