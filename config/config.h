@@ -111,10 +111,23 @@ struct Health {
   auto operator<=>(const Health&) const = default;
 };
 
+// An address and port a listener binds (`127.0.0.1:9473`, `[::1]:9473` in the file).
+struct ListenAddress {
+  bgp::IpAddress address;
+  uint16_t port = 0;
+  auto operator<=>(const ListenAddress&) const = default;
+};
+
 struct Metrics {
-  // host:port of the Prometheus, /healthz and /readyz listener.
+  // metrics.listen: host:port of the Prometheus listener (/metrics), which also answers /healthz
+  // and /readyz unless health is set. Any local unicast address or a wildcard: the node's
+  // address lets Prometheus scrape a hostNetwork pod.
   bgp::IpAddress address = bgp::IpAddress::v4(0x7F000001u);  // 127.0.0.1
   uint16_t port = 9472;
+  // metrics.healthListen: a second listener that serves only /healthz and /readyz (metrics.listen
+  // then serves only /metrics), e.g. 127.0.0.1:9473 for the kubelet's probes while /metrics is on
+  // the node's address. It may not share a port with metrics.listen on an overlapping address.
+  std::optional<ListenAddress> health;
   auto operator<=>(const Metrics&) const = default;
 };
 

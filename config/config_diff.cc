@@ -21,6 +21,10 @@ std::string show(uint16_t value) { return fmt::format("{}", value); }
 std::string show(uint32_t value) { return fmt::format("{}", value); }
 std::string show(milliseconds value) { return formatDuration(value); }
 std::string show(const bgp::IpAddress& value) { return value.toString(); }
+std::string show(const ListenAddress& value) {
+  return value.address.isV6() ? fmt::format("[{}]:{}", value.address.toString(), value.port)
+                              : fmt::format("{}:{}", value.address.toString(), value.port);
+}
 std::string show(Mode value) { return std::string(modeName(value)); }
 std::string show(const Community& value) { return fmt::format("{}:{}", value.asn, value.value); }
 std::string show(const bgp::LargeCommunity& value) {
@@ -180,6 +184,7 @@ void walkFields(Visitor& d, const Config& a, const Config& b) {
   d.field("health.fall", a.health.fall, b.health.fall);
   d.field("metrics.address", a.metrics.address, b.metrics.address);
   d.field("metrics.port", a.metrics.port, b.metrics.port);
+  d.field("metrics.healthListen", a.metrics.health, b.metrics.health);
   d.field("mode", a.mode, b.mode);
   d.field("handoff.dir", a.handoff.dir, b.handoff.dir);
   d.field("handoff.restartTime", a.handoff.restartTime, b.handoff.restartTime);

@@ -2,6 +2,7 @@
 // drain, health, metrics, mode and handoff. Each is a mapping of its own whose keys are checked
 // independently of the rest of the document.
 #include <fmt/format.h>
+#include <tl/expected.hpp>
 
 #include "config/config_reader.h"
 #include "config/health_target.h"
@@ -232,23 +233,75 @@ void ConfigReader::readHealthTiming(const Mapping& m, Health& health) {
   }
 }
 
+namespace {
+
+// A metrics listener's address:port, or why it cannot be one. Wildcards (0.0.0.0, ::) are fine;
+// a multicast, broadcast or link-local address (which needs a zone) cannot be bound.
+tl::expected<ListenAddress, std::string> listenAddress(std::string_view text) {
+  auto addressPort = parseAddressPort(text);
+  if (!addressPort) {
+    return tl::unexpected(
+        fmt::format("'{}' is not an address:port such as 127.0.0.1:9472 or [::1]:9472", text));
+  }
+  const bgp::IpAddress& address = addressPort->first;
+  if (isMulticast(address) || isBroadcast(address) || address.isLinkLocalV6()) {
+    return tl::unexpected(fmt::format(
+        "cannot listen on {}; use a local unicast address (the node's), 127.0.0.1, 0.0.0.0 or ::",
+        address.toString()));
+  }
+  return ListenAddress{address, addressPort->second};
+}
+
+// Whether two listeners would ask for the same socket: the same port on the same address, or on
+// a wildcard of the same family (IPv6 listeners are v6-only, so :: and 0.0.0.0 do not overlap).
+bool overlaps(const ListenAddress& a, const ListenAddress& b) {
+  return a.port == b.port && a.address.isV4() == b.address.isV4() &&
+         (a.address == b.address || a.address.isZero() || b.address.isZero());
+}
+
+std::string spell(const ListenAddress& l) {
+  return l.address.isV6() ? fmt::format("[{}]:{}", l.address.toString(), l.port)
+                          : fmt::format("{}:{}", l.address.toString(), l.port);
+}
+
+}  // namespace
+
 void ConfigReader::readMetrics(const Field& f, Metrics& metrics) {
-  auto m = readMapping(f.value, f.path, {"listen"});
+  auto m = readMapping(f.value, f.path, {"listen", "healthListen"});
   if (!m) {
     return;
   }
+  bool listenValid = true;
   if (const Field* l = m->find("listen")) {
-    auto text = readString(*l);
+    listenValid = false;
+    if (auto text = readString(*l)) {
+      if (auto listen = listenAddress(*text)) {
+        metrics.address = listen->address;
+        metrics.port = listen->port;
+        listenValid = true;
+      } else {
+        error(*l, listen.error());
+      }
+    }
+  }
+  if (const Field* h = m->find("healthListen")) {
+    auto text = readString(*h);
     if (!text) {
       return;
     }
-    auto addressPort = parseAddressPort(*text);
-    if (!addressPort) {
-      error(*l, fmt::format("'{}' is not an address:port such as 127.0.0.1:9472", *text));
+    auto health = listenAddress(*text);
+    if (!health) {
+      error(*h, health.error());
       return;
     }
-    metrics.address = addressPort->first;
-    metrics.port = addressPort->second;
+    const ListenAddress metricsListen{metrics.address, metrics.port};
+    if (listenValid && overlaps(*health, metricsListen)) {
+      error(*h, fmt::format("{} overlaps metrics.listen ({}): the two listeners need different "
+                            "ports, or different specific addresses",
+                            spell(*health), spell(metricsListen)));
+      return;
+    }
+    metrics.health = *health;
   }
 }
 

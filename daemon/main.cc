@@ -201,6 +201,8 @@ void reloadConfig(Running& r) {
     }
     r.log.error("vipd", "{} has {} error(s); ignored: still running with the config loaded before",
                 path, next.error().size());
+    r.speaker.reloadFailed(next.error().empty() ? std::string("the config did not load")
+                                                : next.error().front().toString());
     return;
   }
   auto changes = r.speaker.reload(next->config);

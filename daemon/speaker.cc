@@ -21,6 +21,12 @@ using namespace std::chrono_literals;
 constexpr auto kHousekeepingInterval = 1s;
 constexpr std::string_view kDrainCommunication = "vipd: node draining";
 
+// A listener's address as the config spells it: 127.0.0.1:9472, [::1]:9472.
+std::string hostPort(const bgp::IpAddress& address, uint16_t port) {
+  return address.isV6() ? fmt::format("[{}]:{}", address.toString(), port)
+                        : fmt::format("{}:{}", address.toString(), port);
+}
+
 }  // namespace
 
 Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTable& table,
@@ -40,7 +46,11 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       health_(io, config_.health, log, [this](bool healthy, const ProbeResult&) {
         onHealthChange(healthy);
       }),
-      http_(io, log, [this](std::string_view target) { return handleHttp(target); }),
+      http_(io, log,
+            [this](std::string_view target) {
+              return handleHttp(target, config_.metrics.health ? Endpoints::Metrics
+                                                               : Endpoints::All);
+            }),
       listener_(io, config_, peers_, log),
       housekeepingTimer_(io),
       drainer_(io, config_.drain, config_.control.stateDir, log, *this),
@@ -62,6 +72,13 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
     }
   }
   deferredStart_.resize(peers_.size());
+  if (config_.metrics.health) {
+    healthHttp_.emplace(
+        io, log,
+        [this](std::string_view target) { return handleHttp(target, Endpoints::Probes); },
+        HttpServerOptions{.name = "health", .purpose = "health probes"});
+  }
+  configLoads_.loadedAt = utcNow();
 }
 
 tl::expected<void, std::string> Speaker::start() {
@@ -91,6 +108,13 @@ tl::expected<void, std::string> Speaker::start() {
   if (auto listening = http_.listen(config_.metrics.address.toString(), config_.metrics.port);
       !listening) {
     return listening;
+  }
+  if (healthHttp_) {
+    if (auto listening = healthHttp_->listen(config_.metrics.health->address.toString(),
+                                             config_.metrics.health->port);
+        !listening) {
+      return listening;
+    }
   }
   // Only read the kernel here: binding is the Active instance's job (startSpeaking()).
   vips_.start();
@@ -377,6 +401,16 @@ nlohmann::json Speaker::status() const {
   out["listeners"] = {{"control", control_.stats().toJson()},
                       {"metrics", http_.stats().toJson()},
                       {"bgp", listener_.stats().toJson()}};
+  if (healthHttp_) {
+    out["listeners"]["health"] = healthHttp_->stats().toJson();
+  }
+  out["config"] = {{"loadedAt", configLoads_.loadedAt},
+                   {"lastReloadSuccessful", configLoads_.lastReloadSuccessful},
+                   {"reloads", configLoads_.reloads},
+                   {"reloadFailures", configLoads_.reloadFailures}};
+  if (!configLoads_.lastReloadSuccessful) {
+    out["config"]["lastReloadError"] = configLoads_.lastReloadError;
+  }
   return out;
 }
 
@@ -390,9 +424,13 @@ void Speaker::fitClientLimits() {
   }
   constexpr size_t kPreferred = 32;
   const size_t reserved = 64 + 4 * config_.peers.size();
-  const size_t cap = clientLimitFor(limit.rlim_cur, 2, reserved, kPreferred);
+  const size_t listeners = healthHttp_ ? 3 : 2;
+  const size_t cap = clientLimitFor(limit.rlim_cur, listeners, reserved, kPreferred);
   control_.setMaxClients(cap);
   http_.setMaxConnections(cap);
+  if (healthHttp_) {
+    healthHttp_->setMaxConnections(cap);
+  }
   if (cap < kPreferred) {
     log_.warn("speaker",
               "the open-file limit {} leaves room for {} client(s) per listener (control socket, "
@@ -406,16 +444,40 @@ std::vector<config::ConfigChange> Speaker::reload(const config::Config& next) {
   // Exactly the fields diffConfig marks AppliesLive; everything else in config_ stays as the
   // collaborators started with it, so the status document keeps describing what runs.
   config_.drain = next.drain;
+  ++configLoads_.reloads;
+  configLoads_.lastReloadSuccessful = true;
+  configLoads_.lastReloadError.clear();
+  configLoads_.loadedAt = utcNow();
   return changes;
 }
 
-HttpResponse Speaker::handleHttp(std::string_view target) {
+void Speaker::reloadFailed(std::string error) {
+  ++configLoads_.reloadFailures;
+  configLoads_.lastReloadSuccessful = false;
+  configLoads_.lastReloadError = std::move(error);
+}
+
+HttpResponse Speaker::handleHttp(std::string_view target, Endpoints endpoints) {
   // The query string never changes which endpoint answers (`/metrics?x=1` is /metrics); only
   // /readyz reads it: `?verbose` lists every check, as the apiserver's /readyz does.
   auto [path, query] = splitTarget(target);
+  const bool probe = path == "/healthz" || path == "/readyz";
+  if (endpoints == Endpoints::Metrics && probe) {
+    const auto& h = *config_.metrics.health;
+    return {404, "text/plain",
+            fmt::format("not found; {} is served on {} (metrics.healthListen)\n", path,
+                        hostPort(h.address, h.port))};
+  }
+  if (endpoints == Endpoints::Probes && !probe) {
+    return {404, "text/plain",
+            path == "/metrics"
+                ? fmt::format("not found; /metrics is served on {} (metrics.listen)\n",
+                              hostPort(config_.metrics.address, config_.metrics.port))
+                : std::string("not found; try /healthz or /readyz\n")};
+  }
   if (path == "/metrics") {
     metrics_.update(status());
-    return {200, "text/plain; version=0.0.4", metrics_.serialize()};
+    return {200, std::string(kPrometheusContentType), metrics_.serialize()};
   }
   if (path == "/healthz") {
     return {200, "text/plain", "ok\n"};
@@ -433,7 +495,9 @@ HttpResponse Speaker::handleHttp(std::string_view target) {
     return {503, "text/plain",
             fmt::format("not ready: {}\n", fmt::join(report_.notReadyReasons(intent()), "; "))};
   }
-  return {404, "text/plain", "not found; try /metrics, /healthz or /readyz\n"};
+  return {404, "text/plain",
+          endpoints == Endpoints::Metrics ? "not found; try /metrics\n"
+                                          : "not found; try /metrics, /healthz or /readyz\n"};
 }
 
 void Speaker::shutdown(std::function<void()> done) {

@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -70,6 +71,10 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   // values until a restart. Live today: the drain timings (the Drainer reads config_.drain, by
   // reference, when a drain starts; a drain in progress keeps the values it started with).
   std::vector<config::ConfigChange> reload(const config::Config& next);
+  // SIGHUP with a file that did not load or validate: the running config stays; status
+  // `config` (and vipd_config_last_reload_successful) says so until a reload succeeds. `error`
+  // is the first error, one line.
+  void reloadFailed(std::string error);
 
  private:
   void fitClientLimits();
@@ -84,7 +89,10 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   void startDeferredPeers(std::string_view why);
   // ---- the control socket and the HTTP probes ----
   void handleControl(const nlohmann::json& request, ControlServer::Reply reply);
-  HttpResponse handleHttp(std::string_view target);
+  // Which endpoints a listener answers: every one (no metrics.healthListen), only /metrics
+  // (metrics.listen beside a health listener) or only /healthz and /readyz (the health listener).
+  enum class Endpoints { All, Metrics, Probes };
+  HttpResponse handleHttp(std::string_view target, Endpoints endpoints);
   SpeakerIntent intent() const;
   void stopPeers(std::string shutdownCommunication, std::function<void()> done);
 
@@ -121,6 +129,16 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   HealthChecker health_;
   Metrics metrics_;
   HttpServer http_;
+  // metrics.healthListen's listener; absent when the probes share http_.
+  std::optional<HttpServer> healthHttp_;
+  // Config (re)loads since start, for status `config`: the start counts as a successful load.
+  struct ConfigLoads {
+    std::string loadedAt;  // UTC, when the running config was loaded (start or last reload)
+    bool lastReloadSuccessful = true;
+    std::string lastReloadError;
+    uint64_t reloads = 0;
+    uint64_t reloadFailures = 0;
+  } configLoads_;
   BgpListener listener_;
   asio::steady_timer housekeepingTimer_;
   bool shuttingDown_ = false;

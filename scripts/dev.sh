@@ -42,6 +42,8 @@ packages=(
   libssl-dev openssl util-linux iproute2 procps tcpdump nftables bird2 frr gobgpd exabgp
   # bench/: the failover plot.
   gnuplot-nox
+  # tests/monitoring: a real Prometheus scraping lab vipd nodes, and promtool (rules, metrics).
+  prometheus
   # The manifest tests: PyYAML, and kubectl for `kubectl kustomize`: Debian's kubernetes-client,
   # unless a kubectl is installed already (another package's /usr/bin/kubectl conflicts with it).
   python3-yaml $(command -v kubectl >/dev/null || echo kubernetes-client)

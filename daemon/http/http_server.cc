@@ -212,9 +212,9 @@ HttpServer::HttpServer(asio::io_context& io, const Logger& log, Handler handler,
                        HttpServerOptions options)
     : log_(log),
       shared_(std::make_shared<Shared>(
-          Shared{std::move(handler), options, log, "metrics listener", false, {}})),
+          Shared{std::move(handler), options, log, options.name + " listener", false, {}})),
       acceptor_(io),
-      backoff_(io, log, "metrics listener"),
+      backoff_(io, log, options.name + " listener"),
       connections_(log, options.maxConnections) {}
 
 HttpServer::~HttpServer() {
@@ -230,8 +230,9 @@ tl::expected<void, std::string> HttpServer::listen(std::string_view address, uin
     boost::system::error_code ignored;
     acceptor_.close(ignored);
     const bool v6 = address.find(':') != std::string_view::npos;
-    return tl::unexpected(fmt::format("cannot listen for metrics on {}{}{}:{}: {}", v6 ? "[" : "",
-                                      address, v6 ? "]" : "", port, ec.message()));
+    return tl::unexpected(fmt::format("cannot listen for {} on {}{}{}:{}: {}",
+                                      shared_->options.purpose, v6 ? "[" : "", address,
+                                      v6 ? "]" : "", port, ec.message()));
   };
   boost::system::error_code ec;
   const auto ip = asio::ip::make_address(std::string(address), ec);
@@ -257,7 +258,8 @@ tl::expected<void, std::string> HttpServer::listen(std::string_view address, uin
   if (ec) {
     return fail(ec);
   }
-  shared_->subject = fmt::format("metrics listener {}", endpointText(acceptor_.local_endpoint()));
+  shared_->subject = fmt::format("{} listener {}", shared_->options.name,
+                                 endpointText(acceptor_.local_endpoint()));
   backoff_.setSubject(shared_->subject);
   log_.info(shared_->subject, "listening");
   acceptNext();

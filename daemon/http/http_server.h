@@ -38,6 +38,10 @@ struct HttpResponse {
 };
 
 struct HttpServerOptions {
+  // Names the listener in logs ("metrics listener 127.0.0.1:9472") and in its status entry.
+  std::string name = "metrics";
+  // What it serves, for the bind error ("cannot listen for metrics on ...").
+  std::string purpose = "metrics";
   // Time a connection has to deliver one whole request (and, separately, to take one response).
   std::chrono::milliseconds readTimeout{std::chrono::seconds(5)};
   size_t maxHeaderBytes = 8 * 1024;
@@ -62,7 +66,7 @@ class HttpServer {
 
   // Binds and starts accepting. `address` is a literal IPv4 or IPv6 address; port 0 picks a free
   // port (see port()). The error names the address:port and the reason, e.g.
-  // "cannot listen for metrics on 127.0.0.1:9472: Address already in use".
+  // "cannot listen for metrics on 127.0.0.1:9472: Address already in use" (options.purpose).
   [[nodiscard]] tl::expected<void, std::string> listen(std::string_view address, uint16_t port);
 
   // The bound port once listen() succeeded, 0 before.

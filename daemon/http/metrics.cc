@@ -1,8 +1,12 @@
 #include "daemon/http/metrics.h"
 
+#include <fmt/format.h>
 #include <prometheus/text_serializer.h>
 
 #include <array>
+#include <cstdio>
+#include <ctime>
+#include <map>
 #include <optional>
 #include <string_view>
 
@@ -73,6 +77,38 @@ const json* member(const json& object, const char* key) {
 
 double flag(bool value) { return value ? 1.0 : 0.0; }
 
+// "2024-05-01T12:00:00Z" (how vipd writes times in its status and state files) as Unix seconds;
+// nullopt for anything else (withdrawn.json's "since" may have been written by hand).
+std::optional<double> unixSeconds(const std::string& utc) {
+  std::tm tm{};
+  char zone = 0;
+  int consumed = 0;
+  if (std::sscanf(utc.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c%n", &tm.tm_year, &tm.tm_mon,
+                  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &zone, &consumed) != 7 ||
+      zone != 'Z' || static_cast<size_t>(consumed) != utc.size() || tm.tm_mon < 1 ||
+      tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+      tm.tm_sec > 60) {
+    return std::nullopt;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(::timegm(&tm));
+}
+
+// The `code` label of a NOTIFICATION counter: "code/subcode" as RFC 4271 section 4.5 numbers
+// them when the code is one of the seven defined (1-7) and the subcode below 16, "other" for
+// anything else a peer may send, so a peer cannot create more than 113 series per direction.
+std::string notificationCodeLabel(const std::string& key) {
+  unsigned code = 0;
+  unsigned subcode = 0;
+  int consumed = 0;
+  if (std::sscanf(key.c_str(), "%3u/%3u%n", &code, &subcode, &consumed) == 2 &&
+      static_cast<size_t>(consumed) == key.size() && code >= 1 && code <= 7 && subcode <= 15) {
+    return fmt::format("{}/{}", code, subcode);
+  }
+  return "other";
+}
+
 }  // namespace
 
 Metrics::Metrics()
@@ -83,12 +119,16 @@ Metrics::Metrics()
       // vipd_mode{mode} 1. Reads: mode. One series: a new mode replaces the old one.
       mode_{&gauge(*registry_, "vipd_mode",
                    "Always 1; the mode label is vipd's current operating mode.")},
-      // vipd_withdrawn{reason}: 1 while the operator has withdrawn the VIP with vipctl (the label
-      // is the reason given), 0 with reason="" otherwise. Reads: withdrawn.active,
-      // withdrawn.reason. One series: a new reason replaces the old one.
-      withdrawn_{&gauge(*registry_, "vipd_withdrawn",
-                        "1 while the VIP is withdrawn by the operator (vipctl); reason is the "
-                        "reason given.")},
+      // vipd_withdrawn: 1 while the operator has withdrawn the node with vipctl (the reason is
+      // free text: it is in `vipctl status`, not in a label), 0 otherwise. Reads:
+      // withdrawn.active.
+      withdrawn_(gauge(*registry_, "vipd_withdrawn",
+                       "1 while the node is withdrawn by the operator (vipctl withdraw), 0 "
+                       "otherwise; vipctl status gives the reason.")),
+      // vipd_withdrawn_since_timestamp_seconds: when the withdraw began (Unix time), 0 while not
+      // withdrawn. Reads: withdrawn.since (absent when it is not vipd's UTC format).
+      withdrawnSince_(gauge(*registry_, "vipd_withdrawn_since_timestamp_seconds",
+                            "Unix time the operator's withdraw began; 0 while not withdrawn.")),
       // vipd_ready: the /readyz verdict. Reads: ready.
       ready_(gauge(*registry_, "vipd_ready",
                    "1 when vipd reports ready (/readyz answers 200), 0 otherwise.")),
@@ -97,14 +137,16 @@ Metrics::Metrics()
       bfd_(bfdFamilies(*registry_)),
       vip_(vipFamilies(*registry_)),
       health_(healthFamilies(*registry_)),
-      // vipd_role{role} 1: active, standby or contending. Reads: role. One series.
-      role_{&gauge(*registry_, "vipd_role",
-                   "Always 1; the role label says whether this instance speaks BGP (active), "
-                   "waits to take the node back (standby) or waits to take over (contending).")},
-      // vipd_handoff_refused{reason}: 1 while the last takeover attempt was refused (reason is
-      // the refusal), 0 with reason="" otherwise. Reads: handoff.refused, handoff.lastRefusal.
-      handoffRefused_{&gauge(*registry_, "vipd_handoff_refused",
-                             "1 while this instance's takeover is refused; reason says why.")},
+      // vipd_role{role}: one series per role (active, standby, contending), 1 for the current
+      // one. Reads: role.
+      role_(gauge(*registry_, "vipd_role",
+                  "1 for this instance's role, 0 for the others: active (speaks BGP), standby "
+                  "(waits to take the node back) or contending (waits to take over).")),
+      // vipd_handoff_refused: 1 while the last takeover attempt was refused, 0 otherwise (the
+      // refusal, free text, is handoff.lastRefusal in the status). Reads: handoff.refused.
+      handoffRefused_(gauge(*registry_, "vipd_handoff_refused",
+                            "1 while this instance's takeover is refused (vipctl status says "
+                            "why), 0 otherwise.")),
       // vipd_handoffs_total{event}: took_over, yielded, took_back, refused. Reads:
       // handoff.tookOver, handoff.yielded, handoff.tookBack, handoff.refusals.
       handoffs_(counter(*registry_, "vipd_handoffs_total",
@@ -124,7 +166,22 @@ Metrics::Metrics()
                               "allowed).")),
       listenerAcceptFailures_(counter(*registry_, "vipd_listener_accept_failures_total",
                                       "accept() failures on each listener (out of file "
-                                      "descriptors, typically).")) {}
+                                      "descriptors, typically).")),
+      // vipd_config_last_reload_successful: 0 after a SIGHUP whose file did not load or
+      // validate (vipd runs on with the config loaded before), 1 at start and after a good
+      // one. Reads: config.lastReloadSuccessful.
+      configLastReloadSuccessful_(gauge(*registry_, "vipd_config_last_reload_successful",
+                                        "1 unless the last SIGHUP reload failed (the config "
+                                        "running is then the one loaded before).")),
+      // vipd_config_last_reload_success_timestamp_seconds: when the running config was loaded
+      // (start or the last successful reload). Reads: config.loadedAt.
+      configLoadedAt_(gauge(*registry_, "vipd_config_last_reload_success_timestamp_seconds",
+                            "Unix time the running config was loaded (start or last good "
+                            "reload).")),
+      // vipd_config_reloads_total{result}: SIGHUP reloads, result success or failure. Reads:
+      // config.reloads, config.reloadFailures.
+      configReloads_(counter(*registry_, "vipd_config_reloads_total",
+                             "Config reloads (SIGHUP), by result: success, failure.")) {}
 
 // The BGP session of each peer, from peers[]: series labelled with the peer's address, created
 // when the peer is first seen.
@@ -179,7 +236,8 @@ Metrics::PeerFamilies Metrics::peerFamilies(prometheus::Registry& registry) {
       .notificationsSent = counter(registry, "vipd_notifications_sent_total",
                                    "BGP NOTIFICATION messages sent to the peer, by code/subcode."),
       // vipd_notifications_received_total{peer,code}. Reads: peers[].notificationsReceivedByCode.
-      // The codes come from the peer, so at most 65536 series per peer.
+      // The codes come from the peer: anything but code 1-7 with subcode 0-15 is code="other"
+      // (at most 113 series per peer).
       .notificationsReceived = counter(registry, "vipd_notifications_received_total",
                                        "BGP NOTIFICATION messages received from the peer, by "
                                        "code/subcode."),
@@ -296,7 +354,9 @@ void Metrics::update(const json& status) {
     updateWithdrawn(*withdrawn);
   }
   if (auto role = string(status, "role")) {
-    set(role_, {{"role", *role}}, 1);
+    for (auto name : {"active", "standby", "contending"}) {
+      role_.Add({{"role", name}}).Set(flag(*role == name));
+    }
   }
   if (const json* handoff = member(status, "handoff"); handoff != nullptr) {
     updateHandoff(*handoff);
@@ -306,6 +366,26 @@ void Metrics::update(const json& status) {
     for (const auto& [name, listener] : listeners->items()) {
       updateListener(name, listener);
     }
+  }
+  if (const json* config = member(status, "config"); config != nullptr) {
+    updateConfigLoads(*config);
+  }
+}
+
+void Metrics::updateConfigLoads(const json& config) {
+  if (auto ok = boolean(config, "lastReloadSuccessful")) {
+    configLastReloadSuccessful_.Add({}).Set(flag(*ok));
+  }
+  if (auto at = string(config, "loadedAt")) {
+    if (auto seconds = unixSeconds(*at)) {
+      configLoadedAt_.Add({}).Set(*seconds);
+    }
+  }
+  if (auto n = number(config, "reloads")) {
+    advance(configReloads_, {{"result", "success"}}, *n);
+  }
+  if (auto n = number(config, "reloadFailures")) {
+    advance(configReloads_, {{"result", "failure"}}, *n);
   }
 }
 
@@ -331,11 +411,7 @@ void Metrics::updateListener(const std::string& name, const json& listener) {
 
 void Metrics::updateHandoff(const json& handoff) {
   if (auto refused = boolean(handoff, "refused")) {
-    if (*refused) {
-      set(handoffRefused_, {{"reason", string(handoff, "lastRefusal").value_or("")}}, 1);
-    } else {
-      set(handoffRefused_, {{"reason", ""}}, 0);
-    }
+    handoffRefused_.Add({}).Set(flag(*refused));
   }
   const std::pair<const char*, const char*> events[] = {{"tookOver", "took_over"},
                                                         {"yielded", "yielded"},
@@ -397,10 +473,15 @@ void Metrics::updatePeer(const json& peer) {
     if (codes == nullptr || !codes->is_object()) {
       continue;
     }
+    // Several status codes may share the "other" label: sum them before advancing.
+    std::map<std::string, double> byLabel;
     for (const auto& [code, count] : codes->items()) {
       if (count.is_number()) {
-        advance(*family, {{"peer", *address}, {"code", code}}, count.get<double>());
+        byLabel[notificationCodeLabel(code)] += count.get<double>();
       }
+    }
+    for (const auto& [code, count] : byLabel) {
+      advance(*family, {{"peer", *address}, {"code", code}}, count);
     }
   }
   if (auto n = number(peer, "prefixesAdvertised")) {
@@ -497,10 +578,15 @@ void Metrics::updateWithdrawn(const json& withdrawn) {
   if (!active) {
     return;
   }
-  if (*active) {
-    set(withdrawn_, {{"reason", string(withdrawn, "reason").value_or("")}}, 1);
+  withdrawn_.Add({}).Set(flag(*active));
+  if (!*active) {
+    withdrawnSince_.Add({}).Set(0);
+  } else if (auto seconds = unixSeconds(string(withdrawn, "since").value_or(""))) {
+    withdrawnSince_.Add({}).Set(*seconds);
   } else {
-    set(withdrawn_, {{"reason", ""}}, 0);
+    // Withdrawn since a time nobody can read (a hand-written withdrawn.json): no series, rather
+    // than a 0 that reads as "withdrawn since 1970".
+    withdrawnSince_.Remove(&withdrawnSince_.Add({}));
   }
 }
 

@@ -12,6 +12,9 @@
 //   value lower than the last one seen (not expected) adds nothing and becomes the new baseline.
 // - Peers and VIPs are static config: series for a peer or VIP are created when first seen and
 //   never removed.
+// - Label values come from bounded sets only (config, state names, fixed reasons); free text
+//   (a withdraw or refusal reason) stays in the status, never in a label. NOTIFICATION codes a
+//   peer sends are kept only when RFC-shaped (code 1-7, subcode 0-15), else counted as "other".
 // - serialize() returns the Prometheus text exposition format (version 0.0.4).
 // - Not thread-safe: call from the io_context thread, like everything else in daemon/.
 #pragma once
@@ -51,8 +54,8 @@ class Metrics {
   using CounterFamily = prometheus::Family<prometheus::Counter>;
 
   // A family that holds at most one series whose labels change (an "info" style gauge such as
-  // vipd_withdrawn{reason}): setting new labels removes the old series, so a free-text label
-  // never accumulates series.
+  // vipd_build_info{version}): setting new labels removes the old series, so the family never
+  // accumulates series.
   struct SingleSeries {
     GaugeFamily* family;
     prometheus::Gauge* gauge = nullptr;
@@ -66,6 +69,7 @@ class Metrics {
   void updateWithdrawn(const nlohmann::json& withdrawn);
   void updateHandoff(const nlohmann::json& handoff);
   void updateListener(const std::string& name, const nlohmann::json& listener);
+  void updateConfigLoads(const nlohmann::json& config);
 
   // Increments the counter by how much `current` grew since the last call for this series.
   void advance(CounterFamily& family, const prometheus::Labels& labels, double current);
@@ -122,19 +126,23 @@ class Metrics {
 
   SingleSeries buildInfo_;
   SingleSeries mode_;
-  SingleSeries withdrawn_;
+  GaugeFamily& withdrawn_;
+  GaugeFamily& withdrawnSince_;
   GaugeFamily& ready_;
   PeerFamilies peer_;
   BfdFamilies bfd_;
   VipFamilies vip_;
   HealthFamilies health_;
-  SingleSeries role_;
-  SingleSeries handoffRefused_;
+  GaugeFamily& role_;
+  GaugeFamily& handoffRefused_;
   CounterFamily& handoffs_;
   GaugeFamily& listenerOpen_;
   GaugeFamily& listenerLimit_;
   CounterFamily& listenerClosed_;
   CounterFamily& listenerAcceptFailures_;
+  GaugeFamily& configLastReloadSuccessful_;
+  GaugeFamily& configLoadedAt_;
+  CounterFamily& configReloads_;
 
   // Last status value fed into each counter series (the series are owned by their family and
   // never removed, so the pointers stay valid).

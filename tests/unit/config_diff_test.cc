@@ -81,6 +81,7 @@ TEST(ConfigDiff, TopLevelFieldsNeedARestart) {
   next.health.type = Health::Type::Tcp;
   next.health.interval = 2s;
   next.metrics.port = 9999;
+  next.metrics.health = ListenAddress{ip("::1"), 9474};
   next.mode = Mode::DaemonSet;
   next.handoff.restartTime = 5s;
   EXPECT_THAT(diffConfig(running(), next),
@@ -92,6 +93,7 @@ TEST(ConfigDiff, TopLevelFieldsNeedARestart) {
                           ConfigChange{"health.type", "none", "tcp", kRestart},
                           ConfigChange{"health.interval", "1s", "2s", kRestart},
                           ConfigChange{"metrics.port", "9472", "9999", kRestart},
+                          ConfigChange{"metrics.healthListen", "unset", "[::1]:9474", kRestart},
                           ConfigChange{"mode", "standalone", "daemonset", kRestart},
                           ConfigChange{"handoff.restartTime", "3s", "5s", kRestart}));
 }

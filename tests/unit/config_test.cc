@@ -895,7 +895,9 @@ TEST(ConfigErrors, MetricsListen) {
   };
   EXPECT_EQ(listenError("127.0.0.1"),
             "vipd.yaml:11:11: metrics.listen: '127.0.0.1' is not an address:port such as "
-            "127.0.0.1:9472");
+            "127.0.0.1:9472 or [::1]:9472");
+  EXPECT_THAT(listenError("224.0.0.1:9472"), HasSubstr("cannot listen on 224.0.0.1"));
+  EXPECT_THAT(listenError("'[fe80::1]:9472'"), HasSubstr("cannot listen on fe80::1"));
   EXPECT_THAT(listenError("127.0.0.1:0"), HasSubstr("'127.0.0.1:0' is not an address:port"));
   EXPECT_THAT(listenError("localhost:9472"), HasSubstr("'localhost:9472' is not an address:port"));
   EXPECT_THAT(listenError("':9472'"), HasSubstr("is not an address:port"));
@@ -918,6 +920,53 @@ TEST(ConfigErrors, MetricsListen) {
   ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
   EXPECT_EQ(ok->metrics.address, ip("0.0.0.0"));
   EXPECT_EQ(ok->metrics.port, 65535);
+}
+
+TEST(ConfigErrors, MetricsHealthListen) {
+  auto parse = [](std::string_view metrics) {
+    return parseConfig(withPeer("metrics:\n" + std::string(metrics)), "vipd.yaml");
+  };
+  auto ok = parse("  listen: 192.0.2.11:9472\n  healthListen: 127.0.0.1:9474\n");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->metrics.address, ip("192.0.2.11"));
+  ASSERT_TRUE(ok->metrics.health.has_value());
+  EXPECT_EQ(ok->metrics.health->address, ip("127.0.0.1"));
+  EXPECT_EQ(ok->metrics.health->port, 9474);
+  // Unset: the probes stay on metrics.listen.
+  ok = parse("  listen: 127.0.0.1:9472\n");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_FALSE(ok->metrics.health.has_value());
+  // The same port on different specific addresses, or on different families, can both bind.
+  ok = parse("  listen: 192.0.2.11:9472\n  healthListen: 127.0.0.1:9472\n");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  ok = parse("  listen: '[::]:9472'\n  healthListen: 127.0.0.1:9472\n");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  // healthListen alone: metrics.listen keeps its default 127.0.0.1:9472.
+  ok = parse("  healthListen: '[::1]:9474'\n");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->metrics.port, 9472);
+  EXPECT_EQ(ok->metrics.health->address, ip("::1"));
+
+  auto error = [](std::string_view metrics) {
+    return onlyError(withPeer("metrics:\n" + std::string(metrics)));
+  };
+  EXPECT_EQ(error("  listen: 127.0.0.1:9472\n  healthListen: 127.0.0.1:9472\n"),
+            "vipd.yaml:12:17: metrics.healthListen: 127.0.0.1:9472 overlaps metrics.listen "
+            "(127.0.0.1:9472): the two listeners need different ports, or different specific "
+            "addresses");
+  EXPECT_THAT(error("  healthListen: 127.0.0.1:9472\n"),
+              HasSubstr("overlaps metrics.listen (127.0.0.1:9472)"));
+  EXPECT_THAT(error("  listen: 0.0.0.0:9472\n  healthListen: 127.0.0.1:9472\n"),
+              HasSubstr("overlaps metrics.listen (0.0.0.0:9472)"));
+  EXPECT_THAT(error("  listen: '[2001:db8::11]:9472'\n  healthListen: '[::]:9472'\n"),
+              HasSubstr("[::]:9472 overlaps metrics.listen ([2001:db8::11]:9472)"));
+  EXPECT_THAT(error("  healthListen: 127.0.0.1\n"),
+              HasSubstr("metrics.healthListen: '127.0.0.1' is not an address:port"));
+  EXPECT_THAT(error("  healthListen: 255.255.255.255:9474\n"),
+              HasSubstr("metrics.healthListen: cannot listen on 255.255.255.255"));
+  EXPECT_THAT(error("  healthListen: [9474]\n"),
+              HasSubstr("metrics.healthListen: expected a string"));
+  EXPECT_THAT(error("  healthlisten: 127.0.0.1:9474\n"), HasSubstr("healthlisten"));
 }
 
 // ---- VIP binding and the router ID ----

@@ -334,6 +334,21 @@ TEST(HttpServerListen, NamesTheAddressAndTheReasonWhenThePortIsTaken) {
   EXPECT_EQ(second.port(), 0);
 }
 
+// metrics.healthListen's listener: the error names what it is for.
+TEST(HttpServerListen, TheBindErrorSaysWhatTheListenerServes) {
+  asio::io_context io;
+  Logger log(LogFormat::Text, LogLevel::Error);
+  HttpServer metrics(io, log, route);
+  ASSERT_TRUE(metrics.listen("127.0.0.1", 0));
+  HttpServer health(io, log, route,
+                    HttpServerOptions{.name = "health", .purpose = "health probes"});
+  auto result = health.listen("127.0.0.1", metrics.port());
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error(), fmt::format("cannot listen for health probes on 127.0.0.1:{}: "
+                                        "Address already in use",
+                                        metrics.port()));
+}
+
 TEST(HttpServerListen, RejectsAnAddressThatIsNotAnIp) {
   asio::io_context io;
   Logger log(LogFormat::Text, LogLevel::Error);

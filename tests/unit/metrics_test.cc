@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 namespace vipd::daemon {
@@ -75,7 +76,8 @@ TEST(Metrics, ProjectsAFullSnapshot) {
   EXPECT_THAT(text, HasSubstr("vipd_build_info{version=\"0.1.0\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("vipd_mode{mode=\"normal\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("vipd_ready 1\n"));
-  EXPECT_THAT(text, HasSubstr("vipd_withdrawn{reason=\"\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_withdrawn 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_withdrawn_since_timestamp_seconds 0\n"));
 
   EXPECT_THAT(text, HasSubstr("vipd_peer_state{peer=\"192.0.2.1\",state=\"Established\"} 1\n"));
   for (const char* other : {"Idle", "Connect", "Active", "OpenSent", "OpenConfirm"}) {
@@ -214,24 +216,126 @@ TEST(Metrics, NoBfdSeriesForAPeerWithoutBfd) {
   EXPECT_THAT(metrics.serialize(), Not(HasSubstr("vipd_bfd_state{")));
 }
 
-TEST(Metrics, WithdrawnReasonReplacesTheSeries) {
+TEST(Metrics, WithdrawnCarriesNoFreeTextLabel) {
   Metrics metrics;
   auto status = snapshot(peer("Established", 1, 1));
-  status["withdrawn"] = {{"active", true}, {"reason", "node drain"}, {"since", "2024-01-01"}};
-  metrics.update(status);
-  EXPECT_THAT(metrics.serialize(), HasSubstr("vipd_withdrawn{reason=\"node drain\"} 1\n"));
-
-  status["withdrawn"] = {{"active", true}, {"reason", "etcd \"upgrade\""}};
+  status["withdrawn"] = {
+      {"active", true}, {"reason", "etcd \"upgrade\""}, {"since", "2024-01-02T03:04:05Z"}};
   metrics.update(status);
   auto text = metrics.serialize();
-  EXPECT_THAT(text, HasSubstr("vipd_withdrawn{reason=\"etcd \\\"upgrade\\\"\"} 1\n"));
-  EXPECT_THAT(text, Not(HasSubstr("node drain")));
+  EXPECT_THAT(text, HasSubstr("vipd_withdrawn 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_withdrawn_since_timestamp_seconds 1704164645\n"));
+  EXPECT_THAT(text, Not(HasSubstr("upgrade")));
+
+  // A hand-written "since" vipd cannot read: no timestamp rather than 1970.
+  status["withdrawn"] = {{"active", true}, {"reason", "x"}, {"since", "yesterday"}};
+  metrics.update(status);
+  text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_withdrawn 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("vipd_withdrawn_since_timestamp_seconds ")));
 
   status["withdrawn"] = {{"active", false}};
   metrics.update(status);
   text = metrics.serialize();
-  EXPECT_THAT(text, HasSubstr("vipd_withdrawn{reason=\"\"} 0\n"));
-  EXPECT_THAT(text, Not(HasSubstr("upgrade")));
+  EXPECT_THAT(text, HasSubstr("vipd_withdrawn 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_withdrawn_since_timestamp_seconds 0\n"));
+}
+
+TEST(Metrics, NotificationCodesFromAPeerAreBounded) {
+  Metrics metrics;
+  auto p = peer("Idle", 0, 0);
+  p["notificationsReceivedByCode"] = {{"6/2", 1}, {"2/15", 1}, {"9/1", 2}, {"6/200", 3}};
+  metrics.update(snapshot(p));
+  p["notificationsReceivedByCode"] = {{"6/2", 1}, {"2/15", 1}, {"9/1", 2}, {"6/200", 4},
+                                      {"255/255", 1}};
+  metrics.update(snapshot(p));
+  auto text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_notifications_received_total{code=\"2/15\","
+                              "peer=\"192.0.2.1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_notifications_received_total{code=\"other\","
+                              "peer=\"192.0.2.1\"} 7\n"));
+  EXPECT_THAT(text, Not(HasSubstr("9/1")));
+  EXPECT_THAT(text, Not(HasSubstr("6/200")));
+}
+
+TEST(Metrics, RoleIsOneSeriesPerRole) {
+  Metrics metrics;
+  auto status = snapshot(peer("Established", 1, 1));
+  status["role"] = "standby";
+  status["handoff"] = {{"refused", true}, {"lastRefusal", "router ID 192.0.2.1 differs"}};
+  metrics.update(status);
+  auto text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_role{role=\"standby\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_role{role=\"active\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_role{role=\"contending\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_handoff_refused 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("differs")));
+  status["role"] = "active";
+  status["handoff"] = {{"refused", false}, {"lastRefusal", ""}};
+  metrics.update(status);
+  text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_role{role=\"active\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_role{role=\"standby\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_handoff_refused 0\n"));
+}
+
+TEST(Metrics, ConfigReloads) {
+  Metrics metrics;
+  auto status = snapshot(peer("Established", 1, 1));
+  status["config"] = {{"loadedAt", "2024-01-02T03:04:05Z"},
+                      {"lastReloadSuccessful", true},
+                      {"reloads", 0},
+                      {"reloadFailures", 0}};
+  metrics.update(status);
+  auto text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_config_last_reload_successful 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_config_last_reload_success_timestamp_seconds 1704164645\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_config_reloads_total{result=\"success\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_config_reloads_total{result=\"failure\"} 0\n"));
+  status["config"]["lastReloadSuccessful"] = false;
+  status["config"]["reloadFailures"] = 2;
+  status["config"]["lastReloadError"] = "vipd.yaml:3:1: bad";
+  metrics.update(status);
+  text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_config_last_reload_successful 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_config_reloads_total{result=\"failure\"} 2\n"));
+  EXPECT_THAT(text, Not(HasSubstr("bad")));
+}
+
+// Prometheus' naming rules, checked on every family a full snapshot creates: counters and only
+// counters end in _total, no unit abbreviations (ms, sec), timestamps and durations in seconds.
+TEST(Metrics, NamesFollowPrometheusConventions) {
+  Metrics metrics;
+  auto status = snapshot(peer("Established", 1, 1));
+  status["peers"][0]["bfd"] = bfdStatus("Up", 1, 1, 10);
+  status["role"] = "active";
+  status["handoff"] = {{"refused", false}, {"tookOver", 0}};
+  status["listeners"] = {{"metrics", {{"open", 1}, {"limit", 32}, {"limitHits", 0}}}};
+  status["config"] = {{"loadedAt", "2024-01-02T03:04:05Z"}, {"lastReloadSuccessful", true},
+                      {"reloads", 0}, {"reloadFailures", 0}};
+  metrics.update(status);
+  std::istringstream lines(metrics.serialize());
+  size_t families = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# TYPE ", 0) != 0) {
+      continue;
+    }
+    ++families;
+    std::istringstream words(line.substr(7));
+    std::string name;
+    std::string type;
+    words >> name >> type;
+    EXPECT_EQ(name.rfind("vipd_", 0), 0u) << name;
+    const bool total = name.size() > 6 && name.substr(name.size() - 6) == "_total";
+    EXPECT_EQ(total, type == "counter") << name << " is a " << type;
+    std::istringstream parts(name);
+    for (std::string part; std::getline(parts, part, '_');) {
+      for (const char* abbreviation : {"ms", "millis", "milliseconds", "sec", "secs", "percent"}) {
+        EXPECT_NE(part, abbreviation) << name << ": use base units (seconds, ratios)";
+      }
+    }
+  }
+  EXPECT_GE(families, 40u);
 }
 
 TEST(Metrics, TheCurrentStatusShapeWithoutNewerFields) {

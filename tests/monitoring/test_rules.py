@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""monitoring: the manifests in manifests/monitoring, without a cluster or root.
+
+- plain_rules.py turns prometheusrule.yaml into a plain rule file that `promtool check rules`
+  accepts;
+- `promtool test rules` passes tests/monitoring/rules_test.yaml against it, and that file has,
+  for every alert in the PrometheusRule, at least one case where it fires and one where it does
+  not;
+- the return-path alert is only a commented placeholder (no such metric exists yet);
+- the dashboard is JSON with a unique id per panel, every target has an expression, and every
+  $variable it uses is one of its own template variables or Grafana's $__rate_interval;
+- with kubectl: `kubectl kustomize manifests/monitoring` prints the PodMonitor, the
+  PrometheusRule and the dashboard's ConfigMap, and the PodMonitor selects exactly the pods of
+  the DaemonSet in `kubectl kustomize manifests/daemonset` by their labels and names a
+  container port of theirs.
+
+Exit 77 outside CI when promtool, kubectl or PyYAML is missing; with CI=true that fails.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "e2e"))
+import lab  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MONITORING = os.path.join(ROOT, "manifests", "monitoring")
+RULES_TEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules_test.yaml")
+
+
+def need_yaml():
+    try:
+        import yaml  # noqa: F401
+    except ImportError:
+        if lab.in_ci():
+            raise AssertionError("CI=true and PyYAML (python3-yaml) is missing")
+        raise lab.Skip("PyYAML (python3-yaml) is missing")
+    return yaml
+
+
+def alerts_of(rule: dict) -> list[str]:
+    return [r["alert"] for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r]
+
+
+def check_rules(yaml) -> None:
+    sys.path.insert(0, MONITORING)
+    from plain_rules import plain_rules  # noqa: E402
+    with open(os.path.join(MONITORING, "prometheusrule.yaml")) as f:
+        text = f.read()
+    rule = yaml.safe_load(text)
+    alerts = alerts_of(rule)
+    lab.log(f"alerts: {', '.join(alerts)}")
+    lab.check(len(alerts) == len(set(alerts)), f"duplicate alert names: {alerts}")
+    lab.check("ReturnPath" not in "".join(alerts), "the return-path alert must stay a comment")
+    lab.check(re.search(r"^\s*#.*return-path", text, re.M | re.I) is not None,
+              "prometheusrule.yaml should keep the commented return-path placeholder")
+    with tempfile.TemporaryDirectory() as tmp:
+        rules = os.path.join(tmp, "vipd-rules.yaml")
+        with open(rules, "w") as f:
+            f.write(plain_rules())
+        p = lab.run(["promtool", "check", "rules", rules], check=False)
+        lab.log(f"promtool check rules: {(p.stdout + p.stderr).strip()}")
+        lab.check(p.returncode == 0, f"promtool check rules failed:\n{p.stdout}{p.stderr}")
+        shutil.copy(RULES_TEST, tmp)
+        p = lab.run(["promtool", "test", "rules", os.path.join(tmp, "rules_test.yaml")],
+                    check=False, timeout=60)
+        lab.log(f"promtool test rules: {(p.stdout + p.stderr).strip()}")
+        lab.check(p.returncode == 0, f"promtool test rules failed:\n{p.stdout}{p.stderr}")
+
+    with open(RULES_TEST) as f:
+        tests = yaml.safe_load(f)["tests"]
+    fires, quiet = set(), set()
+    for t in tests:
+        for case in t.get("alert_rule_test", []):
+            (fires if case.get("exp_alerts") else quiet).add(case["alertname"])
+    for a in alerts:
+        lab.check(a in fires, f"rules_test.yaml has no case where {a} fires")
+        lab.check(a in quiet, f"rules_test.yaml has no case where {a} stays quiet")
+    lab.log(f"every alert ({len(alerts)}) fires and stays quiet in rules_test.yaml "
+            f"({len(tests)} test groups)")
+
+
+def dashboard_queries(dashboard: dict) -> list[tuple[str, str]]:
+    """(panel title, expression) for every target of every panel, rows included."""
+    out = []
+
+    def walk(panels):
+        for p in panels:
+            walk(p.get("panels", []))
+            for t in p.get("targets", []):
+                out.append((p.get("title", "?"), t.get("expr", "")))
+    walk(dashboard["panels"])
+    return out
+
+
+def check_dashboard() -> None:
+    with open(os.path.join(MONITORING, "vipd-dashboard.json")) as f:
+        dashboard = json.load(f)
+    ids = []
+
+    def walk(panels):
+        for p in panels:
+            ids.append(p["id"])
+            walk(p.get("panels", []))
+    walk(dashboard["panels"])
+    lab.check(len(ids) == len(set(ids)), f"panel ids repeat: {ids}")
+    names = {v["name"] for v in dashboard["templating"]["list"]} | {"__rate_interval"}
+    queries = dashboard_queries(dashboard)
+    for title, expr in queries:
+        lab.check(expr.strip() != "", f"panel {title!r} has a target without an expression")
+        for var in re.findall(r"\$\{?(\w+)", expr):
+            lab.check(var in names, f"panel {title!r} uses ${var}, which is not a variable")
+    lab.log(f"dashboard: {len(ids)} panels, {len(queries)} queries, variables {sorted(names)}")
+
+
+def check_kustomize(yaml) -> None:
+    if not shutil.which("kubectl"):
+        if lab.in_ci():
+            raise AssertionError("CI=true and kubectl is missing")
+        lab.log("kubectl missing: kustomize checks skipped")
+        return
+
+    def build(d):
+        p = lab.run(["kubectl", "kustomize", os.path.join(ROOT, "manifests", d)], timeout=60)
+        return list(yaml.safe_load_all(p.stdout))
+    objects = {o["kind"]: o for o in build("monitoring")}
+    lab.check(set(objects) == {"PodMonitor", "PrometheusRule", "ConfigMap"},
+              f"manifests/monitoring builds {sorted(objects)}")
+    cm = objects["ConfigMap"]
+    lab.check(cm["metadata"]["labels"].get("grafana_dashboard") == "1",
+              f"dashboard ConfigMap labels {cm['metadata']['labels']}")
+    json.loads(cm["data"]["vipd-dashboard.json"])
+    ds = [o for o in build("daemonset") if o["kind"] == "DaemonSet"][0]
+    pm = objects["PodMonitor"]
+    pod_labels = ds["spec"]["template"]["metadata"]["labels"]
+    selector = pm["spec"]["selector"]["matchLabels"]
+    lab.check(all(pod_labels.get(k) == v for k, v in selector.items()),
+              f"PodMonitor selector {selector} does not match the DaemonSet's pods {pod_labels}")
+    lab.check(selector.get("app.kubernetes.io/component") == "daemonset",
+              "the PodMonitor must not select the static pod (component: bootstrap)")
+    namespaces = pm["spec"]["namespaceSelector"]["matchNames"]
+    lab.check(ds["metadata"]["namespace"] in namespaces,
+              f"PodMonitor namespaces {namespaces}, DaemonSet in {ds['metadata']['namespace']}")
+    ports = {p.get("name") for c in ds["spec"]["template"]["spec"]["containers"]
+             for p in c.get("ports", [])}
+    for endpoint in pm["spec"]["podMetricsEndpoints"]:
+        lab.check(endpoint["port"] in ports,
+                  f"PodMonitor port {endpoint['port']!r} is not a DaemonSet port {ports}")
+    lab.log(f"kustomize: PodMonitor selects {selector} in {namespaces} on port(s) "
+            f"{[e['port'] for e in pm['spec']['podMetricsEndpoints']]}")
+
+
+def test() -> None:
+    yaml = need_yaml()
+    check_rules(yaml)
+    check_dashboard()
+    check_kustomize(yaml)
+
+
+if __name__ == "__main__":
+    lab.main(test, binaries=["promtool"], root=False)
