@@ -113,7 +113,8 @@ def host_paths(pod_spec: dict, container: dict) -> dict[str, tuple[str, bool, st
     return out
 
 
-def check_pod_common(c: Checks, who: str, spec: dict, port: int, socket: str) -> dict:
+def check_pod_common(c: Checks, who: str, spec: dict, port: int, socket: str,
+                     metrics_port: int = 0) -> dict:
     """What the DaemonSet's pod and the static pod share: security, probes, drain, host paths."""
     ctr = container_of(spec)
     c.equal(spec.get("hostNetwork"), True, f"{who}: hostNetwork")
@@ -136,8 +137,9 @@ def check_pod_common(c: Checks, who: str, spec: dict, port: int, socket: str) ->
         get = ctr.get(probe, {}).get("httpGet", {})
         c.equal((get.get("host"), get.get("path"), get.get("port")), ("127.0.0.1", path, port),
                 f"{who}: {probe} GET 127.0.0.1:{port}{path}")
-    c.equal([p.get("containerPort") for p in ctr.get("ports", [])], [port],
-            f"{who}: declares the metrics port {port}")
+    metrics_port = metrics_port or port
+    c.equal([p.get("containerPort") for p in ctr.get("ports", [])], [metrics_port],
+            f"{who}: declares the metrics port {metrics_port}")
 
     pre_stop = ctr.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command")
     c.equal(pre_stop, ["vipctl", "--socket", socket, "withdraw", "--wait", "--transient"],
@@ -166,7 +168,10 @@ def check_config(c: Checks, text: str, ds_spec: dict, ctr: dict) -> dict:
             "ConfigMap: stateDir is the hostPath")
     c.equal(cfg.get("handoff", {}).get("dir", "/run/vipd"), "/run/vipd",
             "ConfigMap: handoff.dir is the hostPath")
-    c.equal(cfg.get("metrics", {}).get("listen"), "127.0.0.1:9472", "ConfigMap: metrics.listen")
+    c.equal(cfg.get("metrics", {}).get("listen"), "0.0.0.0:9472",
+            "ConfigMap: /metrics on every node address (Prometheus)")
+    c.equal(cfg.get("metrics", {}).get("healthListen"), "127.0.0.1:9474",
+            "ConfigMap: the probes' endpoints on 127.0.0.1 only")
     c.equal([v.get("address") for v in cfg.get("vips", [])], ["203.0.113.10/32"],
             "ConfigMap: example VIP")
     health = cfg.get("health", {})
@@ -247,7 +252,7 @@ def check_daemonset(c: Checks, objects: list[dict]) -> dict:
     c.expect((CONTROL_PLANE, "Exists", "NoSchedule") in tolerations,
              "DaemonSet: tolerates the control-plane NoSchedule taint")
 
-    ctr = check_pod_common(c, "DaemonSet", spec, 9472, "/run/vipd/vipd.sock")
+    ctr = check_pod_common(c, "DaemonSet", spec, 9474, "/run/vipd/vipd.sock", metrics_port=9472)
     c.equal(ctr.get("args"), ["--config", CONFIG_FILE, "--node-config", NODE_CONFIG],
             "DaemonSet: args --config (the ConfigMap) and --node-config (the node file)")
     c.equal(host_paths(spec, ctr).get(NODE_DIR), (NODE_DIR, True, "Directory"),
