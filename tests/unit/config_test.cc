@@ -616,7 +616,7 @@ TEST(ConfigErrors, NextHopIpv6MustBeGlobalIpv6) {
 
 // ---- Address families per session (peers[].families) ----
 
-// The header's IPv4 VIP, an IPv6 VIP (line 7) and `peers` (line 8 on, then health).
+// The header's IPv4 VIP, an IPv6 VIP (line 7) and `peers` (line 8; its first entry on line 9).
 std::string dualStack(std::string_view peers) {
   return std::string(kHeader) + "  - address: 2001:db8::10/128\n" + "peers:\n" +
          std::string(peers) + std::string(kHealthNone);
@@ -712,26 +712,26 @@ TEST(ConfigFamilies, MalformedFamilies) {
 TEST(ConfigFamilies, Ipv4OverAnIpv6SessionIsRefused) {
   EXPECT_EQ(onlyError(dualStack("  - address: 192.0.2.1\n    asn: 65000\n"
                                 "  - address: 2001:db8::1\n    asn: 65000\n"
-                                "    families: [ipv4, ipv6]\n")),  // line 12
-            "vipd.yaml:12:16: peers[1].families[0]: ipv4 over an IPv6 session needs an IPv4 "
+                                "    families: [ipv4, ipv6]\n")),  // line 13
+            "vipd.yaml:13:16: peers[1].families[0]: ipv4 over an IPv6 session needs an IPv4 "
             "next hop, which vipd cannot supply; carry the IPv4 VIPs over a peer with an IPv4 "
             "address (peer 2001:db8::1 is IPv6)");
 }
 
 TEST(ConfigFamilies, Ipv6OverAnIpv4SessionNeedsNextHopIpv6) {
   EXPECT_EQ(onlyError(dualStack("  - address: 192.0.2.1\n    asn: 65000\n"
-                                "    families: [ipv4, ipv6]\n"  // line 10
+                                "    families: [ipv4, ipv6]\n"  // line 11
                                 "  - address: 2001:db8::1\n    asn: 65000\n")),
-            "vipd.yaml:10:22: peers[0].families[1]: ipv6 over an IPv4 session needs an IPv6 next "
+            "vipd.yaml:11:22: peers[0].families[1]: ipv6 over an IPv4 session needs an IPv6 next "
             "hop: set nextHopIpv6 to a global IPv6 address of this node (peer 192.0.2.1 is IPv4)");
 }
 
 TEST(ConfigFamilies, NextHopIpv6UnusedWhenFamiliesLeaveOutIpv6) {
   EXPECT_EQ(onlyError(dualStack("  - address: 192.0.2.1\n    asn: 65000\n"
-                                "    nextHopIpv6: 2001:db8::11\n"  // line 10
+                                "    nextHopIpv6: 2001:db8::11\n"  // line 11
                                 "    families: [ipv4]\n"
                                 "  - address: 2001:db8::1\n    asn: 65000\n")),
-            "vipd.yaml:10:18: peers[0].nextHopIpv6: nextHopIpv6 is never used: families leaves "
+            "vipd.yaml:11:18: peers[0].nextHopIpv6: nextHopIpv6 is never used: families leaves "
             "out ipv6, so this session carries no IPv6 VIP; remove nextHopIpv6 or add ipv6 to "
             "families");
 }
@@ -756,11 +756,11 @@ TEST(ConfigFamilies, SessionThatWouldCarryNoVipIsRefused) {
 TEST(ConfigFamilies, VipCarriedByNoSessionIsRefused) {
   // Before `families`, this was "VIP ... needs an IPv6 next hop; this IPv4 session has none".
   EXPECT_EQ(onlyError(dualStack("  - address: 192.0.2.1\n    asn: 65000\n")),
-            "vipd.yaml:9:5: peers: VIP 2001:db8::10/128 is carried by no session: no peer "
+            "vipd.yaml:9:3: peers: VIP 2001:db8::10/128 is carried by no session: no peer "
             "carries ipv6 (an IPv6 peer does by default, an IPv4 peer only with nextHopIpv6); "
             "add ipv6 to a peer's families, or add a peer that carries it");
   EXPECT_EQ(onlyError(dualStack("  - address: 2001:db8::1\n    asn: 65000\n")),
-            "vipd.yaml:9:5: peers: VIP 203.0.113.10/32 is carried by no session: no peer "
+            "vipd.yaml:9:3: peers: VIP 203.0.113.10/32 is carried by no session: no peer "
             "carries ipv4 (only an IPv4 peer address can: vipd cannot give an IPv6 session an "
             "IPv4 next hop); add ipv4 to a peer's families, or add a peer that carries it");
   // Explicit families can leave a VIP out too.
