@@ -391,7 +391,7 @@ void ConfigReader::readFamilies(const Mapping& m, const bgp::IpAddress& address,
       error(m.mark, m.path,
             address.isV4()
                 ? fmt::format("this IPv4 session carries no VIP: VIP {} needs an IPv6 next hop, "
-                              "which this session has none of: set nextHopIpv6",
+                              "and this session has none: set nextHopIpv6",
                               vip.prefix.toString())
                 : fmt::format("this IPv6 session carries no VIP: IPv4 VIP {} over an IPv6 "
                               "session needs an IPv4 next hop, which vipd cannot supply; use an "

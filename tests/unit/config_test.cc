@@ -750,7 +750,7 @@ TEST(ConfigFamilies, SessionThatWouldCarryNoVipIsRefused) {
                       "peers:\n  - address: 192.0.2.1\n    asn: 65000\n" +
                       std::string(kHealthNone)),
             "vipd.yaml:8:5: peers[0]: this IPv4 session carries no VIP: VIP 2001:db8::10/128 "
-            "needs an IPv6 next hop, which this session has none of: set nextHopIpv6");
+            "needs an IPv6 next hop, and this session has none: set nextHopIpv6");
 }
 
 TEST(ConfigFamilies, VipCarriedByNoSessionIsRefused) {
