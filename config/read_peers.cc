@@ -390,11 +390,11 @@ void ConfigReader::readFamilies(const Mapping& m, const bgp::IpAddress& address,
       const Vip& vip = vips.front();
       error(m.mark, m.path,
             address.isV4()
-                ? fmt::format("this IPv4 session carries no VIP: VIP {} needs an IPv6 next hop, "
-                              "and this session has none: set nextHopIpv6",
+                ? fmt::format("VIP {} needs an IPv6 next hop; this IPv4 session has none, so "
+                              "it would carry no VIP: set nextHopIpv6",
                               vip.prefix.toString())
-                : fmt::format("this IPv6 session carries no VIP: IPv4 VIP {} over an IPv6 "
-                              "session needs an IPv4 next hop, which vipd cannot supply; use an "
+                : fmt::format("IPv4 VIP {} over an IPv6 session needs an IPv4 next hop, which "
+                              "vipd cannot supply, so this session would carry no VIP; use an "
                               "IPv4 peer address",
                               vip.prefix.toString()));
     }

@@ -740,17 +740,17 @@ TEST(ConfigFamilies, SessionThatWouldCarryNoVipIsRefused) {
   // An IPv6 session in an IPv4-only cluster: it could carry nothing.
   EXPECT_EQ(onlyError(std::string(kHeader) + "peers:\n  - address: 2001:db8::1\n    asn: 65000\n" +
                       std::string(kHealthNone)),
-            "vipd.yaml:8:5: peers[0]: this IPv6 session carries no VIP: IPv4 VIP "
-            "203.0.113.10/32 over an IPv6 session needs an IPv4 next hop, which vipd cannot "
-            "supply; use an IPv4 peer address");
+            "vipd.yaml:8:5: peers[0]: IPv4 VIP 203.0.113.10/32 over an IPv6 session needs an "
+            "IPv4 next hop, which vipd cannot supply, so this session would carry no VIP; use an "
+            "IPv4 peer address");
   // An IPv4 session without nextHopIpv6 in an IPv6-only cluster.
   EXPECT_EQ(onlyError("apiVersion: vipd.io/v1alpha1\nkind: SpeakerConfiguration\n"
                       "routerId: 192.0.2.11\nlocalAsn: 65001\nvips:\n"
                       "  - address: 2001:db8::10/128\n"
                       "peers:\n  - address: 192.0.2.1\n    asn: 65000\n" +
                       std::string(kHealthNone)),
-            "vipd.yaml:8:5: peers[0]: this IPv4 session carries no VIP: VIP 2001:db8::10/128 "
-            "needs an IPv6 next hop, and this session has none: set nextHopIpv6");
+            "vipd.yaml:8:5: peers[0]: VIP 2001:db8::10/128 needs an IPv6 next hop; this IPv4 "
+            "session has none, so it would carry no VIP: set nextHopIpv6");
 }
 
 TEST(ConfigFamilies, VipCarriedByNoSessionIsRefused) {
