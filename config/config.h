@@ -63,6 +63,12 @@ struct Peer {
   milliseconds openHoldTime{240000};
   uint8_t ebgpMultihop = 0;                     // 0 = directly connected (TTL 1 on eBGP)
   std::optional<bgp::IpAddress> nextHopIpv6;    // IPv6 next hop for /128 VIPs
+  // The address families this session carries (unicast; IPv4 before IPv6, each at most once):
+  // the VIPs it announces, the multiprotocol capabilities it advertises (RFC 4760) and the
+  // End-of-RIB markers it sends. Always set by the parser: `families` as written, or by default
+  // the session's own family plus IPv6 on an IPv4 session with nextHopIpv6, each only where a
+  // VIP of that family exists (defaultFamilies()).
+  std::vector<bgp::Afi> families;
   // TCP-MD5 (RFC 2385) key, read from this file at start; never inline in the config.
   std::optional<std::string> passwordFile;
   // GTSM (RFC 5082): send with TTL 255 and have the kernel drop every segment of the session
@@ -71,6 +77,15 @@ struct Peer {
   Bfd bfd;
   auto operator<=>(const Peer&) const = default;
 };
+
+// What a peer carries when its `families` key is left out: the VIPs of its own address family,
+// and IPv6 VIPs on an IPv4 session that has an IPv6 next hop (nextHopIpv6). Empty when no VIP
+// qualifies. `nextHopIpv6Given` is whether the key is present, valid or not.
+std::vector<bgp::Afi> defaultFamilies(const bgp::IpAddress& peerAddress, bool nextHopIpv6Given,
+                                      const std::vector<Vip>& vips);
+
+// "ipv4" or "ipv6", as `families` spells them (also status and `config --show`).
+std::string_view familyKeyword(bgp::Afi family);
 
 inline constexpr milliseconds kMaxConnectRetry{30000};
 inline constexpr milliseconds kMinOpenHoldTime{3000};

@@ -26,6 +26,7 @@ std::string show(const ListenAddress& value) {
                               : fmt::format("{}:{}", value.address.toString(), value.port);
 }
 std::string show(Mode value) { return std::string(modeName(value)); }
+std::string show(bgp::Afi value) { return std::string(familyKeyword(value)); }
 std::string show(const Community& value) { return fmt::format("{}:{}", value.asn, value.value); }
 std::string show(const bgp::LargeCommunity& value) {
   return fmt::format("{}:{}:{}", value.globalAdministrator, value.localData1, value.localData2);
@@ -109,6 +110,7 @@ void diffPeer(Visitor& d, const std::string& path, const Peer& a, const Peer& b)
   d.field(path + ".openHoldTime", a.openHoldTime, b.openHoldTime);
   d.field(path + ".ebgpMultihop", a.ebgpMultihop, b.ebgpMultihop);
   d.field(path + ".nextHopIpv6", a.nextHopIpv6, b.nextHopIpv6);
+  d.field(path + ".families", a.families, b.families);
   d.field(path + ".passwordFile", a.passwordFile, b.passwordFile);
   d.field(path + ".ttlSecurity", a.ttlSecurity, b.ttlSecurity);
   diffBfd(d, path + ".bfd", a.bfd, b.bfd);

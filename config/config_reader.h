@@ -4,7 +4,7 @@
 //                     string, an integer, a duration, an address, a list, ...)
 //   config_parser.cc  the top level (readDocument) and the public entry points
 //   read_vips.cc      VIPs, the router ID and the community lists
-//   read_peers.cc     peers: addresses, timers, TTL and authentication, BFD
+//   read_peers.cc     peers: addresses, timers, TTL and authentication, BFD, families
 //   read_sections.cc  listen, control, drain, health, metrics, mode and handoff
 //
 // Private to config/: shared by the files above and included by nothing outside config/, which
@@ -142,7 +142,10 @@ class ConfigReader {
   void readNextHopIpv6(const Field& f, Peer& peer);
   void readAuthAndTtl(const Mapping& m, Peer& peer);
   void readBfd(const Field& f, Peer& peer);
-  void checkNextHopFamilies(const Mapping& m, const bgp::IpAddress& address, bool nextHopIpv6Given,
+  // `families`, or its default; `nextHopIpv6` is that key when present.
+  void readFamilies(const Mapping& m, const bgp::IpAddress& address, const Field* nextHopIpv6,
+                    const std::vector<Vip>& vips, Peer& peer);
+  void checkEveryVipCarried(const Field& f, const std::vector<Peer>& peers,
                             const std::vector<Vip>& vips);
 
   // --- read_sections.cc

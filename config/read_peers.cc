@@ -1,6 +1,7 @@
 // ConfigReader's readers for `peers` (config_reader.h): each peer's address and AS, its source
 // address and next hop, the session timers (hold, keepalive, connect retry, OPEN wait), eBGP
-// multihop, TCP-MD5 and GTSM, BFD, and the checks that need several of them at once.
+// multihop, TCP-MD5 and GTSM, BFD, the address families each session carries, and the checks
+// that need several of them at once (every VIP carried by some session).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -50,6 +51,36 @@ void ConfigReader::readPeers(const Field& f, std::optional<uint32_t> localAsn,
     seen.emplace_back(peer->address, i);
     peers.push_back(*peer);
   }
+  if (peers.size() == list->size()) {
+    // Only when every peer was read: a peer with an error could be the one meant to carry it.
+    checkEveryVipCarried(f, peers, vips);
+  }
+}
+
+// A VIP no session carries is bound and healthy on this node but attracts no traffic: the kind of
+// mistake that looks fine until the day it matters, so it is an error, not a warning. No config
+// vipd accepted before `families` existed has one (every session then carried every VIP).
+void ConfigReader::checkEveryVipCarried(const Field& f, const std::vector<Peer>& peers,
+                                        const std::vector<Vip>& vips) {
+  for (const Vip& vip : vips) {
+    bgp::Afi family = vip.prefix.address.family;
+    bool carried = std::any_of(peers.begin(), peers.end(), [&](const Peer& p) {
+      return std::find(p.families.begin(), p.families.end(), family) != p.families.end();
+    });
+    if (carried) {
+      continue;
+    }
+    error(f, fmt::format(
+                 "VIP {} is carried by no session: no peer carries {} ({}); add {} to a peer's "
+                 "families, or add a peer that carries it",
+                 vip.prefix.toString(), familyKeyword(family),
+                 family == bgp::Afi::Ipv4
+                     ? "only an IPv4 peer address can: vipd cannot give an IPv6 session an IPv4 "
+                       "next hop"
+                     : "an IPv6 peer does by default, an IPv4 peer only with nextHopIpv6",
+                 familyKeyword(family)));
+    return;  // one is enough to say what to fix
+  }
 }
 
 std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::string& path,
@@ -58,7 +89,7 @@ std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::st
   auto m = readMapping(node, path,
                        {"address", "asn", "port", "sourceAddress", "holdTime", "keepaliveTime",
                         "connectRetryTime", "openHoldTime", "ebgpMultihop", "nextHopIpv6",
-                        "passwordFile", "ttlSecurity", "bfd"});
+                        "passwordFile", "ttlSecurity", "bfd", "families"});
   if (!m) {
     return std::nullopt;
   }
@@ -104,7 +135,7 @@ std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::st
     readBfd(*f, peer);
   }
   if (address) {
-    checkNextHopFamilies(*m, *address, nextHopIpv6 != nullptr, vips);
+    readFamilies(*m, *address, nextHopIpv6, vips, peer);
   }
   if (errors_.size() != errorsBefore) {
     return std::nullopt;
@@ -343,26 +374,111 @@ void ConfigReader::readBfd(const Field& f, Peer& peer) {
   }
 }
 
-// RFC 4760/2545: every announced route needs a next hop of its own family. An IPv6 session
-// supplies its own local address for /128 VIPs; an IPv4 session supplies one for /32 VIPs.
-void ConfigReader::checkNextHopFamilies(const Mapping& m, const bgp::IpAddress& address,
-                                        bool nextHopIpv6Given, const std::vector<Vip>& vips) {
-  auto v6Vip =
-      std::find_if(vips.begin(), vips.end(), [](const Vip& v) { return v.prefix.address.isV6(); });
-  auto v4Vip =
-      std::find_if(vips.begin(), vips.end(), [](const Vip& v) { return v.prefix.address.isV4(); });
-  if (address.isV4() && v6Vip != vips.end() && !nextHopIpv6Given) {
-    error(m.mark, m.path,
-          fmt::format("VIP {} needs an IPv6 next hop; this IPv4 session has none: set "
-                      "nextHopIpv6",
-                      v6Vip->prefix.toString()));
+// RFC 4760/2545: every announced route needs a next hop of its own family. An IPv4 session
+// supplies its local address for /32 VIPs and nextHopIpv6 for /128 VIPs; an IPv6 session its
+// local address (or nextHopIpv6) for /128 VIPs, and nothing for /32 VIPs: vipd has no IPv4 next
+// hop to give it (RFC 8950 would need the peer's extended next hop, which vipd does not speak).
+// `nextHopIpv6` is the key when present (an invalid value is already reported).
+void ConfigReader::readFamilies(const Mapping& m, const bgp::IpAddress& address,
+                                const Field* nextHopIpv6, const std::vector<Vip>& vips,
+                                Peer& peer) {
+  const Field* f = m.find("families");
+  if (f == nullptr) {
+    peer.families = defaultFamilies(address, nextHopIpv6 != nullptr, vips);
+    if (peer.families.empty() && !vips.empty()) {
+      // Every VIP is of a family this session cannot carry by default: say what would carry it.
+      const Vip& vip = vips.front();
+      error(m.mark, m.path,
+            address.isV4()
+                ? fmt::format("VIP {} needs an IPv6 next hop; this IPv4 session has none, so "
+                              "it would carry no VIP: set nextHopIpv6",
+                              vip.prefix.toString())
+                : fmt::format("IPv4 VIP {} over an IPv6 session needs an IPv4 next hop, which "
+                              "vipd cannot supply, so this session would carry no VIP; use an "
+                              "IPv4 peer address",
+                              vip.prefix.toString()));
+    }
+    return;
   }
-  if (address.isV6() && v4Vip != vips.end()) {
-    error(m.mark, m.path,
-          fmt::format("IPv4 VIP {} over an IPv6 session needs an IPv4 next hop, which vipd "
-                      "cannot supply; use an IPv4 peer address",
-                      v4Vip->prefix.toString()));
+  auto list = readList(*f);
+  if (!list) {
+    return;
   }
+  if (list->size() == 0) {
+    error(*f,
+          "list at least one family (ipv4, ipv6), or leave families out for the default: the "
+          "session's own family, and ipv6 on an IPv4 session with nextHopIpv6");
+    return;
+  }
+  std::vector<bgp::Afi> families;
+  for (size_t j = 0; j < list->size(); ++j) {
+    Field item{YAML::Node(), (*list)[j], indexPath(f->path, j)};
+    auto text = readString(item);
+    if (!text) {
+      continue;
+    }
+    bgp::Afi family;
+    if (*text == "ipv4") {
+      family = bgp::Afi::Ipv4;
+    } else if (*text == "ipv6") {
+      family = bgp::Afi::Ipv6;
+    } else {
+      error(item, fmt::format("'{}' is not an address family; use ipv4 or ipv6", *text));
+      continue;
+    }
+    if (std::find(families.begin(), families.end(), family) != families.end()) {
+      error(item, fmt::format("{} is listed twice", *text));
+      continue;
+    }
+    if (family == bgp::Afi::Ipv4 && address.isV6()) {
+      error(item, fmt::format("ipv4 over an IPv6 session needs an IPv4 next hop, which vipd "
+                              "cannot supply; carry the IPv4 VIPs over a peer with an IPv4 "
+                              "address (peer {} is IPv6)",
+                              address.toString()));
+      continue;
+    }
+    if (family == bgp::Afi::Ipv6 && address.isV4() && nextHopIpv6 == nullptr) {
+      error(item, fmt::format("ipv6 over an IPv4 session needs an IPv6 next hop: set nextHopIpv6 "
+                              "to a global IPv6 address of this node (peer {} is IPv4)",
+                              address.toString()));
+      continue;
+    }
+    families.push_back(family);
+  }
+  bool carriesIpv6 =
+      std::find(families.begin(), families.end(), bgp::Afi::Ipv6) != families.end();
+  if (nextHopIpv6 != nullptr && address.isV4() && !carriesIpv6 &&
+      families.size() == list->size()) {
+    // Left there, it reads as if this session carried the IPv6 VIPs.
+    error(*nextHopIpv6, "nextHopIpv6 is never used: families leaves out ipv6, so this session "
+                        "carries no IPv6 VIP; remove nextHopIpv6 or add ipv6 to families");
+  }
+  std::sort(families.begin(), families.end());
+  peer.families = std::move(families);
 }
 
 }  // namespace vipd::config::internal
+
+namespace vipd::config {
+
+std::vector<bgp::Afi> defaultFamilies(const bgp::IpAddress& peerAddress, bool nextHopIpv6Given,
+                                      const std::vector<Vip>& vips) {
+  auto any = [&vips](bgp::Afi family) {
+    return std::any_of(vips.begin(), vips.end(),
+                       [family](const Vip& v) { return v.prefix.address.family == family; });
+  };
+  std::vector<bgp::Afi> families;
+  if (peerAddress.isV4() && any(bgp::Afi::Ipv4)) {
+    families.push_back(bgp::Afi::Ipv4);
+  }
+  if ((peerAddress.isV6() || nextHopIpv6Given) && any(bgp::Afi::Ipv6)) {
+    families.push_back(bgp::Afi::Ipv6);
+  }
+  return families;
+}
+
+std::string_view familyKeyword(bgp::Afi family) {
+  return family == bgp::Afi::Ipv4 ? "ipv4" : "ipv6";
+}
+
+}  // namespace vipd::config

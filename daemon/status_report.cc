@@ -195,8 +195,12 @@ void StatusReport::addVipChecks(std::vector<ReadinessCheck>& checks,
     const auto& prefix = binding.vip.prefix;
     bool announcedSomewhere = false;
     bool missingSomewhere = false;
-    for (const auto& peer : peers_) {
-      if (peer->state() != bgp::SessionState::Established) {
+    for (size_t i = 0; i < peers_.size(); ++i) {
+      const auto& peer = peers_[i];
+      const auto& carries = config_.peers[i].families;
+      if (peer->state() != bgp::SessionState::Established ||
+          std::find(carries.begin(), carries.end(), prefix.address.family) == carries.end()) {
+        // A session that does not carry this VIP's family (peers[].families) never has it.
         continue;
       }
       bool has = peer->advertised().count(prefix) != 0;
@@ -208,8 +212,8 @@ void StatusReport::addVipChecks(std::vector<ReadinessCheck>& checks,
       failure = fmt::format("vip {} should be announced but is {}: {}", prefix.toString(),
                             bindStateName(binding.state), binding.reason);
     } else if (missingSomewhere) {
-      failure = fmt::format("vip {} is not yet announced to every Established peer",
-                            prefix.toString());
+      failure = fmt::format("vip {} is not yet announced to every Established peer carrying {}",
+                            prefix.toString(), config::familyKeyword(prefix.address.family));
     } else if (intended.count(prefix) == 0 && announcedSomewhere) {
       failure = fmt::format("vip {} is still announced but should not be", prefix.toString());
     }
@@ -264,6 +268,13 @@ nlohmann::json StatusReport::peersJson() const {
       p["keepaliveSeconds"] = s.negotiated->keepaliveTime.count();
       p["peerRouterId"] = bgp::IpAddress::v4(s.negotiated->peerRouterId).toString();
     }
+    // What the session carries (config) and what the OPEN exchange settled: a family carried but
+    // not negotiated is one the peer refused, and its VIPs do not reach this peer.
+    nlohmann::json carries = nlohmann::json::array();
+    for (bgp::Afi family : config_.peers[i].families) {
+      carries.push_back(config::familyKeyword(family));
+    }
+    p["carries"] = carries;
     p["families"] = families;
     p["bfd"] = nlohmann::json{{"enabled", false}};
     if (auto gate = peers_[i]->bfdGate()) {

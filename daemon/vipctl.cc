@@ -45,6 +45,32 @@ std::string str(const json& j, const char* key) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+// The families a session carries ("ipv4,ipv6"); on an Established session, one the peer did not
+// negotiate is marked "(refused)": its VIPs do not reach that peer.
+std::string carriedFamilies(const json& peer) {
+  if (!peer.contains("carries") || !peer["carries"].is_array()) {
+    return "-";
+  }
+  bool established = peer.value("state", std::string()) == "Established";
+  const json negotiated = peer.value("families", json::array());
+  std::string out;
+  for (const auto& family : peer["carries"]) {
+    if (!family.is_string()) {
+      continue;
+    }
+    std::string name = family.get<std::string>();
+    out += (out.empty() ? "" : ",") + name;
+    bool agreed = false;
+    for (const auto& n : negotiated) {
+      agreed = agreed || (n.is_string() && n.get<std::string>() == name + "-unicast");
+    }
+    if (established && !agreed) {
+      out += "(refused)";
+    }
+  }
+  return out.empty() ? "-" : out;
+}
+
 void printStatus(const json& s) {
   fmt::print("vipd {}  router-id {}  AS{}  mode {}  ready {}\n", str(s, "version"),
              str(s, "routerId"), str(s, "localAsn"), str(s, "mode"), str(s, "ready"));
@@ -57,12 +83,12 @@ void printStatus(const json& s) {
     fmt::print("WITHDRAWN since {}: {}  (vipctl announce to undo)\n", str(s["withdrawn"], "since"),
                str(s["withdrawn"], "reason"));
   }
-  fmt::print("\n{:<28} {:<8} {:<5} {:<12} {:>8} {:>6} {:>8}  {}\n", "PEER", "ASN", "TYPE",
-             "STATE", "FOR", "SENT", "UPD-RX", "LAST ERROR");
+  fmt::print("\n{:<28} {:<8} {:<5} {:<10} {:<12} {:>8} {:>6} {:>8}  {}\n", "PEER", "ASN",
+             "TYPE", "FAMILIES", "STATE", "FOR", "SENT", "UPD-RX", "LAST ERROR");
   for (const auto& p : s["peers"]) {
-    fmt::print("{:<28} {:<8} {:<5} {:<12} {:>8} {:>6} {:>8}  {}\n", str(p, "address"),
-               str(p, "asn"), str(p, "type"), str(p, "state"), str(p, "stateFor"),
-               str(p, "prefixesAdvertised"), str(p, "updatesReceived"),
+    fmt::print("{:<28} {:<8} {:<5} {:<10} {:<12} {:>8} {:>6} {:>8}  {}\n", str(p, "address"),
+               str(p, "asn"), str(p, "type"), carriedFamilies(p), str(p, "state"),
+               str(p, "stateFor"), str(p, "prefixesAdvertised"), str(p, "updatesReceived"),
                p.value("lastError", std::string()).empty() ? "-" : str(p, "lastError"));
   }
   bool anyBfd = false;

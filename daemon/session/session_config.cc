@@ -1,7 +1,5 @@
 #include "daemon/session/session_config.h"
 
-#include <algorithm>
-
 namespace vipd::daemon {
 
 bgp::SessionConfig sessionConfigFor(const config::Config& config, const config::Peer& peer,
@@ -15,17 +13,11 @@ bgp::SessionConfig sessionConfigFor(const config::Config& config, const config::
   s.connectRetryTime = peer.connectRetryTime;
   s.maxConnectRetryTime = config::kMaxConnectRetry;
   s.openHoldTime = peer.openHoldTime;
-  bool anyV6 = false;
-  for (const auto& vip : config.vips) {
-    anyV6 = anyV6 || vip.prefix.address.isV6();
-  }
-  bool anyV4 = !anyV6 || std::any_of(config.vips.begin(), config.vips.end(),
-                                     [](const auto& v) { return v.prefix.address.isV4(); });
-  if (anyV4) {
-    s.families.push_back(bgp::kIpv4Unicast);
-  }
-  if (anyV6) {
-    s.families.push_back(bgp::kIpv6Unicast);
+  // Only the families this session carries (peers[].families): the multiprotocol capabilities
+  // in the OPEN (RFC 4760), and with them what the FSM announces, withdraws and ends with an
+  // End-of-RIB, since it sends nothing outside the negotiated families.
+  for (bgp::Afi family : peer.families) {
+    s.families.push_back({family, bgp::Safi::Unicast});
   }
   s.outbound.ebgp = peer.asn != config.localAsn;
   s.outbound.localAsn = config.localAsn;

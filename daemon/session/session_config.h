@@ -1,5 +1,5 @@
 // The BGP session settings (bgp::SessionConfig, what the FSM and the UPDATE builder need) for
-// one configured peer: timers, families from the VIPs, next hops, communities, graceful restart.
+// one configured peer: timers, the families it carries, next hops, communities, graceful restart.
 // Pure: no I/O.
 #pragma once
 

@@ -110,6 +110,17 @@ TEST(ConfigDiff, PeerFieldsAreNamedByAddress) {
                   ConfigChange{"peers[192.0.2.2].bfd.enabled", "false", "true", kRestart}));
 }
 
+TEST(ConfigDiff, PeerFamiliesChangeNeedsARestart) {
+  // The families are in the OPEN (RFC 4760 capabilities): only a new session can change them.
+  Config before = running();
+  before.peers[0].families = {bgp::Afi::Ipv4, bgp::Afi::Ipv6};
+  Config next = before;
+  next.peers[0].families = {bgp::Afi::Ipv4};
+  EXPECT_THAT(diffConfig(before, next),
+              ElementsAre(ConfigChange{"peers[192.0.2.1].families", "[ipv4, ipv6]", "[ipv4]",
+                                       kRestart}));
+}
+
 TEST(ConfigDiff, PeersAndVipsAddedAndRemoved) {
   Config next = running();
   next.peers.erase(next.peers.begin());

@@ -108,6 +108,8 @@ TEST(ConfigParse, FullConfigParsesToExpectedValues) {
   EXPECT_EQ(p0.connectRetryTime, milliseconds{250});
   EXPECT_EQ(p0.ebgpMultihop, 2);
   EXPECT_EQ(p0.nextHopIpv6, ip("2001:db8::11"));
+  // No `families`: an IPv4 session with nextHopIpv6 carries both (there are VIPs of both).
+  EXPECT_EQ(p0.families, (std::vector<bgp::Afi>{bgp::Afi::Ipv4, bgp::Afi::Ipv6}));
 
   const Peer& p1 = c.peers[1];
   EXPECT_EQ(p1.address, ip("198.51.100.1"));
@@ -168,6 +170,7 @@ TEST(ConfigParse, DefaultsAreApplied) {
   EXPECT_EQ(p.openHoldTime, milliseconds{240000});  // RFC 4271 section 8.2.2's 4 minutes
   EXPECT_EQ(p.ebgpMultihop, 0);
   EXPECT_EQ(p.nextHopIpv6, std::nullopt);
+  EXPECT_EQ(p.families, std::vector<bgp::Afi>{bgp::Afi::Ipv4});  // its own, the only VIP's
   // keepaliveTime follows an explicit holdTime.
   EXPECT_EQ(c.peers[1].holdTime, milliseconds{90000});
   EXPECT_EQ(c.peers[1].keepaliveTime, milliseconds{30000});
@@ -611,18 +614,159 @@ TEST(ConfigErrors, NextHopIpv6MustBeGlobalIpv6) {
 
 // ---- Cross-field rules ----
 
-TEST(ConfigErrors, Ipv6VipNeedsIpv6NextHopOnIpv4Session) {
-  std::string yaml = std::string(kHeader) + "  - address: 2001:db8::10/128\n" +
-                     "peers:\n"
-                     "  - address: 192.0.2.1\n"  // line 9: peers[0], no next hop
-                     "    asn: 65000\n"
-                     "  - address: 192.0.2.2\n"  // line 11: peers[1], has nextHopIpv6
-                     "    asn: 65000\n"
-                     "    nextHopIpv6: 2001:db8::11\n" +
-                     std::string(kHealthNone);
-  EXPECT_EQ(onlyError(yaml),
-            "vipd.yaml:9:5: peers[0]: VIP 2001:db8::10/128 needs an IPv6 next hop; this IPv4 "
-            "session has none: set nextHopIpv6");
+// ---- Address families per session (peers[].families) ----
+
+// The header's IPv4 VIP, an IPv6 VIP (line 7) and `peers` (line 8; its first entry on line 9).
+std::string dualStack(std::string_view peers) {
+  return std::string(kHeader) + "  - address: 2001:db8::10/128\n" + "peers:\n" +
+         std::string(peers) + std::string(kHealthNone);
+}
+
+using Families = std::vector<bgp::Afi>;
+constexpr bgp::Afi kV4 = bgp::Afi::Ipv4;
+constexpr bgp::Afi kV6 = bgp::Afi::Ipv6;
+
+TEST(ConfigFamilies, SessionPerFamilyByDefault) {
+  // The dual-stack fabric's default: one IPv4 and one IPv6 session, each with its own family.
+  auto result = parseConfig(dualStack("  - address: 192.0.2.1\n    asn: 65000\n"
+                                      "  - address: 2001:db8::1\n    asn: 65000\n"),
+                            "vipd.yaml");
+  ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
+  EXPECT_EQ(result->peers[0].families, Families{kV4});
+  EXPECT_EQ(result->peers[1].families, Families{kV6});
+}
+
+TEST(ConfigFamilies, Ipv4SessionWithNextHopIpv6CarriesBothByDefault) {
+  // What every dual-stack config looked like before `families`: it keeps working unchanged.
+  auto result = parseConfig(dualStack("  - address: 192.0.2.1\n    asn: 65000\n"
+                                      "    nextHopIpv6: 2001:db8::11\n"),
+                            "vipd.yaml");
+  ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
+  EXPECT_EQ(result->peers[0].families, (Families{kV4, kV6}));
+}
+
+TEST(ConfigFamilies, DefaultsFollowTheVips) {
+  // Only families some VIP has: a single-stack cluster's sessions offer nothing else.
+  auto v4Only = parseConfig(withPeer("    nextHopIpv6: 2001:db8::11\n"), "vipd.yaml");
+  ASSERT_TRUE(v4Only.has_value()) << describeErrors(v4Only.error());
+  EXPECT_EQ(v4Only->peers[0].families, Families{kV4});
+  auto v6Only = parseConfig(
+      "apiVersion: vipd.io/v1alpha1\nkind: SpeakerConfiguration\nrouterId: 192.0.2.11\n"
+      "localAsn: 65001\nvips:\n  - address: 2001:db8::10/128\n"
+      "peers:\n  - address: 192.0.2.1\n    asn: 65000\n    nextHopIpv6: 2001:db8::11\n"
+      "  - address: 2001:db8::1\n    asn: 65000\nhealth: {type: none}\n",
+      "vipd.yaml");
+  ASSERT_TRUE(v6Only.has_value()) << describeErrors(v6Only.error());
+  EXPECT_EQ(v6Only->peers[0].families, Families{kV6});
+  EXPECT_EQ(v6Only->peers[1].families, Families{kV6});
+  // Two IPv4 routers, only one with an IPv6 next hop: the other carries the IPv4 VIP only.
+  auto mixed = parseConfig(dualStack("  - address: 192.0.2.1\n    asn: 65000\n"
+                                     "  - address: 192.0.2.2\n    asn: 65000\n"
+                                     "    nextHopIpv6: 2001:db8::11\n"),
+                           "vipd.yaml");
+  ASSERT_TRUE(mixed.has_value()) << describeErrors(mixed.error());
+  EXPECT_EQ(mixed->peers[0].families, Families{kV4});
+  EXPECT_EQ(mixed->peers[1].families, (Families{kV4, kV6}));
+  EXPECT_EQ(defaultFamilies(ip("2001:db8::1"), false, mixed->vips), Families{kV6});
+  EXPECT_EQ(defaultFamilies(ip("192.0.2.1"), true, {}), Families{});
+}
+
+TEST(ConfigFamilies, ExplicitFamilies) {
+  auto result = parseConfig(dualStack("  - address: 192.0.2.1\n    asn: 65000\n"
+                                      "    nextHopIpv6: 2001:db8::11\n"
+                                      "    families: [ipv6, ipv4]\n"  // stored in a fixed order
+                                      "  - address: 192.0.2.2\n    asn: 65000\n"
+                                      "    nextHopIpv6: 2001:db8::11\n"
+                                      "    families: [ipv6]\n"
+                                      "  - address: 2001:db8::1\n    asn: 65000\n"
+                                      "    families:\n      - ipv6\n"),
+                            "vipd.yaml");
+  ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
+  EXPECT_EQ(result->peers[0].families, (Families{kV4, kV6}));
+  EXPECT_EQ(result->peers[1].families, Families{kV6});
+  EXPECT_EQ(result->peers[2].families, Families{kV6});
+  // A family with no VIP yet may be listed: the session negotiates it and ends it with an
+  // End-of-RIB, announcing nothing in it.
+  auto ahead = parseConfig(withPeer("    nextHopIpv6: 2001:db8::11\n    families: [ipv4, ipv6]\n"),
+                           "vipd.yaml");
+  ASSERT_TRUE(ahead.has_value()) << describeErrors(ahead.error());
+  EXPECT_EQ(ahead->peers[0].families, (Families{kV4, kV6}));
+}
+
+TEST(ConfigFamilies, MalformedFamilies) {
+  EXPECT_EQ(onlyError(withPeer("    families: ipv4\n")),
+            "vipd.yaml:10:15: peers[0].families: expected a list, got 'ipv4'");
+  EXPECT_EQ(onlyError(withPeer("    families: []\n")),
+            "vipd.yaml:10:15: peers[0].families: list at least one family (ipv4, ipv6), or leave "
+            "families out for the default: the session's own family, and ipv6 on an IPv4 "
+            "session with nextHopIpv6");
+  EXPECT_EQ(onlyError(withPeer("    families: [ipv4, IPv6]\n")),
+            "vipd.yaml:10:22: peers[0].families[1]: 'IPv6' is not an address family; use ipv4 "
+            "or ipv6");
+  EXPECT_EQ(onlyError(withPeer("    families: [ipv4, ipv4]\n")),
+            "vipd.yaml:10:22: peers[0].families[1]: ipv4 is listed twice");
+  EXPECT_THAT(onlyError(withPeer("    families: [[ipv4]]\n")),
+              HasSubstr("peers[0].families[0]: expected a string, got a list"));
+}
+
+TEST(ConfigFamilies, Ipv4OverAnIpv6SessionIsRefused) {
+  EXPECT_EQ(onlyError(dualStack("  - address: 192.0.2.1\n    asn: 65000\n"
+                                "  - address: 2001:db8::1\n    asn: 65000\n"
+                                "    families: [ipv4, ipv6]\n")),  // line 13
+            "vipd.yaml:13:16: peers[1].families[0]: ipv4 over an IPv6 session needs an IPv4 "
+            "next hop, which vipd cannot supply; carry the IPv4 VIPs over a peer with an IPv4 "
+            "address (peer 2001:db8::1 is IPv6)");
+}
+
+TEST(ConfigFamilies, Ipv6OverAnIpv4SessionNeedsNextHopIpv6) {
+  EXPECT_EQ(onlyError(dualStack("  - address: 192.0.2.1\n    asn: 65000\n"
+                                "    families: [ipv4, ipv6]\n"  // line 11
+                                "  - address: 2001:db8::1\n    asn: 65000\n")),
+            "vipd.yaml:11:22: peers[0].families[1]: ipv6 over an IPv4 session needs an IPv6 next "
+            "hop: set nextHopIpv6 to a global IPv6 address of this node (peer 192.0.2.1 is IPv4)");
+}
+
+TEST(ConfigFamilies, NextHopIpv6UnusedWhenFamiliesLeaveOutIpv6) {
+  EXPECT_EQ(onlyError(dualStack("  - address: 192.0.2.1\n    asn: 65000\n"
+                                "    nextHopIpv6: 2001:db8::11\n"  // line 11
+                                "    families: [ipv4]\n"
+                                "  - address: 2001:db8::1\n    asn: 65000\n")),
+            "vipd.yaml:11:18: peers[0].nextHopIpv6: nextHopIpv6 is never used: families leaves "
+            "out ipv6, so this session carries no IPv6 VIP; remove nextHopIpv6 or add ipv6 to "
+            "families");
+}
+
+TEST(ConfigFamilies, SessionThatWouldCarryNoVipIsRefused) {
+  // An IPv6 session in an IPv4-only cluster: it could carry nothing.
+  EXPECT_EQ(onlyError(std::string(kHeader) + "peers:\n  - address: 2001:db8::1\n    asn: 65000\n" +
+                      std::string(kHealthNone)),
+            "vipd.yaml:8:5: peers[0]: IPv4 VIP 203.0.113.10/32 over an IPv6 session needs an "
+            "IPv4 next hop, which vipd cannot supply, so this session would carry no VIP; use an "
+            "IPv4 peer address");
+  // An IPv4 session without nextHopIpv6 in an IPv6-only cluster.
+  EXPECT_EQ(onlyError("apiVersion: vipd.io/v1alpha1\nkind: SpeakerConfiguration\n"
+                      "routerId: 192.0.2.11\nlocalAsn: 65001\nvips:\n"
+                      "  - address: 2001:db8::10/128\n"
+                      "peers:\n  - address: 192.0.2.1\n    asn: 65000\n" +
+                      std::string(kHealthNone)),
+            "vipd.yaml:8:5: peers[0]: VIP 2001:db8::10/128 needs an IPv6 next hop; this IPv4 "
+            "session has none, so it would carry no VIP: set nextHopIpv6");
+}
+
+TEST(ConfigFamilies, VipCarriedByNoSessionIsRefused) {
+  // Before `families`, this was "VIP ... needs an IPv6 next hop; this IPv4 session has none".
+  EXPECT_EQ(onlyError(dualStack("  - address: 192.0.2.1\n    asn: 65000\n")),
+            "vipd.yaml:9:3: peers: VIP 2001:db8::10/128 is carried by no session: no peer "
+            "carries ipv6 (an IPv6 peer does by default, an IPv4 peer only with nextHopIpv6); "
+            "add ipv6 to a peer's families, or add a peer that carries it");
+  EXPECT_EQ(onlyError(dualStack("  - address: 2001:db8::1\n    asn: 65000\n")),
+            "vipd.yaml:9:3: peers: VIP 203.0.113.10/32 is carried by no session: no peer "
+            "carries ipv4 (only an IPv4 peer address can: vipd cannot give an IPv6 session an "
+            "IPv4 next hop); add ipv4 to a peer's families, or add a peer that carries it");
+  // Explicit families can leave a VIP out too.
+  EXPECT_THAT(onlyError(dualStack("  - address: 192.0.2.1\n    asn: 65000\n"
+                                  "    nextHopIpv6: 2001:db8::11\n    families: [ipv6]\n")),
+              HasSubstr("peers: VIP 203.0.113.10/32 is carried by no session"));
 }
 
 TEST(ConfigParse, Ipv6VipOverIpv6SessionUsesTheSessionAddress) {
@@ -633,14 +777,7 @@ TEST(ConfigParse, Ipv6VipOverIpv6SessionUsesTheSessionAddress) {
   auto result = parseConfig(yaml, "vipd.yaml");
   ASSERT_TRUE(result.has_value()) << describeErrors(result.error());
   EXPECT_EQ(result->peers[0].nextHopIpv6, std::nullopt);
-}
-
-TEST(ConfigErrors, Ipv4VipOverIpv6Session) {
-  std::string yaml = std::string(kHeader) + "peers:\n  - address: 2001:db8::1\n    asn: 65000\n" +
-                     std::string(kHealthNone);
-  EXPECT_EQ(onlyError(yaml),
-            "vipd.yaml:8:5: peers[0]: IPv4 VIP 203.0.113.10/32 over an IPv6 session needs an IPv4 "
-            "next hop, which vipd cannot supply; use an IPv4 peer address");
+  EXPECT_EQ(result->peers[0].families, Families{kV6});
 }
 
 // ---- Health ----

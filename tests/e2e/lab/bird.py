@@ -114,11 +114,13 @@ class Bird:
                 f"  hold time {hold_time};",
                 *(["  bfd on;"] if bfd else []),
                 *(f"  {o}" for o in nb.bird_options),
-                f"  ipv4 {{ import {imp}; export {export}; }};",
+                *([f"  ipv4 {{ import {imp}; export {export}; }};"]
+                  if "ipv4" in (nb.families or ["ipv4"]) else []),
                 # IPv6 routes over an IPv4 session: BIRD needs a global IPv6 next hop on a
                 # directly connected prefix for what it sends (received ones must resolve too).
-                f"  ipv6 {{ import {imp}; export {export}; "
-                + (f"next hop address {v6_nh}; " if v6_nh else "") + "};",
+                *([f"  ipv6 {{ import {imp}; export {export}; "
+                   + (f"next hop address {v6_nh}; " if v6_nh else "") + "};"]
+                  if "ipv6" in (nb.families or ["ipv6"]) else []),
                 "}",
             ]
         with open(self.conf, "w") as f:

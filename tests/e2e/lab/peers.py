@@ -23,6 +23,9 @@ class Neighbor:
     name: str = ""  # protocol name (BIRD)
     next_hop_v6: Optional[str] = None  # what we send as IPv6 next hop (route originators)
     bird_options: list[str] = field(default_factory=list)  # extra lines in BIRD's protocol block
+    # The address families of the session (BIRD: its channels); None: both ipv4 and ipv6. A
+    # session per family, as dual-stack fabrics run by default: ["ipv4"] or ["ipv6"].
+    families: Optional[list[str]] = None
 
 
 @dataclass
