@@ -368,7 +368,19 @@ std::string showConfig(const LoadedConfig& loaded) {
     if (path == "metrics.address" || path == "metrics.port") {
       path = "metrics.listen";  // one key in the file, two fields
     }
-    return loaded.origins.sourceOf(path).value_or("default");
+    if (auto source = loaded.origins.sourceOf(path)) {
+      return *source;
+    }
+    // A peer's key it does not set itself may come from peerDefaults.
+    if (path.starts_with("peers[")) {
+      size_t key = path.find("].");
+      if (key != std::string::npos) {
+        if (auto source = loaded.origins.sourceOf("peerDefaults." + path.substr(key + 2))) {
+          return fmt::format("{} (peerDefaults)", *source);
+        }
+      }
+    }
+    return std::string("default");
   };
   auto fields = listFields(c);
   size_t width = 0;

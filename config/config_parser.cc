@@ -32,7 +32,7 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
   }
   auto m = readMapping(root, "",
                        {"apiVersion", "kind", "routerId", "localAsn", "vips", "communities",
-                        "largeCommunities", "peers", "listen", "control", "drain",
+                        "largeCommunities", "peerDefaults", "peers", "listen", "control", "drain",
                         "allowNonLocalRouterId", "health", "metrics", "mode", "handoff"});
   // Read in this order, not the file's, so errors at one position keep a fixed order; the
   // router ID is checked against the VIPs and the peers against the VIPs and localAsn.
@@ -51,6 +51,9 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
   }
   if (const Field* f = m->find("largeCommunities")) {
     readLargeCommunities(*f, config.largeCommunities);
+  }
+  if (const Field* f = m->find("peerDefaults")) {
+    readPeerDefaults(*f);
   }
   if (const Field* f = require(*m, "peers")) {
     readPeers(*f, localAsn, config.vips, config.peers);

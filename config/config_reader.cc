@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "config/value_rules.h"
 
@@ -74,6 +75,12 @@ std::vector<ConfigError> ConfigReader::takeErrors() {
   std::stable_sort(errors_.begin(), errors_.end(), [](const auto& a, const auto& b) {
     return std::pair(a.line, a.column) < std::pair(b.line, b.column);
   });
+  // A wrong peerDefaults value is read once per peer: report it once.
+  auto same = [](const ConfigError& a, const ConfigError& b) {
+    return std::tie(a.file, a.line, a.column, a.path, a.message) ==
+           std::tie(b.file, b.line, b.column, b.path, b.message);
+  };
+  errors_.erase(std::unique(errors_.begin(), errors_.end(), same), errors_.end());
   return std::move(errors_);
 }
 

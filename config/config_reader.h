@@ -128,6 +128,12 @@ class ConfigReader {
   void readLargeCommunities(const Field& f, std::vector<bgp::LargeCommunity>& out);
 
   // --- read_peers.cc
+  // peerDefaults: session settings (timers, ebgpMultihop, ttlSecurity, bfd) every peer takes
+  // unless it sets them itself, so a cluster file can set them for peers listed in node files.
+  void readPeerDefaults(const Field& f);
+  // Adds to `peer` each peerDefaults key it does not set. The added fields keep their own path
+  // and position (peerDefaults.holdTime), so an error in a default is reported where it is.
+  void applyPeerDefaults(Mapping& peer) const;
   void readPeers(const Field& f, std::optional<uint32_t> localAsn, const std::vector<Vip>& vips,
                  std::vector<Peer>& peers);
   // One peer; nothing when any of its keys was wrong.
@@ -163,6 +169,7 @@ class ConfigReader {
   std::string fileName_;
   ConfigOverrides overrides_;
   const FieldOrigins* origins_;
+  std::optional<Mapping> peerDefaults_;
   std::vector<ConfigError> errors_;
 };
 

@@ -83,6 +83,23 @@ void ConfigReader::checkEveryVipCarried(const Field& f, const std::vector<Peer>&
   }
 }
 
+void ConfigReader::readPeerDefaults(const Field& f) {
+  peerDefaults_ = readMapping(f.value, f.path,
+                              {"holdTime", "keepaliveTime", "connectRetryTime", "openHoldTime",
+                               "ebgpMultihop", "ttlSecurity", "bfd"});
+}
+
+void ConfigReader::applyPeerDefaults(Mapping& peer) const {
+  if (!peerDefaults_) {
+    return;
+  }
+  for (const auto& [name, field] : peerDefaults_->fields) {
+    if (!peer.find(name)) {
+      peer.fields.emplace_back(name, field);
+    }
+  }
+}
+
 std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::string& path,
                                            std::optional<uint32_t> localAsn,
                                            const std::vector<Vip>& vips) {
@@ -93,6 +110,7 @@ std::optional<Peer> ConfigReader::readPeer(const YAML::Node& node, const std::st
   if (!m) {
     return std::nullopt;
   }
+  applyPeerDefaults(*m);
   // The keys are read in this order, so errors at one position (an alias used twice) keep it.
   size_t errorsBefore = errors_.size();
   Peer peer;

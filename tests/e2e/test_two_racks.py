@@ -10,8 +10,8 @@ Asserts:
 - each rack's router has the VIP from its own two nodes and from no other (the BGP next hops of
   BIRD's paths and the router's kernel ECMP route), every path carrying the cluster file's
   community;
-- `vipd config --show` on node 3 names the node file for routerId, localAsn and the peer, and the
-  cluster file for the VIP and the drain timing;
+- `vipd config --show` on node 3 names the node file for routerId, localAsn and the peer, the
+  cluster file for the VIP, the drain timing and (through peerDefaults) the peer's hold time;
 - a node file that also sets a cluster key (vips) stops vipd at start with exit 1 and an error
   naming both files;
 - stopping node 1 takes its path out of rack A only: rack A keeps node 2, rack B keeps both.
@@ -36,6 +36,8 @@ def cluster_file() -> str:
         "kind": "SpeakerConfiguration",
         "vips": [{"address": lab.VIP4, "interface": "lo"}],
         "communities": [CLUSTER_COMMUNITY],
+        # Session timers are cluster policy, though the peers are in the node files.
+        "peerDefaults": {"holdTime": "9s", "connectRetryTime": "1s"},
         "health": {"type": "none"},
         "drain": {"gracefulShutdownTime": "300ms", "unbindDelay": "200ms"},
     }) + "\n"
@@ -47,8 +49,7 @@ def node_file(L: lab.Lab, name: str, address: str, asn: int, router: str, router
         "kind": "NodeConfiguration",
         "routerId": address,
         "localAsn": asn,
-        "peers": [{"address": router, "asn": router_asn, "holdTime": "9s",
-                   "connectRetryTime": "1s"}],
+        "peers": [{"address": router, "asn": router_asn}],
         "control": {"socket": L.path(f"{name}.sock"), "stateDir": L.path(f"{name}-state")},
     }) + "\n"
 
@@ -118,7 +119,9 @@ def test() -> None:
         for key, value, source in [("routerId", "198.51.100.13", node3),
                                    ("localAsn", "64523", node3),
                                    ("peers[198.51.100.1].asn", "64522", node3),
-                                   ("peers[198.51.100.1].holdTime", "9s", node3),
+                                   ("peers[198.51.100.1].holdTime", "9s",
+                                    f"{cluster} (peerDefaults)"),
+                                   ("peers[198.51.100.1].keepaliveTime", "3s", "default"),
                                    ("vips[203.0.113.10/32].interface", '"lo"', cluster),
                                    ("vips[203.0.113.10/32].rebind", "true", "default"),
                                    ("communities", f"[{CLUSTER_COMMUNITY}]", cluster),

@@ -220,5 +220,43 @@ TEST(ConfigLayers, AnUnreadableNodeFileIsOneClearError) {
   rmdir(dir);
 }
 
+// peerDefaults in the cluster file: session settings for the peers the node files list.
+TEST(ConfigLayers, PeerDefaultsFromTheClusterFileApplyToTheNodesPeers) {
+  std::string cluster = std::string(kCluster) +
+                        "peerDefaults:\n"            // line 9
+                        "  holdTime: 3s\n"           // line 10
+                        "  bfd: {enabled: true}\n";  // line 11
+  std::string node = std::string(kNode) +
+                     "  - address: 192.0.2.2\n"     // line 8
+                     "    asn: 64512\n"             // line 9
+                     "    holdTime: 30s\n";         // line 10
+  auto loaded = parse(cluster, node);
+  ASSERT_TRUE(loaded.has_value()) << errorsText(loaded);
+  const auto& peers = loaded->config.peers;
+  ASSERT_EQ(peers.size(), 2u);
+  EXPECT_EQ(peers[0].holdTime, milliseconds(3000));
+  EXPECT_EQ(peers[0].keepaliveTime, milliseconds(1000));  // a third of the hold time it got
+  EXPECT_TRUE(peers[0].bfd.enabled);
+  EXPECT_EQ(peers[1].holdTime, milliseconds(30000));      // its own value wins: not a conflict
+  EXPECT_EQ(peers[1].keepaliveTime, milliseconds(10000));
+  EXPECT_TRUE(peers[1].bfd.enabled);
+  std::string shown = showConfig(*loaded);
+  EXPECT_THAT(shown, HasSubstr("peers[192.0.2.1].holdTime: 3s"));
+  EXPECT_THAT(shown, HasSubstr("# vipd.yaml (peerDefaults)\n"));
+  EXPECT_THAT(shown, ::testing::ContainsRegex("peers\\[192.0.2.2\\].holdTime: 30s +# node.yaml"));
+}
+
+TEST(ConfigLayers, AWrongPeerDefaultIsReportedOnceWhereItIs) {
+  std::string cluster = std::string(kCluster) +
+                        "peerDefaults:\n"         // line 9
+                        "  holdTime: 2s\n"        // line 10
+                        "  asn: 64512\n";         // line 11
+  std::string node = std::string(kNode) + "  - {address: 192.0.2.2, asn: 64512}\n";
+  std::string text = errorsText(parse(cluster, node));
+  EXPECT_THAT(text, HasSubstr("vipd.yaml:10:13: peerDefaults.holdTime:"));
+  EXPECT_EQ(text.find("peerDefaults.holdTime"), text.rfind("peerDefaults.holdTime")) << text;
+  EXPECT_THAT(text, HasSubstr("vipd.yaml:11:3: peerDefaults.asn: unknown key"));
+}
+
 }  // namespace
 }  // namespace vipd::config
