@@ -52,14 +52,7 @@ import benchlab  # noqa: E402
 BUILD_TIMEOUT_S = 1500
 
 
-def yaml_module():
-    try:
-        import yaml  # Debian python3-yaml
-    except ImportError:
-        if lab.in_ci():
-            raise AssertionError("CI=true and PyYAML is missing (apt-get install python3-yaml)")
-        raise lab.Skip("PyYAML is not installed")
-    return yaml
+yaml_module = lab.yaml_module  # test_pod_takeover calls it as pods.yaml_module()
 
 
 def _env() -> dict:

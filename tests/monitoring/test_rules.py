@@ -33,16 +33,6 @@ MONITORING = os.path.join(ROOT, "manifests", "monitoring")
 RULES_TEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules_test.yaml")
 
 
-def need_yaml():
-    try:
-        import yaml  # noqa: F401
-    except ImportError:
-        if lab.in_ci():
-            raise AssertionError("CI=true and PyYAML (python3-yaml) is missing")
-        raise lab.Skip("PyYAML (python3-yaml) is missing")
-    return yaml
-
-
 def alerts_of(rule: dict) -> list[str]:
     return [r["alert"] for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r]
 
@@ -156,7 +146,7 @@ def check_kustomize(yaml) -> None:
 
 
 def test() -> None:
-    yaml = need_yaml()
+    yaml = lab.yaml_module()
     check_rules(yaml)
     check_dashboard()
     check_kustomize(yaml)

@@ -30,7 +30,8 @@ module that reads it (mutating a shared object such as SANITIZER_REPORTS is seen
 from .apiserver import (KUBEADM_APISERVER_DNS, KUBEADM_SERVICE_IP, FakeApiserver, make_ca,
                         make_server_cert)
 from .base import (BUILD_DIR, COMMUNITIES, E2E_DIR, FABRIC_ASN, FABRIC_V4, FABRIC_V6, FRR_DIR,
-                   LARGE_COMMUNITIES, SKIP, VIP4, VIP6, Skip, in_ci, log, require, run, vipd_binary)
+                   LARGE_COMMUNITIES, SKIP, VIP4, VIP6, Skip, in_ci, log, require, run, vipd_binary,
+                   yaml_module)
 from .bird import Bird, bird_since_delta
 from .capture import BfdCapture, TcpCapture, check_bfd_single_hop, first_withdrawal
 from .checks import SANITIZER_REPORTS, check, sanitizer_report, timed_wait, wait_never, wait_until
@@ -55,7 +56,7 @@ __all__ = [
     # base
     "E2E_DIR", "BUILD_DIR", "FRR_DIR", "VIP4", "VIP6", "COMMUNITIES", "LARGE_COMMUNITIES",
     "FABRIC_ASN", "FABRIC_V4", "FABRIC_V6", "SKIP", "Skip", "log", "in_ci", "require",
-    "vipd_binary", "run",
+    "vipd_binary", "run", "yaml_module",
     # checks
     "check", "wait_until", "wait_never", "timed_wait", "SANITIZER_REPORTS", "sanitizer_report",
     # process

@@ -40,6 +40,17 @@ def in_ci() -> bool:
     return os.environ.get("CI", "") == "true"
 
 
+def yaml_module():
+    """PyYAML (Debian python3-yaml): missing, a skip outside CI and a failure in CI."""
+    try:
+        import yaml
+    except ImportError:
+        if in_ci():
+            raise AssertionError("CI=true and PyYAML is missing (apt-get install python3-yaml)")
+        raise Skip("PyYAML is not installed")
+    return yaml
+
+
 def require(binaries: Iterable[str] = (), vipd: bool = False, root: bool = True) -> None:
     """Checks root and peer binaries. Missing -> Skip outside CI, failure inside CI.
 
