@@ -184,6 +184,32 @@ struct Handoff {
   auto operator<=>(const Handoff&) const = default;
 };
 
+// The return-path check (issue 19; daemon/returnpath/return_path_checker.h): while a VIP is
+// announced, ICMP echoes sourced from it must get answers. Each round sends, to each target, one
+// echo from the node's own address and `flows` echoes from the VIP; the node-sourced answer tells
+// "the target answers" from "the VIP's packets are dropped".
+struct ReturnPath {
+  // enforce: a VIP whose probes fail `fall` rounds is withdrawn until they pass `rise` rounds.
+  // warn: the same judgement, reported (status, /readyz, metrics, log) but never withdrawn.
+  // off: no probes.
+  enum class Mode { Enforce, Warn, Off };
+  Mode mode = Mode::Enforce;
+  milliseconds interval{2000};  // one round per interval
+  milliseconds timeout{1000};   // how long a round waits for answers; less than the interval
+  uint32_t flows = 4;           // VIP-sourced echoes per target per round, each its own ICMP id
+  uint32_t fall = 3;            // failing rounds, announced throughout, before withdrawing
+  uint32_t rise = 2;            // passing rounds before announcing again
+  // UDP port on which vipd takes relayed answers: the reply to a VIP-sourced probe goes to
+  // whichever node the fabric picks (ECMP), whose vipd sends it back to the prober here.
+  uint16_t relayPort = 9475;
+  // Whom to probe: these addresses, which are trusted to route the VIP back (a router, a
+  // gateway). Empty: every peer's address, each trusted only once it has answered a
+  // VIP-sourced probe (a route reflector that does not route the VIP never is).
+  std::vector<bgp::IpAddress> targets;
+  auto operator<=>(const ReturnPath&) const = default;
+};
+std::string_view returnPathModeName(ReturnPath::Mode mode);
+
 struct Config {
   std::string apiVersion;  // "vipd.io/v1alpha1"
   std::string kind;        // "SpeakerConfiguration"
@@ -203,6 +229,7 @@ struct Config {
   Metrics metrics;
   Mode mode = Mode::Standalone;
   Handoff handoff;  // used only when mode is not standalone
+  ReturnPath returnPath;
   auto operator<=>(const Config&) const = default;
 };
 

@@ -42,6 +42,7 @@ std::string show(Health::Type value) {
   }
   return "unknown";
 }
+std::string show(ReturnPath::Mode value) { return std::string(returnPathModeName(value)); }
 template <typename T>
 std::string show(const std::optional<T>& value) {
   return value ? show(*value) : "unset";
@@ -190,6 +191,14 @@ void walkFields(Visitor& d, const Config& a, const Config& b) {
   d.field("mode", a.mode, b.mode);
   d.field("handoff.dir", a.handoff.dir, b.handoff.dir);
   d.field("handoff.restartTime", a.handoff.restartTime, b.handoff.restartTime);
+  d.field("returnPath.mode", a.returnPath.mode, b.returnPath.mode);
+  d.field("returnPath.interval", a.returnPath.interval, b.returnPath.interval);
+  d.field("returnPath.timeout", a.returnPath.timeout, b.returnPath.timeout);
+  d.field("returnPath.flows", a.returnPath.flows, b.returnPath.flows);
+  d.field("returnPath.fall", a.returnPath.fall, b.returnPath.fall);
+  d.field("returnPath.rise", a.returnPath.rise, b.returnPath.rise);
+  d.field("returnPath.relayPort", a.returnPath.relayPort, b.returnPath.relayPort);
+  d.field("returnPath.targets", a.returnPath.targets, b.returnPath.targets);
   diffList(
       d, "peers", a.peers, b.peers, [](const Peer& p) { return p.address; },
       [](const Peer& p) { return p.address.toString(); }, diffPeer<Visitor>);

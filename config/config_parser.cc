@@ -33,7 +33,8 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
   auto m = readMapping(root, "",
                        {"apiVersion", "kind", "routerId", "localAsn", "vips", "communities",
                         "largeCommunities", "peerDefaults", "peers", "listen", "control", "drain",
-                        "allowNonLocalRouterId", "health", "metrics", "mode", "handoff"});
+                        "allowNonLocalRouterId", "health", "metrics", "mode", "handoff",
+                        "returnPath"});
   // Read in this order, not the file's, so errors at one position keep a fixed order; the
   // router ID is checked against the VIPs and the peers against the VIPs and localAsn.
   readTypeMeta(*m, config);
@@ -82,6 +83,9 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
     readMode(*f, config);
   }
   readHandoffForMode(*m, config);
+  if (const Field* f = m->find("returnPath")) {
+    readReturnPath(*f, config.vips, config.returnPath);
+  }
 }
 
 // apiVersion and kind, both required and each with exactly one accepted value.
@@ -163,6 +167,18 @@ std::string_view modeName(Mode mode) {
       return "static-pod";
     case Mode::DaemonSet:
       return "daemonset";
+  }
+  return "unknown";
+}
+
+std::string_view returnPathModeName(ReturnPath::Mode mode) {
+  switch (mode) {
+    case ReturnPath::Mode::Enforce:
+      return "enforce";
+    case ReturnPath::Mode::Warn:
+      return "warn";
+    case ReturnPath::Mode::Off:
+      return "off";
   }
   return "unknown";
 }

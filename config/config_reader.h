@@ -166,6 +166,9 @@ class ConfigReader {
   void readMode(const Field& f, Config& config);
   void readHandoff(const Field& f, Handoff& handoff);
 
+  // --- read_return_path.cc
+  void readReturnPath(const Field& f, const std::vector<Vip>& vips, ReturnPath& returnPath);
+
   std::string fileName_;
   ConfigOverrides overrides_;
   const FieldOrigins* origins_;

@@ -27,6 +27,14 @@ std::string hostPort(const bgp::IpAddress& address, uint16_t port) {
                         : fmt::format("{}:{}", address.toString(), port);
 }
 
+std::vector<bgp::IpAddress> peerAddresses(const config::Config& config) {
+  std::vector<bgp::IpAddress> out;
+  for (const auto& peer : config.peers) {
+    out.push_back(peer.address);
+  }
+  return out;
+}
+
 }  // namespace
 
 Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTable& table,
@@ -55,6 +63,10 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       housekeepingTimer_(io),
       drainer_(io, config_.drain, config_.control.stateDir, log, *this),
       handoff_(io, config_, log, *this),
+      returnPath_(io, config_.returnPath, peerAddresses(config_), log,
+                  {.vips = [this] { return vips_.binder().announceable(); },
+                   .announced = [this](const bgp::Prefix& vip) { return announced(vip); },
+                   .onChange = [this] { pushAnnouncements(); }}),
       bfd_(io, log, bfdPeers(), [this](const BfdStateChange& change) { onBfdChange(change); }),
       deferredStartTimer_(io),
       report_(config_, peers_, vips_.binder(), health_, bfd_, drainer_, handoff_) {
@@ -138,6 +150,9 @@ tl::expected<void, std::string> Speaker::startSpeaking(bool restarting, std::str
   if (auto started = bfd_.start(); !started) {
     return started;
   }
+  if (auto checking = returnPath_.start(); !checking) {
+    return checking;
+  }
   if (const auto& withdrawn = drainer_.withdrawn()) {
     // Drained for replacement: do not bind or announce until `vipctl announce`.
     log_.warn("speaker",
@@ -191,6 +206,7 @@ void Speaker::startPeers(bool restarting) {
 }
 
 void Speaker::stopSpeaking() {
+  returnPath_.stop();
   for (auto& peer : peers_) {
     peer->stop("vipd: cannot start speaking", nullptr);
   }
@@ -200,6 +216,7 @@ void Speaker::stopSpeaking() {
 void Speaker::yieldSessions(std::function<void(std::vector<nlohmann::json>)> done) {
   vips_.cancelRebind();
   listener_.close();
+  returnPath_.stop();
   if (peers_.empty()) {
     done({});
     return;
@@ -288,15 +305,24 @@ std::set<bgp::Prefix> Speaker::intendedAnnouncements() const {
   if (shuttingDown_ || !health_.healthy() || !handoff_.active()) {
     return {};
   }
+  std::set<bgp::Prefix> out;
   if (drainer_.draining()) {
     // Until its withdraw step, a drain keeps announcing (with GRACEFUL_SHUTDOWN) even though a
     // `vipctl withdraw` has already persisted the withdrawn state.
-    return drainer_.withdrawSent() ? std::set<bgp::Prefix>{} : vips_.binder().announceable();
+    if (!drainer_.withdrawSent()) {
+      out = vips_.binder().announceable();
+    }
+  } else if (!drainer_.withdrawn()) {
+    out = vips_.binder().announceable();
   }
-  if (drainer_.withdrawn()) {
-    return {};
-  }
-  return vips_.binder().announceable();
+  std::erase_if(out, [this](const bgp::Prefix& vip) { return returnPath_.blocks(vip); });
+  return out;
+}
+
+bool Speaker::announced(const bgp::Prefix& vip) const {
+  return std::any_of(peers_.begin(), peers_.end(), [&](const auto& peer) {
+    return peer->state() == bgp::SessionState::Established && peer->advertised().count(vip) != 0;
+  });
 }
 
 void Speaker::pushAnnouncements() {
@@ -394,6 +420,14 @@ void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply 
   }
 }
 
+std::vector<ReadinessCheck> Speaker::readinessChecks() const {
+  auto checks = report_.readinessChecks(intent());
+  if (handoff_.active() && config_.returnPath.mode != config::ReturnPath::Mode::Off) {
+    checks.push_back({"return-path", returnPath_.readinessFailure()});
+  }
+  return checks;
+}
+
 SpeakerIntent Speaker::intent() const { return {intendedAnnouncements(), shuttingDown_}; }
 
 nlohmann::json Speaker::status() const {
@@ -404,6 +438,16 @@ nlohmann::json Speaker::status() const {
   if (healthHttp_) {
     out["listeners"]["health"] = healthHttp_->stats().toJson();
   }
+  out["returnPath"] = returnPath_.status();
+  // The report's verdict leaves out the return-path check, which it does not know.
+  std::vector<std::string> reasons;
+  for (const auto& check : readinessChecks()) {
+    if (check.failure) {
+      reasons.push_back(*check.failure);
+    }
+  }
+  out["ready"] = reasons.empty();
+  out["readyReasons"] = reasons;
   out["config"] = {{"loadedAt", configLoads_.loadedAt},
                    {"lastReloadSuccessful", configLoads_.lastReloadSuccessful},
                    {"reloads", configLoads_.reloads},
@@ -483,17 +527,20 @@ HttpResponse Speaker::handleHttp(std::string_view target, Endpoints endpoints) {
     return {200, "text/plain", "ok\n"};
   }
   if (path == "/readyz") {
-    auto checks = report_.readinessChecks(intent());
-    bool ready = std::none_of(checks.begin(), checks.end(),
-                              [](const ReadinessCheck& c) { return c.failure.has_value(); });
-    if (hasQueryFlag(query, "verbose")) {
-      return {ready ? 200u : 503u, "text/plain", verboseReadiness(checks)};
+    auto checks = readinessChecks();
+    std::vector<std::string> reasons;
+    for (const auto& check : checks) {
+      if (check.failure) {
+        reasons.push_back(*check.failure);
+      }
     }
-    if (ready) {
+    if (hasQueryFlag(query, "verbose")) {
+      return {reasons.empty() ? 200u : 503u, "text/plain", verboseReadiness(checks)};
+    }
+    if (reasons.empty()) {
       return {200, "text/plain", "ok\n"};
     }
-    return {503, "text/plain",
-            fmt::format("not ready: {}\n", fmt::join(report_.notReadyReasons(intent()), "; "))};
+    return {503, "text/plain", fmt::format("not ready: {}\n", fmt::join(reasons, "; "))};
   }
   return {404, "text/plain",
           endpoints == Endpoints::Metrics ? "not found; try /metrics\n"
@@ -537,6 +584,7 @@ void Speaker::stopPeers(std::string shutdownCommunication, std::function<void()>
   vips_.stop();
   housekeepingTimer_.cancel();
   health_.stop();
+  returnPath_.stop();
   listener_.close();
   deferredStartTimer_.cancel();
   if (bfd_.running()) {

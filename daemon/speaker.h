@@ -15,7 +15,8 @@
 //
 // What is announced, at any instant, is intendedAnnouncements(): the VIPs bound on their
 // interface, while the health gate is open, this instance holds the speaker lock, the node is not
-// withdrawn (vipctl withdraw, persisted) and no drain has reached its withdraw step.
+// withdrawn (vipctl withdraw, persisted) and no drain has reached its withdraw step; minus the
+// VIPs the return-path check holds back (returnPath.mode enforce).
 #pragma once
 
 #include <functional>
@@ -42,6 +43,7 @@
 #include "daemon/lifecycle/handoff.h"
 #include "daemon/session/bgp_listener.h"
 #include "daemon/session/peer_session.h"
+#include "daemon/returnpath/return_path_checker.h"
 #include "daemon/status_report.h"
 #include "daemon/vip/vip_keeper.h"
 #include "netlink/address_table.h"
@@ -93,6 +95,10 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   // (metrics.listen beside a health listener) or only /healthz and /readyz (the health listener).
   enum class Endpoints { All, Metrics, Probes };
   HttpResponse handleHttp(std::string_view target, Endpoints endpoints);
+  // The StatusReport's checks and, while this instance speaks, the return-path check's.
+  std::vector<ReadinessCheck> readinessChecks() const;
+  // Whether `vip` is advertised to at least one Established peer now.
+  bool announced(const bgp::Prefix& vip) const;
   SpeakerIntent intent() const;
   void stopPeers(std::string shutdownCommunication, std::function<void()> done);
 
@@ -144,6 +150,8 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   bool shuttingDown_ = false;
   Drainer drainer_;
   Handoff handoff_;
+  // Runs while this instance speaks; holds back a VIP whose packets get no answer.
+  ReturnPathChecker returnPath_;
 
   // Declared after everything its callbacks touch; its thread ends before they are destroyed.
   BfdService bfd_;

@@ -79,6 +79,19 @@ void printStatus(const json& s) {
     fmt::print("health: {} {}  last: {}\n", str(h, "type"),
                h.value("healthy", false) ? "healthy" : "UNHEALTHY", str(h, "lastDetail"));
   }
+  if (s.contains("returnPath") && s["returnPath"].value("mode", "off") != "off") {
+    const auto& r = s["returnPath"];
+    if (!r.value("available", true)) {
+      fmt::print("return path: {}  UNAVAILABLE: {}\n", str(r, "mode"),
+                 str(r, "unavailableReason"));
+    }
+    if (r.contains("vips") && r["vips"].is_object()) {
+      for (const auto& [vip, check] : r["vips"].items()) {
+        fmt::print("return path: {} {} {}: {}\n", str(r, "mode"), vip, str(check, "state"),
+                   str(check, "reason"));
+      }
+    }
+  }
   if (s.contains("withdrawn") && s["withdrawn"].value("active", false)) {
     fmt::print("WITHDRAWN since {}: {}  (vipctl announce to undo)\n", str(s["withdrawn"], "since"),
                str(s["withdrawn"], "reason"));

@@ -181,7 +181,35 @@ Metrics::Metrics()
       // vipd_config_reloads_total{result}: SIGHUP reloads, result success or failure. Reads:
       // config.reloads, config.reloadFailures.
       configReloads_(counter(*registry_, "vipd_config_reloads_total",
-                             "Config reloads (SIGHUP), by result: success, failure.")) {}
+                             "Config reloads (SIGHUP), by result: success, failure.")),
+      // The return-path check (issue 19), from returnPath; absent in mode off.
+      // vipd_return_path_available: 1 while the check runs (0: no CAP_NET_RAW, say; the status
+      // says why). Reads: returnPath.available.
+      returnPathAvailable_(gauge(*registry_, "vipd_return_path_available",
+                                 "1 while the return-path check can run, 0 when it cannot "
+                                 "(vipctl status says why).")),
+      // vipd_return_path_state{vip,state}: one series per state (unverified, passing, broken,
+      // retrying), 1 for the VIP's current one. Reads: returnPath.vips.<vip>.state.
+      returnPathState_(gauge(*registry_, "vipd_return_path_state",
+                             "1 for each VIP's return-path state: unverified, passing, broken "
+                             "(its packets get no answer; withdrawn in enforce mode) or "
+                             "retrying.")),
+      // vipd_return_path_probes_total{source}: echoes sent from the node's address (node) and
+      // from the VIPs (vip). Reads: returnPath.counters.nodeProbes, vipProbes.
+      returnPathProbes_(counter(*registry_, "vipd_return_path_probes_total",
+                                "Return-path echoes sent, by source: node, vip.")),
+      // vipd_return_path_answers_total{source,via}: of those, answered; via direct (this node
+      // got the answer) or relay (another node got it and sent it back). Reads:
+      // returnPath.counters.nodeAnswered, vipAnswered, vipAnsweredRelayed.
+      returnPathAnswers_(counter(*registry_, "vipd_return_path_answers_total",
+                                 "Return-path echoes answered, by source (node, vip) and via "
+                                 "(direct, relay).")),
+      // vipd_return_path_relays_total{result}: answers to other nodes' probes this node received
+      // and sent back (sent) or dropped over the rate cap (dropped). Reads:
+      // returnPath.counters.relaysSent, relaysDropped.
+      returnPathRelays_(counter(*registry_, "vipd_return_path_relays_total",
+                                "Answers to other nodes' return-path probes relayed to them, by "
+                                "result: sent, dropped (rate cap).")) {}
 
 // The BGP session of each peer, from peers[]: series labelled with the peer's address, created
 // when the peer is first seen.
@@ -369,6 +397,52 @@ void Metrics::update(const json& status) {
   }
   if (const json* config = member(status, "config"); config != nullptr) {
     updateConfigLoads(*config);
+  }
+  if (const json* returnPath = member(status, "returnPath"); returnPath != nullptr) {
+    updateReturnPath(*returnPath);
+  }
+}
+
+void Metrics::updateReturnPath(const json& returnPath) {
+  if (string(returnPath, "mode") == "off") {
+    return;
+  }
+  if (auto available = boolean(returnPath, "available")) {
+    returnPathAvailable_.Add({}).Set(flag(*available));
+  }
+  if (const json* vips = member(returnPath, "vips"); vips != nullptr && vips->is_object()) {
+    for (const auto& [vip, check] : vips->items()) {
+      if (auto state = string(check, "state")) {
+        for (auto name : {"unverified", "passing", "broken", "retrying"}) {
+          returnPathState_.Add({{"vip", vip}, {"state", name}}).Set(flag(*state == name));
+        }
+      }
+    }
+  }
+  const json* c = member(returnPath, "counters");
+  if (c == nullptr) {
+    return;
+  }
+  if (auto n = number(*c, "nodeProbes")) {
+    advance(returnPathProbes_, {{"source", "node"}}, *n);
+  }
+  if (auto n = number(*c, "vipProbes")) {
+    advance(returnPathProbes_, {{"source", "vip"}}, *n);
+  }
+  if (auto n = number(*c, "nodeAnswered")) {
+    advance(returnPathAnswers_, {{"source", "node"}, {"via", "direct"}}, *n);
+  }
+  auto vipAnswered = number(*c, "vipAnswered");
+  auto relayed = number(*c, "vipAnsweredRelayed");
+  if (vipAnswered && relayed) {
+    advance(returnPathAnswers_, {{"source", "vip"}, {"via", "direct"}}, *vipAnswered - *relayed);
+    advance(returnPathAnswers_, {{"source", "vip"}, {"via", "relay"}}, *relayed);
+  }
+  if (auto n = number(*c, "relaysSent")) {
+    advance(returnPathRelays_, {{"result", "sent"}}, *n);
+  }
+  if (auto n = number(*c, "relaysDropped")) {
+    advance(returnPathRelays_, {{"result", "dropped"}}, *n);
   }
 }
 

@@ -70,6 +70,7 @@ class Metrics {
   void updateHandoff(const nlohmann::json& handoff);
   void updateListener(const std::string& name, const nlohmann::json& listener);
   void updateConfigLoads(const nlohmann::json& config);
+  void updateReturnPath(const nlohmann::json& returnPath);
 
   // Increments the counter by how much `current` grew since the last call for this series.
   void advance(CounterFamily& family, const prometheus::Labels& labels, double current);
@@ -143,6 +144,11 @@ class Metrics {
   GaugeFamily& configLastReloadSuccessful_;
   GaugeFamily& configLoadedAt_;
   CounterFamily& configReloads_;
+  GaugeFamily& returnPathAvailable_;
+  GaugeFamily& returnPathState_;
+  CounterFamily& returnPathProbes_;
+  CounterFamily& returnPathAnswers_;
+  CounterFamily& returnPathRelays_;
 
   // Last status value fed into each counter series (the series are owned by their family and
   // never removed, so the pointers stay valid).

@@ -1,0 +1,692 @@
+#include "daemon/returnpath/return_path_checker.h"
+
+#include <netinet/icmp6.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "config/duration.h"
+#include "daemon/base/asio_address.h"
+#include "daemon/base/port_bind_error.h"
+
+namespace vipd::daemon {
+namespace {
+
+using returnpath::EchoReply;
+using returnpath::ProbeData;
+using returnpath::ProbeKind;
+using returnpath::ReturnPathState;
+using returnpath::RoundVerdict;
+
+// <linux/icmp.h>'s ICMP_FILTER (a raw IPv4 ICMP socket option: a bit set per ICMP type drops
+// that type), spelled here because that header clashes with <netinet/ip_icmp.h>.
+constexpr int kIcmpFilterOption = 1;
+constexpr uint32_t kIcmpV4EchoReplyType = 0;
+// Answers read per wake-up, so a flood of echo replies cannot hold the io_context thread.
+constexpr int kMaxReadsPerWakeup = 64;
+constexpr uint32_t kMaxRelaysPerSecond = 100;
+
+std::string describe(const std::set<bgp::IpAddress>& addresses) {
+  std::vector<std::string> out;
+  for (const auto& a : addresses) {
+    out.push_back(a.toString());
+  }
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
+sockaddr_storage toSockaddr(const bgp::IpAddress& a, uint16_t port, socklen_t& length) {
+  sockaddr_storage out{};
+  if (a.isV4()) {
+    auto* sin = reinterpret_cast<sockaddr_in*>(&out);
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(port);
+    std::memcpy(&sin->sin_addr, a.bytes.data(), 4);
+    length = sizeof(sockaddr_in);
+  } else {
+    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&out);
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons(port);
+    std::memcpy(&sin6->sin6_addr, a.bytes.data(), 16);
+    length = sizeof(sockaddr_in6);
+  }
+  return out;
+}
+
+bgp::IpAddress fromIn6(const in6_addr& a) {
+  std::array<uint8_t, 16> bytes{};
+  std::memcpy(bytes.data(), &a, 16);
+  return bgp::IpAddress::v6(bytes);
+}
+
+// The address the kernel would send from to reach `target`: this node's own address on the way
+// there (a UDP connect sends nothing). nullopt when there is no route.
+std::optional<bgp::IpAddress> kernelSourceFor(const bgp::IpAddress& target) {
+  const int fd = ::socket(target.isV4() ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return std::nullopt;
+  }
+  socklen_t length = 0;
+  auto to = toSockaddr(target, 9, length);
+  std::optional<bgp::IpAddress> out;
+  sockaddr_storage local{};
+  socklen_t localLength = sizeof(local);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&to), length) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &localLength) == 0) {
+    if (local.ss_family == AF_INET) {
+      const auto* sin = reinterpret_cast<const sockaddr_in*>(&local);
+      out = bgp::IpAddress::v4(ntohl(sin->sin_addr.s_addr));
+    } else if (local.ss_family == AF_INET6) {
+      out = fromIn6(reinterpret_cast<const sockaddr_in6*>(&local)->sin6_addr);
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+}  // namespace
+
+// One raw ICMP (or ICMPv6) socket, receiving echo replies only, sending with a chosen source.
+class ReturnPathChecker::RawSocket {
+ public:
+  // The socket, or the errno of the failure (EPERM without CAP_NET_RAW).
+  static tl::expected<std::unique_ptr<RawSocket>, int> open(asio::io_context& io, bool v6) {
+    const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                            v6 ? int{IPPROTO_ICMPV6} : int{IPPROTO_ICMP});
+    if (fd < 0) {
+      return tl::unexpected(errno);
+    }
+    bool ok = true;
+    if (v6) {
+      icmp6_filter filter{};
+      ICMP6_FILTER_SETBLOCKALL(&filter);
+      ICMP6_FILTER_SETPASS(ICMP6_ECHO_REPLY, &filter);
+      const int on = 1;
+      ok = ::setsockopt(fd, IPPROTO_ICMPV6, ICMP6_FILTER, &filter, sizeof(filter)) == 0 &&
+           ::setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on)) == 0;
+    } else {
+      const uint32_t dropAllBut = ~(1u << kIcmpV4EchoReplyType);
+      ok = ::setsockopt(fd, SOL_RAW, kIcmpFilterOption, &dropAllBut, sizeof(dropAllBut)) == 0;
+    }
+    if (!ok) {
+      const int error = errno;
+      ::close(fd);
+      return tl::unexpected(error);
+    }
+    return std::unique_ptr<RawSocket>(new RawSocket(io, fd, v6));
+  }
+
+  // Sends `message` to `to` from `source`; 0 or the errno.
+  int send(const std::vector<uint8_t>& message, const bgp::IpAddress& source,
+           const bgp::IpAddress& to) {
+    socklen_t length = 0;
+    auto destination = toSockaddr(to, 0, length);
+    iovec iov{const_cast<uint8_t*>(message.data()), message.size()};
+    alignas(cmsghdr) std::array<uint8_t, CMSG_SPACE(sizeof(in6_pktinfo))> control{};
+    msghdr msg{};
+    msg.msg_name = &destination;
+    msg.msg_namelen = length;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.data();
+    cmsghdr* c = nullptr;
+    if (v6_) {
+      msg.msg_controllen = CMSG_SPACE(sizeof(in6_pktinfo));
+      c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = IPPROTO_IPV6;
+      c->cmsg_type = IPV6_PKTINFO;
+      c->cmsg_len = CMSG_LEN(sizeof(in6_pktinfo));
+      in6_pktinfo info{};
+      std::memcpy(&info.ipi6_addr, source.bytes.data(), 16);
+      std::memcpy(CMSG_DATA(c), &info, sizeof(info));
+    } else {
+      msg.msg_controllen = CMSG_SPACE(sizeof(in_pktinfo));
+      c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = IPPROTO_IP;
+      c->cmsg_type = IP_PKTINFO;
+      c->cmsg_len = CMSG_LEN(sizeof(in_pktinfo));
+      in_pktinfo info{};
+      std::memcpy(&info.ipi_spec_dst, source.bytes.data(), 4);
+      std::memcpy(CMSG_DATA(c), &info, sizeof(info));
+    }
+    return ::sendmsg(descriptor_.native_handle(), &msg, MSG_DONTWAIT) < 0 ? errno : 0;
+  }
+
+  // Calls `ready` once the socket is readable (not after close()).
+  template <typename Ready>
+  void waitReadable(Ready ready) {
+    descriptor_.async_wait(asio::posix::stream_descriptor::wait_read,
+                           [ready = std::move(ready)](const boost::system::error_code& ec) {
+                             if (!ec) {
+                               ready();
+                             }
+                           });
+  }
+
+  // Reads what is queued (bounded), passing each vipd echo reply to `onReply`.
+  template <typename OnReply>
+  void readAvailable(OnReply onReply) {
+    std::array<uint8_t, 1500> buffer{};
+    for (int i = 0; i < kMaxReadsPerWakeup; ++i) {
+      sockaddr_in6 from{};
+      alignas(cmsghdr) std::array<uint8_t, CMSG_SPACE(sizeof(in6_pktinfo))> control{};
+      iovec iov{buffer.data(), buffer.size()};
+      msghdr msg{};
+      msg.msg_name = &from;
+      msg.msg_namelen = sizeof(from);
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control.data();
+      msg.msg_controllen = control.size();
+      const ssize_t n = ::recvmsg(descriptor_.native_handle(), &msg, MSG_DONTWAIT);
+      if (n < 0) {
+        return;  // EAGAIN: all read; anything else: try again on the next wake-up
+      }
+      std::span<const uint8_t> packet(buffer.data(), static_cast<size_t>(n));
+      std::optional<EchoReply> reply;
+      if (!v6_) {
+        reply = returnpath::parseEchoReplyV4(packet);
+      } else {
+        std::optional<bgp::IpAddress> to;
+        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+          if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+            in6_pktinfo info{};
+            std::memcpy(&info, CMSG_DATA(c), sizeof(info));
+            to = fromIn6(info.ipi6_addr);
+          }
+        }
+        if (to) {
+          reply = returnpath::parseEchoReplyV6(packet, fromIn6(from.sin6_addr), *to);
+        }
+      }
+      if (reply) {
+        onReply(*reply);
+      }
+    }
+  }
+
+ private:
+  RawSocket(asio::io_context& io, int fd, bool v6) : descriptor_(io, fd), v6_(v6) {}
+
+  asio::posix::stream_descriptor descriptor_;  // owns the descriptor
+  bool v6_;
+};
+
+ReturnPathChecker::ReturnPathChecker(asio::io_context& io, const config::ReturnPath& settings,
+                                     std::vector<bgp::IpAddress> peers, const Logger& log,
+                                     Hooks hooks)
+    : io_(io),
+      settings_(settings),
+      peers_(std::move(peers)),
+      log_(log),
+      hooks_(std::move(hooks)),
+      relaySocket_(io),
+      roundTimer_(io),
+      answerTimer_(io) {}
+
+ReturnPathChecker::~ReturnPathChecker() = default;
+
+tl::expected<void, std::string> ReturnPathChecker::start() {
+  if (settings_.mode == config::ReturnPath::Mode::Off || running_) {
+    return {};
+  }
+  // The relay port: dual-stack where the kernel has IPv6, so one socket takes both families.
+  boost::system::error_code ec;
+  relaySocket_.open(asio::ip::udp::v6(), ec);
+  if (!ec) {
+    relaySocket_.set_option(asio::ip::v6_only(false), ec);
+    relaySocket_.bind({asio::ip::address_v6::any(), settings_.relayPort}, ec);
+  } else {
+    ec.clear();
+    relaySocket_.open(asio::ip::udp::v4(), ec);
+    if (!ec) {
+      relaySocket_.bind({asio::ip::address_v4::any(), settings_.relayPort}, ec);
+    }
+  }
+  if (ec) {
+    relaySocket_.close();
+    return tl::unexpected(portBindError(
+        fmt::format("cannot receive return-path relays on UDP port {} (returnPath.relayPort)",
+                    settings_.relayPort),
+        settings_.relayPort, ec.value(), ec.message(),
+        {.inUse = "another vipd (or another program) has it; choose another "
+                  "returnPath.relayPort, the same on every node",
+         .unprivilegedPort = "set returnPath.relayPort above 1023"}));
+  }
+  std::vector<std::string> problems;
+  bool wantV4 = false;
+  bool wantV6 = false;
+  for (const auto& t : targets()) {
+    (t.isV4() ? wantV4 : wantV6) = true;
+  }
+  auto openRaw = [&](bool v6) -> std::unique_ptr<RawSocket> {
+    auto raw = RawSocket::open(io_, v6);
+    if (!raw) {
+      problems.push_back(fmt::format("cannot open a raw {} socket: {}{}", v6 ? "ICMPv6" : "ICMP",
+                                     std::strerror(raw.error()),
+                                     raw.error() == EPERM || raw.error() == EACCES
+                                         ? " (vipd needs CAP_NET_RAW for the return-path check)"
+                                         : ""));
+      return nullptr;
+    }
+    return std::move(*raw);
+  };
+  // Opened even for a family without targets: this node may receive (and relay) answers to
+  // other nodes' probes of that family.
+  icmp4_ = openRaw(false);
+  icmp6_ = openRaw(true);
+  if ((wantV4 && !icmp4_) || (wantV6 && !icmp6_) || (!icmp4_ && !icmp6_)) {
+    unavailable_ = fmt::format("{}", fmt::join(problems, "; "));
+    log_.error("return-path", "the return-path check cannot run: {}; nothing is withdrawn for "
+               "it, and /readyz fails until it can", *unavailable_);
+  } else {
+    unavailable_.reset();
+  }
+  running_ = true;
+  std::random_device entropy;
+  idBase_ = static_cast<uint16_t>(entropy());
+  receiveRelays();
+  for (RawSocket* raw : {icmp4_.get(), icmp6_.get()}) {
+    if (raw == nullptr) {
+      continue;
+    }
+    auto wait = std::make_shared<std::function<void()>>();
+    std::weak_ptr<int> alive = alive_;
+    *wait = [this, raw, alive, weakWait = std::weak_ptr(wait)] {
+      if (alive.expired() || !running_) {
+        return;
+      }
+      raw->readAvailable([this](const EchoReply& reply) { onEchoReply(reply); });
+      if (auto again = weakWait.lock()) {
+        raw->waitReadable(*again);
+      }
+    };
+    waits_.push_back(wait);
+    raw->waitReadable(*wait);
+  }
+  if (!unavailable_) {
+    log_.info("return-path", "checking that VIP-sourced packets get answers: every {} to {} "
+              "(mode {}; relays on UDP port {})",
+              config::formatDuration(settings_.interval),
+              settings_.targets.empty() ? std::string("each peer") : describe(std::set(
+                  settings_.targets.begin(), settings_.targets.end())),
+              config::returnPathModeName(settings_.mode), settings_.relayPort);
+  }
+  startRound();
+  return {};
+}
+
+void ReturnPathChecker::stop() {
+  if (!running_) {
+    return;
+  }
+  running_ = false;
+  roundTimer_.cancel();
+  answerTimer_.cancel();
+  boost::system::error_code ignored;
+  relaySocket_.close(ignored);
+  icmp4_.reset();
+  icmp6_.reset();
+  waits_.clear();
+  pending_.clear();
+  checks_.clear();
+  trusted_.clear();
+}
+
+std::vector<bgp::IpAddress> ReturnPathChecker::targets() const {
+  return settings_.targets.empty() ? peers_ : settings_.targets;
+}
+
+bool ReturnPathChecker::trusted(const bgp::IpAddress& target) const {
+  return !settings_.targets.empty() || trusted_.count(target) != 0;
+}
+
+ReturnPathChecker::VipCheck& ReturnPathChecker::checkFor(const bgp::Prefix& vip) {
+  auto it = checks_.find(vip);
+  if (it == checks_.end()) {
+    it = checks_.emplace(vip, VipCheck{returnpath::ReturnPathJudge(settings_.fall, settings_.rise),
+                                       false, {}})
+             .first;
+  }
+  return it->second;
+}
+
+void ReturnPathChecker::startRound() {
+  if (!running_) {
+    return;
+  }
+  roundTimer_.expires_after(settings_.interval);
+  roundTimer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) {
+      startRound();
+    }
+  });
+  if (unavailable_) {
+    return;
+  }
+  auto vips = hooks_.vips();
+  // A VIP no longer bound is no longer judged (and no longer held back by a verdict).
+  bool dropped = false;
+  for (auto it = checks_.begin(); it != checks_.end();) {
+    if (vips.count(it->first) == 0) {
+      dropped = dropped || it->second.judge.blocks();
+      it = checks_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (dropped) {
+    hooks_.onChange();
+  }
+  if (vips.empty()) {
+    return;
+  }
+  ++counters_.rounds;
+  ++sequence_;
+  pending_.clear();
+  for (const auto& vip : vips) {
+    checkFor(vip).announcedAtStart = hooks_.announced(vip);
+  }
+  sendProbes(vips);
+  answerTimer_.expires_after(settings_.timeout);
+  answerTimer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) {
+      finishRound();
+    }
+  });
+}
+
+void ReturnPathChecker::sendProbes(const std::set<bgp::Prefix>& vips) {
+  std::mt19937_64 random{std::random_device{}()};
+  auto send = [&](RawSocket* raw, const bgp::IpAddress& source, const bgp::IpAddress& target,
+                  uint16_t id, const ProbeData& data) {
+    if (raw == nullptr) {
+      return false;
+    }
+    auto message = target.isV4() ? returnpath::buildEchoRequestV4(id, sequence_, data)
+                                 : returnpath::buildEchoRequestV6(id, sequence_, data);
+    if (int error = raw->send(message, source, target); error != 0) {
+      ++counters_.sendErrors;
+      if (auto n = sendErrors_.add(std::chrono::steady_clock::now())) {
+        log_.warn("return-path", "cannot send an echo from {} to {}: {} ({} such error(s) in "
+                  "the last 10s)", source.toString(), target.toString(), std::strerror(error), *n);
+      }
+      return false;
+    }
+    return true;
+  };
+  for (const auto& target : targets()) {
+    RawSocket* raw = target.isV4() ? icmp4_.get() : icmp6_.get();
+    auto source = kernelSourceFor(target);
+    if (!source || std::any_of(vips.begin(), vips.end(), [&](const bgp::Prefix& v) {
+          return v.address == *source;
+        })) {
+      continue;  // no route, or the kernel would send from a VIP: nothing to compare against
+    }
+    bool anyVip = false;
+    for (const auto& vip : vips) {
+      if (vip.address.family != target.family) {
+        continue;
+      }
+      anyVip = true;
+      for (uint32_t flow = 0; flow < settings_.flows; ++flow) {
+        ProbeData data{ProbeKind::VipSourced, random(), *source, settings_.relayPort};
+        if (send(raw, vip.address, target, static_cast<uint16_t>(idBase_ + 1 + flow), data)) {
+          ++counters_.vipProbes;
+          pending_[data.nonce] = {vip, target, ProbeKind::VipSourced};
+        }
+      }
+    }
+    if (anyVip) {
+      ProbeData data{ProbeKind::NodeSourced, random(), *source, settings_.relayPort};
+      if (send(raw, *source, target, idBase_, data)) {
+        ++counters_.nodeProbes;
+        pending_[data.nonce] = {bgp::Prefix{}, target, ProbeKind::NodeSourced};
+      }
+    }
+  }
+}
+
+void ReturnPathChecker::onEchoReply(const EchoReply& reply) {
+  auto it = pending_.find(reply.data.nonce);
+  if (it != pending_.end() && it->second.kind == reply.data.kind &&
+      it->second.target == reply.from) {
+    if (!it->second.answered) {
+      it->second.answered = true;
+      if (reply.data.kind == ProbeKind::VipSourced) {
+        ++counters_.vipAnswered;
+        trusted_.insert(reply.from);
+      } else {
+        ++counters_.nodeAnswered;
+      }
+    }
+    return;
+  }
+  if (reply.data.kind != ProbeKind::VipSourced) {
+    return;  // another node's node-sourced answer never comes here; nothing to relay
+  }
+  // An answer to another node's VIP-sourced probe: this target routes the VIP (to us).
+  if (std::find(peers_.begin(), peers_.end(), reply.from) != peers_.end()) {
+    trusted_.insert(reply.from);
+  }
+  relay(reply);
+}
+
+void ReturnPathChecker::relay(const EchoReply& reply) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - relayWindow_ >= std::chrono::seconds(1)) {
+    relayWindow_ = now;
+    relaysInWindow_ = 0;
+  }
+  if (++relaysInWindow_ > kMaxRelaysPerSecond) {
+    ++counters_.relaysDropped;
+    return;
+  }
+  auto datagram = returnpath::buildRelay(reply.data.nonce);
+  auto to = toAsio(reply.data.relayAddress);
+  if (relaySocket_.local_endpoint().address().is_v6() && to.is_v4()) {
+    to = asio::ip::make_address_v6(asio::ip::v4_mapped, to.to_v4());
+  }
+  boost::system::error_code ec;
+  relaySocket_.send_to(asio::buffer(datagram), {to, reply.data.relayPort}, 0, ec);
+  if (!ec) {
+    ++counters_.relaysSent;
+  }
+}
+
+void ReturnPathChecker::receiveRelays() {
+  std::weak_ptr<int> alive = alive_;
+  relaySocket_.async_receive_from(
+      asio::buffer(relayBuffer_), relaySender_,
+      [this, alive](const boost::system::error_code& ec, size_t n) {
+        if (alive.expired() || !running_ || ec == asio::error::operation_aborted) {
+          return;
+        }
+        if (!ec) {
+          if (auto nonce = returnpath::parseRelay({relayBuffer_.data(), n})) {
+            onRelay(*nonce);
+          }
+        }
+        receiveRelays();
+      });
+}
+
+void ReturnPathChecker::onRelay(uint64_t nonce) {
+  auto it = pending_.find(nonce);
+  if (it == pending_.end() || it->second.kind != ProbeKind::VipSourced || it->second.answered) {
+    return;  // late, forged or a duplicate
+  }
+  it->second.answered = true;
+  ++counters_.vipAnswered;
+  ++counters_.vipAnsweredRelayed;
+  trusted_.insert(it->second.target);
+}
+
+void ReturnPathChecker::finishRound() {
+  bool changed = false;
+  for (auto& [vip, check] : checks_) {
+    returnpath::RoundOutcome round;
+    std::set<bgp::IpAddress> nodeAnsweredBy;
+    std::set<bgp::IpAddress> vipAnsweredBy;
+    std::set<bgp::IpAddress> untrusted;
+    for (const auto& [nonce, p] : pending_) {
+      if (p.target.family != vip.address.family || !p.answered) {
+        continue;
+      }
+      if (p.kind == ProbeKind::VipSourced && p.vip == vip) {
+        vipAnsweredBy.insert(p.target);
+      } else if (p.kind == ProbeKind::NodeSourced) {
+        (trusted(p.target) ? nodeAnsweredBy : untrusted).insert(p.target);
+      }
+    }
+    round.vipAnswered = !vipAnsweredBy.empty();
+    round.nodeAnswered = !nodeAnsweredBy.empty();
+    round.announcedThroughout = check.announcedAtStart && hooks_.announced(vip);
+    const auto before = check.judge.state();
+    const bool blockedBefore = check.judge.blocks();
+    check.judge.record(round);
+    switch (check.judge.lastVerdict()) {
+      case RoundVerdict::Answered:
+        check.detail = fmt::format("VIP-sourced echoes answered by {}", describe(vipAnsweredBy));
+        break;
+      case RoundVerdict::Unanswered:
+        check.detail = fmt::format("{} answered the node's address but not the VIP",
+                                   describe(nodeAnsweredBy));
+        break;
+      case RoundVerdict::Inconclusive:
+        if (round.nodeAnswered) {
+          check.detail = "no VIP-sourced answer while the VIP is not announced (an answer can "
+                         "only come back through a node that announces it)";
+        } else if (!untrusted.empty()) {
+          check.detail = fmt::format("{} answered the node's address; not yet trusted as "
+                                     "evidence: no VIP-sourced echo to it has ever been answered "
+                                     "(does it route the VIP?)",
+                                     describe(untrusted));
+        } else {
+          check.detail = "no target answered the node's address either";
+        }
+        break;
+    }
+    const auto after = check.judge.state();
+    if (after != before) {
+      if (after == ReturnPathState::Broken) {
+        log_.error("return-path", "vip {}: VIP-sourced packets get no answer (anti-spoof "
+                   "filter?): {} for {} rounds; {}",
+                   vip.toString(), check.detail, settings_.fall,
+                   settings_.mode == config::ReturnPath::Mode::Enforce
+                       ? "withdrawing it until they do"
+                       : "not withdrawn (returnPath.mode warn)");
+      } else if (after == ReturnPathState::Retrying) {
+        log_.warn("return-path", "vip {}: broken for {} rounds; announcing it again to retry "
+                  "(the answers may have nowhere to go while no node announces it)",
+                  vip.toString(), check.judge.rounds());
+      } else if (before == ReturnPathState::Broken || before == ReturnPathState::Retrying) {
+        log_.info("return-path", "vip {}: VIP-sourced packets are answered again ({}); "
+                  "announcing it", vip.toString(), check.detail);
+      } else {
+        log_.info("return-path", "vip {}: return path verified: {}", vip.toString(),
+                  check.detail);
+      }
+    }
+    changed = changed || blockedBefore != check.judge.blocks();
+  }
+  pending_.clear();
+  if (changed) {
+    hooks_.onChange();
+  }
+}
+
+bool ReturnPathChecker::blocks(const bgp::Prefix& vip) const {
+  if (settings_.mode != config::ReturnPath::Mode::Enforce) {
+    return false;
+  }
+  auto it = checks_.find(vip);
+  return it != checks_.end() && it->second.judge.blocks();
+}
+
+std::string ReturnPathChecker::reasonFor(const bgp::Prefix& vip, const VipCheck& check) const {
+  (void)vip;
+  const auto state = check.judge.state();
+  if (state == ReturnPathState::Broken) {
+    return fmt::format("VIP-sourced packets get no answer (anti-spoof filter?): {}; {}",
+                       check.detail,
+                       settings_.mode == config::ReturnPath::Mode::Enforce
+                           ? fmt::format("withdrawn, retried in {}",
+                                         config::formatDuration(
+                                             settings_.interval *
+                                             check.judge.roundsUntilRetry()))
+                           : std::string("not withdrawn (returnPath.mode warn)"));
+  }
+  return check.detail.empty() ? std::string("no round finished yet") : check.detail;
+}
+
+std::optional<std::string> ReturnPathChecker::readinessFailure() const {
+  if (!running_) {
+    return std::nullopt;
+  }
+  if (unavailable_) {
+    return fmt::format("return-path check unavailable: {}", *unavailable_);
+  }
+  std::vector<std::string> broken;
+  for (const auto& [vip, check] : checks_) {
+    if (check.judge.state() == ReturnPathState::Broken) {
+      broken.push_back(fmt::format("vip {}: {}", vip.toString(), reasonFor(vip, check)));
+    }
+  }
+  if (broken.empty()) {
+    return std::nullopt;
+  }
+  return fmt::format("{}", fmt::join(broken, "; "));
+}
+
+nlohmann::json ReturnPathChecker::status() const {
+  nlohmann::json out{{"mode", config::returnPathModeName(settings_.mode)},
+                     {"running", running_},
+                     {"available", running_ && !unavailable_}};
+  if (settings_.mode == config::ReturnPath::Mode::Off) {
+    return out;
+  }
+  if (unavailable_) {
+    out["unavailableReason"] = *unavailable_;
+  }
+  out["relayPort"] = settings_.relayPort;
+  nlohmann::json targets = nlohmann::json::array();
+  for (const auto& t : this->targets()) {
+    targets.push_back({{"address", t.toString()},
+                       {"configured", !settings_.targets.empty()},
+                       {"trusted", trusted(t)}});
+  }
+  out["targets"] = std::move(targets);
+  nlohmann::json vips = nlohmann::json::object();
+  for (const auto& [vip, check] : checks_) {
+    vips[vip.toString()] = {
+        {"state", returnpath::stateName(check.judge.state())},
+        {"withdrawn", blocks(vip)},
+        {"lastRound", check.judge.judged() ? returnpath::verdictName(check.judge.lastVerdict())
+                                           : "pending"},
+        {"reason", reasonFor(vip, check)},
+        {"consecutiveUnanswered", check.judge.consecutiveUnanswered()},
+        {"consecutiveAnswered", check.judge.consecutiveAnswered()},
+        {"rounds", check.judge.rounds()}};
+  }
+  out["vips"] = std::move(vips);
+  out["counters"] = {{"rounds", counters_.rounds},
+                     {"nodeProbes", counters_.nodeProbes},
+                     {"nodeAnswered", counters_.nodeAnswered},
+                     {"vipProbes", counters_.vipProbes},
+                     {"vipAnswered", counters_.vipAnswered},
+                     {"vipAnsweredRelayed", counters_.vipAnsweredRelayed},
+                     {"relaysSent", counters_.relaysSent},
+                     {"relaysDropped", counters_.relaysDropped},
+                     {"sendErrors", counters_.sendErrors}};
+  return out;
+}
+
+}  // namespace vipd::daemon

@@ -1,0 +1,173 @@
+#include "daemon/returnpath/return_path_packet.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace vipd::daemon::returnpath {
+namespace {
+
+constexpr std::array<uint8_t, 6> kProbeMagic{'v', 'i', 'p', 'd', 'R', 'P'};
+constexpr std::array<uint8_t, 6> kRelayMagic{'v', 'i', 'p', 'd', 'R', 'R'};
+constexpr uint8_t kIcmpV4EchoReply = 0;
+constexpr uint8_t kIcmpV4EchoRequest = 8;
+constexpr uint8_t kIcmpV6EchoRequest = 128;
+constexpr uint8_t kIcmpV6EchoReply = 129;
+constexpr uint8_t kIpProtocolIcmp = 1;
+constexpr size_t kIcmpHeaderSize = 8;
+
+void put16(std::vector<uint8_t>& out, uint16_t v) {
+  out.push_back(static_cast<uint8_t>(v >> 8));
+  out.push_back(static_cast<uint8_t>(v));
+}
+
+uint16_t get16(std::span<const uint8_t> b, size_t at) {
+  return static_cast<uint16_t>((b[at] << 8) | b[at + 1]);
+}
+
+std::vector<uint8_t> buildEcho(uint8_t type, uint16_t id, uint16_t sequence,
+                               const ProbeData& data) {
+  std::vector<uint8_t> out;
+  out.reserve(kIcmpHeaderSize + kProbeDataSize);
+  out.push_back(type);
+  out.push_back(0);  // code
+  put16(out, 0);     // checksum, below
+  put16(out, id);
+  put16(out, sequence);
+  out.insert(out.end(), kProbeMagic.begin(), kProbeMagic.end());
+  out.push_back(kProbeVersion);
+  out.push_back(static_cast<uint8_t>(data.kind));
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    out.push_back(static_cast<uint8_t>(data.nonce >> shift));
+  }
+  out.push_back(data.relayAddress.isV4() ? 4 : 6);
+  out.push_back(0);
+  put16(out, data.relayPort);
+  std::array<uint8_t, 16> address{};
+  std::copy_n(data.relayAddress.bytes.begin(), data.relayAddress.size(), address.begin());
+  out.insert(out.end(), address.begin(), address.end());
+  return out;
+}
+
+// The echo reply's identifier and data, from the ICMP message (header included).
+std::optional<std::pair<uint16_t, ProbeData>> parseEcho(std::span<const uint8_t> icmp,
+                                                        uint8_t replyType) {
+  if (icmp.size() < kIcmpHeaderSize + kProbeDataSize || icmp[0] != replyType || icmp[1] != 0) {
+    return std::nullopt;
+  }
+  auto d = icmp.subspan(kIcmpHeaderSize);
+  if (!std::equal(kProbeMagic.begin(), kProbeMagic.end(), d.begin()) || d[6] != kProbeVersion) {
+    return std::nullopt;
+  }
+  ProbeData data;
+  if (d[7] == static_cast<uint8_t>(ProbeKind::NodeSourced)) {
+    data.kind = ProbeKind::NodeSourced;
+  } else if (d[7] == static_cast<uint8_t>(ProbeKind::VipSourced)) {
+    data.kind = ProbeKind::VipSourced;
+  } else {
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < 8; ++i) {
+    data.nonce = (data.nonce << 8) | d[8 + i];
+  }
+  const uint8_t family = d[16];
+  data.relayPort = get16(d, 18);
+  if (family == 4) {
+    data.relayAddress = bgp::IpAddress::v4({d[20], d[21], d[22], d[23]});
+  } else if (family == 6) {
+    std::array<uint8_t, 16> bytes{};
+    std::copy_n(d.begin() + 20, 16, bytes.begin());
+    data.relayAddress = bgp::IpAddress::v6(bytes);
+  } else {
+    return std::nullopt;
+  }
+  if (d[17] != 0 || data.relayPort == 0) {
+    return std::nullopt;
+  }
+  return std::make_pair(get16(icmp, 4), data);
+}
+
+}  // namespace
+
+uint16_t internetChecksum(std::span<const uint8_t> bytes) {
+  uint32_t sum = 0;
+  for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
+    sum += static_cast<uint32_t>((bytes[i] << 8) | bytes[i + 1]);
+  }
+  if (bytes.size() % 2 == 1) {
+    sum += static_cast<uint32_t>(bytes.back() << 8);
+  }
+  while (sum >> 16) {
+    sum = (sum & 0xFFFF) + (sum >> 16);
+  }
+  return static_cast<uint16_t>(~sum);
+}
+
+std::vector<uint8_t> buildEchoRequestV4(uint16_t id, uint16_t sequence, const ProbeData& data) {
+  auto out = buildEcho(kIcmpV4EchoRequest, id, sequence, data);
+  const uint16_t sum = internetChecksum(out);
+  out[2] = static_cast<uint8_t>(sum >> 8);
+  out[3] = static_cast<uint8_t>(sum);
+  return out;
+}
+
+std::vector<uint8_t> buildEchoRequestV6(uint16_t id, uint16_t sequence, const ProbeData& data) {
+  return buildEcho(kIcmpV6EchoRequest, id, sequence, data);
+}
+
+std::optional<EchoReply> parseEchoReplyV4(std::span<const uint8_t> packet) {
+  constexpr size_t kMinIpv4Header = 20;
+  if (packet.size() < kMinIpv4Header || (packet[0] >> 4) != 4) {
+    return std::nullopt;
+  }
+  const size_t headerSize = size_t{packet[0] & 0x0Fu} * 4;
+  const size_t totalSize = get16(packet, 2);
+  if (headerSize < kMinIpv4Header || totalSize < headerSize || totalSize > packet.size() ||
+      packet[9] != kIpProtocolIcmp) {
+    return std::nullopt;
+  }
+  auto icmp = packet.subspan(headerSize, totalSize - headerSize);
+  if (internetChecksum(icmp) != 0) {
+    return std::nullopt;
+  }
+  auto echo = parseEcho(icmp, kIcmpV4EchoReply);
+  if (!echo) {
+    return std::nullopt;
+  }
+  return EchoReply{bgp::IpAddress::v4({packet[12], packet[13], packet[14], packet[15]}),
+                   bgp::IpAddress::v4({packet[16], packet[17], packet[18], packet[19]}),
+                   echo->first, echo->second};
+}
+
+std::optional<EchoReply> parseEchoReplyV6(std::span<const uint8_t> message,
+                                          const bgp::IpAddress& from, const bgp::IpAddress& to) {
+  auto echo = parseEcho(message, kIcmpV6EchoReply);
+  if (!echo) {
+    return std::nullopt;
+  }
+  return EchoReply{from, to, echo->first, echo->second};
+}
+
+std::array<uint8_t, kRelaySize> buildRelay(uint64_t nonce) {
+  std::array<uint8_t, kRelaySize> out{};
+  std::copy(kRelayMagic.begin(), kRelayMagic.end(), out.begin());
+  out[6] = kProbeVersion;
+  for (size_t i = 0; i < 8; ++i) {
+    out[8 + i] = static_cast<uint8_t>(nonce >> (56 - 8 * i));
+  }
+  return out;
+}
+
+std::optional<uint64_t> parseRelay(std::span<const uint8_t> datagram) {
+  if (datagram.size() != kRelaySize ||
+      !std::equal(kRelayMagic.begin(), kRelayMagic.end(), datagram.begin()) ||
+      datagram[6] != kProbeVersion || datagram[7] != 0) {
+    return std::nullopt;
+  }
+  uint64_t nonce = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    nonce = (nonce << 8) | datagram[8 + i];
+  }
+  return nonce;
+}
+
+}  // namespace vipd::daemon::returnpath
