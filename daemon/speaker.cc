@@ -439,6 +439,13 @@ nlohmann::json Speaker::status() const {
     out["listeners"]["health"] = healthHttp_->stats().toJson();
   }
   out["returnPath"] = returnPath_.status();
+  for (auto& vip : out["vips"]) {
+    // The report cannot tell this hold-back from "no session"; the return-path check can.
+    const auto prefix = bgp::Prefix::parse(vip.value("address", std::string()));
+    if (prefix && returnPath_.blocks(*prefix) && !vip.value("announced", false)) {
+      vip["reason"] = "withheld: VIP-sourced packets get no answer (return path; see returnPath)";
+    }
+  }
   // The report's verdict leaves out the return-path check, which it does not know.
   std::vector<std::string> reasons;
   for (const auto& check : readinessChecks()) {

@@ -531,7 +531,16 @@ void ReturnPathChecker::onRelay(uint64_t nonce) {
 
 void ReturnPathChecker::finishRound() {
   bool changed = false;
+  const auto all = targets();
   for (auto& [vip, check] : checks_) {
+    if (std::none_of(all.begin(), all.end(), [&](const bgp::IpAddress& t) {
+          return t.family == vip.address.family;
+        })) {
+      check.detail = fmt::format("not checked: no {} target (a peer of that family, or "
+                                 "returnPath.targets)",
+                                 vip.address.isV4() ? "IPv4" : "IPv6");
+      continue;
+    }
     returnpath::RoundOutcome round;
     std::set<bgp::IpAddress> nodeAnsweredBy;
     std::set<bgp::IpAddress> vipAnsweredBy;

@@ -60,8 +60,8 @@ def test() -> None:
                   f"{key}=network-online.target: at shutdown vipd must stop (drain) before the "
                   f"network goes down")
     lab.check(u.words("Install", "WantedBy") == ["multi-user.target"], "WantedBy=multi-user.target")
-    lab.check(u.capabilities() == {"NET_ADMIN", "NET_BIND_SERVICE"},
-              f"the pods' two capabilities, no more: {u.capabilities()}")
+    lab.check(u.capabilities() == {"NET_ADMIN", "NET_BIND_SERVICE", "NET_RAW"},
+              f"the pods' three capabilities, no more: {u.capabilities()}")
     stop = u.timeout_stop()
     lab.check(stop > DRAIN_BOUND_S, f"TimeoutStopSec {stop}s must exceed the default drain bound "
               f"{DRAIN_BOUND_S}s")

@@ -19,7 +19,10 @@ security on`) and single-hop BFD, and dials vipd's port 179. Scenarios:
    listener is the only feature that needs it (BFD's ports, 3784 and 4784, are above 1023);
 4. without NET_ADMIN: BGP with TCP-MD5 and GTSM, the listener and BFD still come up (none of
    them needs it), but no VIP is bound, no dummy interface is created, BIRD gets no VIP route,
-   and vipd's status and log name CAP_NET_ADMIN.
+   and vipd's status and log name CAP_NET_ADMIN;
+5. without NET_RAW: everything but the return-path check works (the VIPs are in BIRD); the check
+   is unavailable, and status, log and /readyz name CAP_NET_RAW. In scenario 1 the same check
+   runs and verifies the IPv4 VIP's return path, so NET_RAW is what it needs.
 
 A kernel without dummy interfaces (CONFIG_DUMMY unset) cannot create vip0 at all: the test then
 makes vip0 itself (an IFB device, as an operator's interface) and adds a VIP on vip1 with
@@ -172,6 +175,10 @@ def test() -> None:
         check_running_caps(v, caps)
         up_in_bird(v, what)
         routes_in_bird(what)
+        lab.wait_until(lambda: v.status()["returnPath"]["vips"].get(lab.VIP4, {}).get("state")
+                       == "passing", UP_S, 0.2,
+                       lambda: f"{what}: the return-path check verifies {lab.VIP4}: "
+                       f"{v.status()['returnPath']}")
         st = v.peer_status(lab.FABRIC_V4)
         lab.check(st["state"] == "Established" and st["ttlSecurity"] is True,
                   f"{what}: vipd's view: {st['state']}, ttlSecurity {st['ttlSecurity']}")
@@ -245,6 +252,23 @@ def test() -> None:
             lab.check(ns.link("vip0") is None, f"{what}: vip0 is not created")
         print(f"{what}: Established, BFD Up, no VIP bound or announced; "
               f"{re.sub(r'^.*?vip ', 'vip ', lines[0]).strip() if lines else ''}")
+        stop(v, what)
+
+        # 5. Without NET_RAW: only the return-path check is missing, and says so.
+        what = "without NET_RAW"
+        fewer = caps - {"NET_RAW"}
+        v = start("vipd-no-raw", fewer, listen=True)
+        check_running_caps(v, fewer)
+        up_in_bird(v, what)
+        routes_in_bird(what)
+        rp = v.status()["returnPath"]
+        lab.check(rp["available"] is False and "CAP_NET_RAW" in rp.get("unavailableReason", ""),
+                  f"{what}: the return-path check is unavailable and says why: {rp}")
+        code, body = v.http("/readyz")
+        lab.check(code == 503 and "return-path check unavailable" in body and "CAP_NET_RAW" in body,
+                  f"{what}: /readyz names CAP_NET_RAW: {code} {body!r}")
+        lab.check(bool(v.log_lines("CAP_NET_RAW")), f"{what}: vipd logs CAP_NET_RAW")
+        print(f"{what}: Established, {len(routes)} VIPs in BIRD; {body.strip()}")
         stop(v, what)
 
 

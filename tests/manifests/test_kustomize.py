@@ -8,7 +8,7 @@ Asserts:
   are exactly the DaemonSet and its ConfigMap (the static-pod template is not picked up);
 - the DaemonSet: kube-system, hostNetwork, system-node-critical, the control-plane role label as
   nodeSelector and tolerations, RollingUpdate maxUnavailable 1, capabilities exactly
-  NET_ADMIN + NET_BIND_SERVICE with ALL dropped (tests/e2e/test_capabilities.py runs vipd with
+  NET_ADMIN + NET_BIND_SERVICE + NET_RAW with ALL dropped (tests/e2e/test_capabilities.py runs vipd with
   that set), not privileged, no privilege escalation, read-only root,
   the preStop `vipctl ... withdraw --wait --transient` on the config's control socket, probes on
   127.0.0.1 and the config's metrics port, the ConfigMap mounted where --config points and the
@@ -125,8 +125,8 @@ def check_pod_common(c: Checks, who: str, spec: dict, port: int, socket: str,
 
     sc = ctr.get("securityContext", {})
     caps = sc.get("capabilities", {})
-    c.equal(sorted(caps.get("add", [])), ["NET_ADMIN", "NET_BIND_SERVICE"],
-            f"{who}: capabilities added are exactly NET_ADMIN and NET_BIND_SERVICE")
+    c.equal(sorted(caps.get("add", [])), ["NET_ADMIN", "NET_BIND_SERVICE", "NET_RAW"],
+            f"{who}: capabilities added are exactly NET_ADMIN, NET_BIND_SERVICE and NET_RAW")
     c.equal(caps.get("drop"), ["ALL"], f"{who}: every other capability dropped")
     c.equal(sc.get("privileged"), False, f"{who}: not privileged")
     c.equal(sc.get("allowPrivilegeEscalation"), False, f"{who}: no privilege escalation")

@@ -984,6 +984,64 @@ TEST(ConfigErrors, TcpHealthAddress) {
   EXPECT_EQ(ok->health.address, "[::1]:6443");
 }
 
+// ---- returnPath (issue 19) ----
+
+TEST(ConfigParse, ReturnPathDefaultsAndValues) {
+  auto ok = parseConfig(withPeer(""), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->returnPath, ReturnPath{});
+  EXPECT_EQ(ok->returnPath.mode, ReturnPath::Mode::Enforce);  // on by default
+  ok = parseConfig(withPeer("returnPath:\n  mode: warn\n  interval: 5s\n  timeout: 2s\n"
+                            "  flows: 8\n  fall: 5\n  rise: 3\n  relayPort: 19475\n"
+                            "  targets: [192.0.2.254, '2001:db8::1']\n"),
+                   "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  const auto& r = ok->returnPath;
+  EXPECT_EQ(r.mode, ReturnPath::Mode::Warn);
+  EXPECT_EQ(r.interval, milliseconds{5000});
+  EXPECT_EQ(r.timeout, milliseconds{2000});
+  EXPECT_EQ(r.flows, 8u);
+  EXPECT_EQ(r.fall, 5u);
+  EXPECT_EQ(r.rise, 3u);
+  EXPECT_EQ(r.relayPort, 19475);
+  EXPECT_EQ(r.targets, (std::vector{ip("192.0.2.254"), ip("2001:db8::1")}));
+  ok = parseConfig(withPeer("returnPath: {mode: 'off'}\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->returnPath.mode, ReturnPath::Mode::Off);
+}
+
+TEST(ConfigErrors, ReturnPath) {
+  EXPECT_EQ(onlyError(withPeer("returnPath:\n  mode: strict\n")),
+            "vipd.yaml:11:9: returnPath.mode: 'strict' is not a return-path mode; use enforce "
+            "(withdraw a VIP whose packets get no answer), warn (only report it) or off");
+  // A list is not a mode.
+  EXPECT_THAT(onlyError(withPeer("returnPath:\n  mode: [enforce]\n")),
+              HasSubstr("returnPath.mode"));
+  EXPECT_EQ(onlyError(withPeer("returnPath:\n  interval: 2s\n  timeout: 2s\n")),
+            "vipd.yaml:12:12: returnPath.timeout: timeout 2s is not shorter than interval 2s; "
+            "rounds would overlap");
+  EXPECT_EQ(onlyError(withPeer("returnPath:\n  interval: 100ms\n")),
+            "vipd.yaml:11:13: returnPath.interval: 100ms is out of range; use 500ms to 1m");
+  EXPECT_THAT(onlyError(withPeer("returnPath:\n  flows: 0\n")), HasSubstr("returnPath.flows"));
+  EXPECT_THAT(onlyError(withPeer("returnPath:\n  flows: 17\n")), HasSubstr("returnPath.flows"));
+  EXPECT_THAT(onlyError(withPeer("returnPath:\n  fall: 0\n")), HasSubstr("returnPath.fall"));
+  EXPECT_EQ(onlyError(withPeer("returnPath:\n  relayPort: 3784\n")),
+            "vipd.yaml:11:14: returnPath.relayPort: port 3784 is BFD's; choose another relay port");
+  EXPECT_EQ(onlyError(withPeer("returnPath:\n  targets: [203.0.113.10]\n")),
+            "vipd.yaml:11:13: returnPath.targets[0]: 203.0.113.10 is a VIP; a return-path target "
+            "is a router the VIP's answers come back through");
+  for (std::string_view bad : {"127.0.0.1", "224.0.0.5", "0.0.0.0", "'fe80::1'", "'::1'"}) {
+    EXPECT_THAT(onlyError(withPeer("returnPath:\n  targets: [" + std::string(bad) + "]\n")),
+                HasSubstr("cannot be a return-path target"))
+        << bad;
+  }
+  EXPECT_THAT(onlyError(withPeer("returnPath:\n  targets: [192.0.2.1, 192.0.2.1]\n")),
+              HasSubstr("192.0.2.1 is listed twice"));
+  EXPECT_THAT(onlyError(withPeer("returnPath:\n  target: [192.0.2.1]\n")),
+              HasSubstr("(did you mean 'targets'?)"));
+  EXPECT_THAT(onlyError(withPeer("returnPath: on\n")), HasSubstr("returnPath"));
+}
+
 // ---- Drain, control, metrics ----
 
 TEST(ConfigErrors, DrainRanges) {
