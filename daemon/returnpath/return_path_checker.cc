@@ -228,6 +228,7 @@ ReturnPathChecker::ReturnPathChecker(asio::io_context& io, const config::ReturnP
       log_(log),
       hooks_(std::move(hooks)),
       relaySocket_(io),
+      relayRetry_(io),
       roundTimer_(io),
       answerTimer_(io) {}
 
@@ -330,6 +331,7 @@ void ReturnPathChecker::stop() {
   running_ = false;
   roundTimer_.cancel();
   answerTimer_.cancel();
+  relayRetry_.cancel();
   boost::system::error_code ignored;
   relaySocket_.close(ignored);
   icmp4_.reset();
@@ -513,8 +515,23 @@ void ReturnPathChecker::receiveRelays() {
           if (auto nonce = returnpath::parseRelay({relayBuffer_.data(), n})) {
             onRelay(*nonce);
           }
+          receiveRelays();
+          return;
         }
-        receiveRelays();
+        // A receive error that repeats (out of memory, say) must not spin the io_context:
+        // count it, log it throttled and read again a little later.
+        ++counters_.relayErrors;
+        if (auto count = relayErrors_.add(std::chrono::steady_clock::now())) {
+          log_.warn("return-path", "receiving relays on UDP port {}: {} ({} error(s) in the last "
+                    "10s); reading again in 100ms",
+                    settings_.relayPort, ec.message(), *count);
+        }
+        relayRetry_.expires_after(std::chrono::milliseconds(100));
+        relayRetry_.async_wait([this, alive](const boost::system::error_code& waited) {
+          if (!waited && !alive.expired() && running_) {
+            receiveRelays();
+          }
+        });
       });
 }
 
@@ -694,6 +711,7 @@ nlohmann::json ReturnPathChecker::status() const {
                      {"vipAnsweredRelayed", counters_.vipAnsweredRelayed},
                      {"relaysSent", counters_.relaysSent},
                      {"relaysDropped", counters_.relaysDropped},
+                     {"relayErrors", counters_.relayErrors},
                      {"sendErrors", counters_.sendErrors}};
   return out;
 }

@@ -125,6 +125,8 @@ class ReturnPathChecker {
   asio::ip::udp::socket relaySocket_;
   std::array<uint8_t, 64> relayBuffer_{};
   asio::ip::udp::endpoint relaySender_;
+  asio::steady_timer relayRetry_;
+  ThrottledCount relayErrors_;
   asio::steady_timer roundTimer_;
   asio::steady_timer answerTimer_;
   bool running_ = false;
@@ -148,6 +150,7 @@ class ReturnPathChecker {
     uint64_t relaysSent = 0;          // answers to other nodes' probes sent back to them
     uint64_t relaysDropped = 0;       // over the rate cap
     uint64_t sendErrors = 0;
+    uint64_t relayErrors = 0;         // receive errors on the relay port
   } counters_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };

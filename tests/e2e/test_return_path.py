@@ -19,10 +19,27 @@ every sample, and node 1's IPv6 VIP (not filtered, and not checked: the fabric h
 peer address) stays announced.
 
 Phase 3: the rule removed: node 1 back in the route within 30 s.
+
+Clients (phases 2 and 3): from the calm phase's end the fabric hashes on ports too (policy 1),
+so that a client namespace behind the fabric spreads its new connections (20 a second, 1 s
+timeout each, to an HTTP responder on the VIP on every node) over the three nodes. While node 1
+is filtered and still announced, the connections hashed to it fail (its answers are dropped);
+the test asserts none fails that started after node 1's path left the fabric (plus the client
+timeout) or after the rule was removed, and prints how many failed before.
 """
+import json
+import os
+import sys
 import time
 
 import lab
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(lab.E2E_DIR)), "bench"))
+import benchlab  # noqa: E402  (add_client: the client namespace and the VIP responders)
+
+CLIENT_RATE = 20
+CLIENT_TIMEOUT_S = 1.0
+CLIENT_DURATION_S = 40
 
 VIP4_ADDR = lab.VIP4.split("/")[0]
 CALM_S = 20
@@ -43,6 +60,7 @@ def test() -> None:
         e = lab.build_ecmp(L, ["vipd", "vipd", "vipd"])
         topo, nodes, vipds = e.topo, e.topo.nodes, e.speakers
         topo.fabric.sysctl("net.ipv4.fib_multipath_hash_policy", "0")
+        client = benchlab.add_client(L, topo)
         all4 = sorted(n.v4 for n in nodes)
 
         # ---- phase 1: address-only hashing, no filter: nobody leaves ----
@@ -75,6 +93,11 @@ def test() -> None:
                   f"the IPv6 VIP has no IPv6 target and must say so: {vip6_status}")
 
         # ---- phase 2: node 1's VIP-sourced packets dropped at the fabric ----
+        topo.fabric.sysctl("net.ipv4.fib_multipath_hash_policy", "1")
+        load_out = L.path("load.json")
+        load = benchlab.run_load(L, client, CLIENT_RATE, CLIENT_DURATION_S, CLIENT_TIMEOUT_S,
+                                 load_out)
+        time.sleep(2)  # the clients' baseline: every node answers
         rules = L.path("antispoof.nft")
         with open(rules, "w") as f:
             f.write("table bridge antispoof {\n"
@@ -95,6 +118,7 @@ def test() -> None:
                       f"{rp_vip(vipds[0])}")
             time.sleep(0.1)
         leave_s = time.monotonic() - t_filter
+        t_gone = time.time()
         lab.log(f"node 1's path left the fabric {leave_s:.1f}s after the anti-spoof rule")
         lab.check(topo.fabric.kernel_nexthops(lab.VIP4) == rest,
                   f"nodes 2 and 3 must stay: {topo.fabric.route_show(lab.VIP4)}")
@@ -120,6 +144,7 @@ def test() -> None:
             time.sleep(0.2)
 
         # ---- phase 3: the filter removed ----
+        t_removed = time.time()
         lab.run(topo.fabric.argv(["nft", "delete", "table", "bridge", "antispoof"]))
         t_clear = time.monotonic()
         lab.wait_until(lambda: topo.fabric.kernel_nexthops(lab.VIP4) == all4, RETURN_BOUND_S,
@@ -131,8 +156,32 @@ def test() -> None:
         code, _ = vipds[0].http("/readyz")
         lab.wait_until(lambda: vipds[0].http("/readyz")[0] == 200, 10, 0.2,
                        "node 1 ready again")
+        # ---- what the clients saw ----
+        lab.wait_until(lambda: not load.alive(), CLIENT_DURATION_S + 30, 0.5,
+                       "the client load to finish")
+        with open(load_out) as f:
+            requests = json.load(f)["requests"]
+        t_rule = t_gone - leave_s
+        before = [r for r in requests if r["t"] < t_rule]
+        filtered = [r for r in requests if t_rule <= r["t"] < t_gone]
+        after = [r for r in requests if r["t"] >= t_gone + CLIENT_TIMEOUT_S]
+        failed = lambda rs: [r for r in rs if "error" in r]  # noqa: E731
+        by_node = lambda rs: {n: sum(1 for r in rs if r.get("node") == n)  # noqa: E731
+                              for n in ("node1", "node2", "node3")}
+        lab.log(f"clients: before the rule {len(failed(before))} of {len(before)} failed "
+                f"({by_node(before)}); filtered and still announced {len(failed(filtered))} of "
+                f"{len(filtered)} failed; after node 1 left (+{CLIENT_TIMEOUT_S:.0f}s) "
+                f"{len(failed(after))} of {len(after)} failed ({by_node(after)})")
+        lab.check(not failed(before), f"no client failure before the filter: {failed(before)}")
+        lab.check(by_node(before)["node1"] > 0, "node 1 answered clients before the filter")
+        lab.check(not failed(after), f"no client failure once node 1's path is gone: "
+                  f"{failed(after)[:5]}")
+        lab.check(any(r.get("node") == "node1" for r in requests if r["t"] > t_removed + back_s),
+                  "node 1 answers clients again once it is back")
         print(f"FIGURES return_path leave_s={leave_s:.2f} back_s={back_s:.2f} "
-              f"relays_sent={sum(relayed_sent):.0f}", flush=True)
+              f"relays_sent={sum(relayed_sent):.0f} client_failed_while_filtered="
+              f"{len(failed(filtered))}/{len(filtered)} client_failed_after={len(failed(after))}/"
+              f"{len(after)}", flush=True)
 
 
 if __name__ == "__main__":
