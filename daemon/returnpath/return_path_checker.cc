@@ -493,10 +493,14 @@ void ReturnPathChecker::relay(const EchoReply& reply) {
   }
   auto datagram = returnpath::buildRelay(reply.data.nonce);
   auto to = toAsio(reply.data.relayAddress);
-  if (relaySocket_.local_endpoint().address().is_v6() && to.is_v4()) {
+  boost::system::error_code ec;
+  const auto local = relaySocket_.local_endpoint(ec);
+  if (ec) {
+    return;
+  }
+  if (local.address().is_v6() && to.is_v4()) {
     to = asio::ip::make_address_v6(asio::ip::v4_mapped, to.to_v4());
   }
-  boost::system::error_code ec;
   relaySocket_.send_to(asio::buffer(datagram), {to, reply.data.relayPort}, 0, ec);
   if (!ec) {
     ++counters_.relaysSent;

@@ -22,7 +22,8 @@ security on`) and single-hop BFD, and dials vipd's port 179. Scenarios:
    and vipd's status and log name CAP_NET_ADMIN;
 5. without NET_RAW: everything but the return-path check works (the VIPs are in BIRD); the check
    is unavailable, and status, log and /readyz name CAP_NET_RAW. In scenario 1 the same check
-   runs and verifies the IPv4 VIP's return path, so NET_RAW is what it needs.
+   runs and verifies both VIPs' return paths (ICMP and ICMPv6, to the fabric's two addresses as
+   configured targets), so NET_RAW is what it needs.
 
 A kernel without dummy interfaces (CONFIG_DUMMY unset) cannot create vip0 at all: the test then
 makes vip0 itself (an IFB device, as an operator's interface) and adds a VIP on vip1 with
@@ -129,6 +130,9 @@ def test() -> None:
             c = lab.vipd_config(L, node, node.asn, topo.fabric_v4, lab.FABRIC_ASN, name)
             c["vips"] = vips
             c["peers"][0].update(passwordFile=key, ttlSecurity=True, bfd=TIMERS.vipd())
+            # Both families' return paths (the fabric has no IPv6 peer address to default to),
+            # so the raw ICMP and ICMPv6 sockets are both exercised under exactly these caps.
+            c["returnPath"] = {"targets": [topo.fabric_v4, topo.fabric_v6]}
             if listen:
                 # Nothing listens there: vipd's own dials fail, so the session is BIRD's
                 # connection to vipd's port 179.
@@ -175,10 +179,11 @@ def test() -> None:
         check_running_caps(v, caps)
         up_in_bird(v, what)
         routes_in_bird(what)
-        lab.wait_until(lambda: v.status()["returnPath"]["vips"].get(lab.VIP4, {}).get("state")
-                       == "passing", UP_S, 0.2,
-                       lambda: f"{what}: the return-path check verifies {lab.VIP4}: "
-                       f"{v.status()['returnPath']}")
+        for vip in (lab.VIP4, lab.VIP6):
+            lab.wait_until(lambda: v.status()["returnPath"]["vips"].get(vip, {}).get("state")
+                           == "passing", UP_S, 0.2,
+                           lambda: f"{what}: the return-path check verifies {vip}: "
+                           f"{v.status()['returnPath']}")
         st = v.peer_status(lab.FABRIC_V4)
         lab.check(st["state"] == "Established" and st["ttlSecurity"] is True,
                   f"{what}: vipd's view: {st['state']}, ttlSecurity {st['ttlSecurity']}")
