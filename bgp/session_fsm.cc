@@ -158,6 +158,7 @@ void SessionFsm::openConnection(Actions& out, const IpAddress& local) {
     outbound_.nextHopV6 = local;
   }
   outbound_.gracefulShutdown = gracefulShutdown_;
+  outbound_.degraded = degraded_;
   send(out, buildOpen());
   out.push_back(Arm{TimerKind::Hold, config_.openHoldTime});
   transition(out, SessionState::OpenSent, "TCP connection established; OPEN sent");
@@ -765,6 +766,19 @@ Actions SessionFsm::setGracefulShutdown(bool on) {
   outbound_.gracefulShutdown = on;
   if (state_ == SessionState::Established) {
     announceAll(out);  // same prefixes, new attributes: an implicit replace (RFC 4271 3.1)
+  }
+  return out;
+}
+
+Actions SessionFsm::setDegraded(bool on) {
+  Actions out;
+  if (on == degraded_) {
+    return out;
+  }
+  degraded_ = on;
+  outbound_.degraded = on;
+  if (state_ == SessionState::Established) {
+    announceAll(out);  // as setGracefulShutdown: the same prefixes with the worse path
   }
   return out;
 }

@@ -172,6 +172,10 @@ class SessionFsm {
   [[nodiscard]] Actions setAnnouncements(std::set<Prefix> prefixes);
   // Switch the drain marking (GRACEFUL_SHUTDOWN, RFC 8326) and re-announce if it changed.
   [[nodiscard]] Actions setGracefulShutdown(bool on);
+  // health.onFailure degrade: announce the worse path (OutboundAttributes::degraded) while on;
+  // an Established session re-announces its prefixes at once.
+  [[nodiscard]] Actions setDegraded(bool on);
+  bool degraded() const { return degraded_; }
 
   // Graceful restart, restarting side (RFC 4724 section 4.1). The next OPEN carries the Restart
   // State bit and Forwarding State bits: the peer keeps the routes it retained from our previous
@@ -253,6 +257,7 @@ class SessionFsm {
   std::set<Prefix> desired_;
   std::set<Prefix> advertised_;
   bool gracefulShutdown_ = false;
+  bool degraded_ = false;
   bool restarting_ = false;
 
   SessionCounters counters_;

@@ -19,12 +19,22 @@ PathAttributes commonAttributes(const OutboundAttributes& out) {
   // RFC 4271 5.1.2: empty AS_PATH towards internal peers; our own ASN prepended towards external.
   attrs.asPath = AsPath{};
   if (out.ebgp) {
-    attrs.asPath->push_back({AsPathSegment::Type::AsSequence, {out.localAsn}});
+    std::vector<uint32_t> path(1 + (out.degraded ? out.degradePrepend : 0), out.localAsn);
+    attrs.asPath->push_back({AsPathSegment::Type::AsSequence, std::move(path)});
   } else {
     // LOCAL_PREF is only sent to internal peers (RFC 4271 5.1.5). RFC 8326 drains with 0.
-    attrs.localPref = out.gracefulShutdown ? 0 : kDefaultLocalPref;
+    attrs.localPref = out.gracefulShutdown ? 0
+                      : out.degraded       ? out.degradeLocalPref
+                                           : kDefaultLocalPref;
   }
   std::vector<uint32_t> communities = out.communities;
+  if (out.degraded) {
+    for (uint32_t c : out.degradeCommunities) {
+      if (std::find(communities.begin(), communities.end(), c) == communities.end()) {
+        communities.push_back(c);
+      }
+    }
+  }
   if (out.gracefulShutdown &&
       std::find(communities.begin(), communities.end(), kGracefulShutdownCommunity) ==
           communities.end()) {

@@ -10,6 +10,8 @@
 
 namespace vipd::bgp {
 
+inline constexpr uint32_t kDegradedLocalPrefDefault = 50;
+
 // Attributes of every route vipd originates on one session.
 struct OutboundAttributes {
   bool ebgp = true;
@@ -20,6 +22,14 @@ struct OutboundAttributes {
   std::vector<LargeCommunity> largeCommunities;
   // Drain (RFC 8326): add GRACEFUL_SHUTDOWN and, on iBGP, LOCAL_PREF 0.
   bool gracefulShutdown = false;
+  // A node whose health check fails with health.onFailure degrade: a worse path, so the fabric
+  // prefers healthy nodes. eBGP: localAsn prepended degradePrepend more times. iBGP: LOCAL_PREF
+  // degradeLocalPref (our own AS in the path would make an iBGP peer drop it as a loop). Both:
+  // degradeCommunities added. A drain's LOCAL_PREF 0 still wins.
+  bool degraded = false;
+  uint32_t degradePrepend = 0;
+  uint32_t degradeLocalPref = kDegradedLocalPrefDefault;
+  std::vector<uint32_t> degradeCommunities;
 };
 
 inline constexpr uint32_t kDefaultLocalPref = 100;

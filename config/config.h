@@ -123,6 +123,25 @@ struct Health {
   milliseconds timeout{1000};
   uint32_t rise = 2;  // consecutive successes before announcing
   uint32_t fall = 3;  // consecutive failures before withdrawing
+  // What a failing check does (issue 19). withdraw: the node's path leaves the fabric (and, with
+  // unbindWhenUnhealthy, its VIPs leave the node, so node-local clients such as the kubelet
+  // reach a healthy node through the fabric). degrade: the node keeps announcing a worse path,
+  // so the fabric prefers healthy nodes, and when every node fails (an etcd hiccup) every node
+  // is degraded alike and the VIP still answers (fail-open).
+  enum class OnFailure { Withdraw, Degrade };
+  OnFailure onFailure = OnFailure::Withdraw;
+  struct Degrade {
+    // eBGP: the local AS prepended this many more times (eBGP fabrics compare AS-path length
+    // first). iBGP: prepending our own AS would make the peer drop the path as a loop, so the
+    // path carries LOCAL_PREF localPref instead (below the healthy 100).
+    uint32_t prepend = 3;
+    uint32_t localPref = 50;
+    std::vector<Community> communities;  // added to a degraded path, e.g. for the fabric's policy
+    auto operator<=>(const Degrade&) const = default;
+  } degrade;
+  // onFailure withdraw: remove the VIPs vipd added while the check fails (after
+  // drain.unbindDelay), and bind them again before announcing once it passes.
+  bool unbindWhenUnhealthy = true;
   auto operator<=>(const Health&) const = default;
 };
 

@@ -42,6 +42,9 @@ std::string show(Health::Type value) {
   }
   return "unknown";
 }
+std::string show(Health::OnFailure value) {
+  return value == Health::OnFailure::Degrade ? "degrade" : "withdraw";
+}
 std::string show(ReturnPath::Mode value) { return std::string(returnPathModeName(value)); }
 template <typename T>
 std::string show(const std::optional<T>& value) {
@@ -185,6 +188,13 @@ void walkFields(Visitor& d, const Config& a, const Config& b) {
   d.field("health.timeout", a.health.timeout, b.health.timeout);
   d.field("health.rise", a.health.rise, b.health.rise);
   d.field("health.fall", a.health.fall, b.health.fall);
+  d.field("health.onFailure", a.health.onFailure, b.health.onFailure);
+  d.field("health.degrade.prepend", a.health.degrade.prepend, b.health.degrade.prepend);
+  d.field("health.degrade.localPref", a.health.degrade.localPref, b.health.degrade.localPref);
+  d.field("health.degrade.communities", a.health.degrade.communities,
+          b.health.degrade.communities);
+  d.field("health.unbindWhenUnhealthy", a.health.unbindWhenUnhealthy,
+          b.health.unbindWhenUnhealthy);
   d.field("metrics.address", a.metrics.address, b.metrics.address);
   d.field("metrics.port", a.metrics.port, b.metrics.port);
   d.field("metrics.healthListen", a.metrics.health, b.metrics.health);

@@ -162,6 +162,7 @@ class ConfigReader {
   void readHealthType(const Mapping& m, Health& health);
   void readApiserverSettings(const Mapping& m, Health& health);
   void readHealthTiming(const Mapping& m, Health& health);
+  void readHealthFailure(const Mapping& m, Health& health);
   void readMetrics(const Field& f, Metrics& metrics);
   void readMode(const Field& f, Config& config);
   void readHandoff(const Field& f, Handoff& handoff);

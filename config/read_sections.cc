@@ -106,11 +106,13 @@ void ConfigReader::readDrain(const Field& f, Drain& drain) {
 void ConfigReader::readHealth(const Field& f, Health& health) {
   auto m = readMapping(f.value, f.path,
                        {"type", "url", "serverName", "caFile", "certFile", "keyFile", "address",
-                        "interval", "timeout", "rise", "fall"});
+                        "interval", "timeout", "rise", "fall", "onFailure", "degrade",
+                        "unbindWhenUnhealthy"});
   if (!m) {
     return;
   }
   readHealthType(*m, health);
+  readHealthFailure(*m, health);
   readApiserverSettings(*m, health);
   if (const Field* a = m->find("address")) {
     if (auto address = readString(*a)) {
@@ -194,6 +196,53 @@ void ConfigReader::readApiserverSettings(const Mapping& m, Health& health) {
   }
   if ((cert == nullptr) != (key == nullptr)) {
     error(cert ? *cert : *key, "certFile and keyFile go together: set both or neither");
+  }
+}
+
+// onFailure, degrade and unbindWhenUnhealthy. A key that the chosen onFailure ignores is an
+// error, not a silent no-op.
+void ConfigReader::readHealthFailure(const Mapping& m, Health& health) {
+  const Field* onFailure = m.find("onFailure");
+  if (onFailure) {
+    auto text = readString(*onFailure);
+    if (text == "withdraw") {
+      health.onFailure = Health::OnFailure::Withdraw;
+    } else if (text == "degrade") {
+      health.onFailure = Health::OnFailure::Degrade;
+    } else if (text) {
+      error(*onFailure, fmt::format("'{}' is not a failure action; use withdraw (the node's path "
+                                    "leaves the fabric) or degrade (it stays, made worse)",
+                                    *text));
+      return;
+    }
+  }
+  const bool degrade = health.onFailure == Health::OnFailure::Degrade;
+  if (const Field* d = m.find("degrade")) {
+    if (!degrade) {
+      error(*d, "degrade applies only with onFailure: degrade");
+    } else if (auto dm = readMapping(d->value, d->path, {"prepend", "localPref", "communities"})) {
+      if (const Field* p = dm->find("prepend")) {
+        if (auto n = readUnsigned(*p, 1, 10)) {
+          health.degrade.prepend = static_cast<uint32_t>(*n);
+        }
+      }
+      if (const Field* l = dm->find("localPref")) {
+        if (auto n = readUnsigned(*l, 0, 99)) {
+          health.degrade.localPref = static_cast<uint32_t>(*n);
+        }
+      }
+      if (const Field* c = dm->find("communities")) {
+        readCommunities(*c, health.degrade.communities);
+      }
+    }
+  }
+  if (const Field* u = m.find("unbindWhenUnhealthy")) {
+    if (degrade) {
+      error(*u, "unbindWhenUnhealthy applies only with onFailure: withdraw (a degraded node "
+                "keeps announcing, so it keeps its VIPs)");
+    } else if (auto unbind = readBool(*u)) {
+      health.unbindWhenUnhealthy = *unbind;
+    }
   }
 }
 

@@ -63,6 +63,7 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       housekeepingTimer_(io),
       drainer_(io, config_.drain, config_.control.stateDir, log, *this),
       handoff_(io, config_, log, *this),
+      healthUnbindTimer_(io),
       returnPath_(io, config_.returnPath, peerAddresses(config_), log,
                   {.vips = [this] { return vips_.binder().announceable(); },
                    .announced = [this](const bgp::Prefix& vip) { return announced(vip); },
@@ -163,6 +164,11 @@ tl::expected<void, std::string> Speaker::startSpeaking(bool restarting, std::str
     // unbinds) leaves its addresses behind. unbindOwned() removes only the addresses vipd added,
     // which it recognises after a restart by the marking it adds them with (deprecated and
     // permanent, see VipBinder): an operator's `ip addr add` of the same address stays.
+    vips_.unbindOwned();
+  } else if (unbindForHealth()) {
+    // health.unbindWhenUnhealthy: the VIPs are bound once the check passes (onHealthChange).
+    log_.info("speaker", "not binding the VIPs until the health check passes "
+              "(health.unbindWhenUnhealthy)");
     vips_.unbindOwned();
   } else {
     vips_.bind();
@@ -302,7 +308,7 @@ void Speaker::onBfdChange(const BfdStateChange& change) {
 }
 
 std::set<bgp::Prefix> Speaker::intendedAnnouncements() const {
-  if (shuttingDown_ || !health_.healthy() || !handoff_.active()) {
+  if (shuttingDown_ || !handoff_.active() || (!health_.healthy() && !degradedNow())) {
     return {};
   }
   std::set<bgp::Prefix> out;
@@ -327,17 +333,61 @@ bool Speaker::announced(const bgp::Prefix& vip) const {
 
 void Speaker::pushAnnouncements() {
   auto announce = intendedAnnouncements();
+  const bool degraded = degradedNow();
   for (auto& peer : peers_) {
+    // First the attributes, so a session's first announcement already carries the worse path.
+    peer->setDegraded(degraded);
     peer->setAnnouncements(announce);
   }
 }
 
+bool Speaker::degradedNow() const {
+  return config_.health.onFailure == config::Health::OnFailure::Degrade && !health_.healthy();
+}
+
+bool Speaker::unbindForHealth() const {
+  return config_.health.onFailure == config::Health::OnFailure::Withdraw &&
+         config_.health.unbindWhenUnhealthy && !health_.healthy();
+}
+
 void Speaker::onHealthChange(bool healthy) {
   // The checker has logged the transition; make the announcements follow it at once.
-  if (healthy && !drainer_.withdrawn() && !drainer_.draining()) {
-    vips_.refreshAndAnnounce("health gate opened");
-  } else {
-    pushAnnouncements();
+  if (healthy) {
+    healthUnbindTimer_.cancel();
+    if (!drainer_.withdrawn() && !drainer_.draining() && handoff_.active()) {
+      if (config_.health.onFailure == config::Health::OnFailure::Withdraw &&
+          config_.health.unbindWhenUnhealthy) {
+        // Bound before the path returns: never a path to a node that lacks the address.
+        vips_.bind();
+      }
+      vips_.refreshAndAnnounce("health gate opened");
+    }
+    return;
+  }
+  if (degradedNow()) {
+    log_.warn("health", "degrading instead of withdrawing (health.onFailure degrade): the VIPs "
+              "stay announced with {} (iBGP: LOCAL_PREF {}), so the fabric prefers healthy "
+              "nodes and, if every node fails, still reaches this one",
+              config_.health.degrade.prepend == 1
+                  ? std::string("the AS prepended once more")
+                  : fmt::format("the AS prepended {} more times", config_.health.degrade.prepend),
+              config_.health.degrade.localPref);
+  }
+  pushAnnouncements();
+  if (unbindForHealth() && handoff_.active() && !drainer_.withdrawn() && !drainer_.draining() &&
+      !shuttingDown_) {
+    // After the withdrawal has had drain.unbindDelay to reach the peers, as in a drain.
+    healthUnbindTimer_.expires_after(config_.drain.unbindDelay);
+    healthUnbindTimer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || !unbindForHealth() || shuttingDown_ || !handoff_.active()) {
+        return;
+      }
+      log_.info("health", "removing the VIPs this node added while its health check fails "
+                "(health.unbindWhenUnhealthy), so node-local clients reach a healthy node "
+                "through the fabric; bound again before they are announced");
+      vips_.unbindOwned();
+      pushAnnouncements();
+    });
   }
 }
 
@@ -377,7 +427,8 @@ void Speaker::bindAndAnnounce() {
 }
 
 bool Speaker::mayBind() const {
-  return !shuttingDown_ && handoff_.active() && !drainer_.withdrawn() && !drainer_.draining();
+  return !shuttingDown_ && handoff_.active() && !drainer_.withdrawn() && !drainer_.draining() &&
+         !unbindForHealth();
 }
 
 void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply reply) {
@@ -439,6 +490,10 @@ nlohmann::json Speaker::status() const {
     out["listeners"]["health"] = healthHttp_->stats().toJson();
   }
   out["returnPath"] = returnPath_.status();
+  out["health"]["onFailure"] =
+      config_.health.onFailure == config::Health::OnFailure::Degrade ? "degrade" : "withdraw";
+  out["health"]["degraded"] = degradedNow() && handoff_.active();
+  out["health"]["vipsUnbound"] = unbindForHealth() && handoff_.active();
   for (auto& vip : out["vips"]) {
     // The report cannot tell this hold-back from "no session"; the return-path check can.
     const auto prefix = bgp::Prefix::parse(vip.value("address", std::string()));
@@ -591,6 +646,7 @@ void Speaker::stopPeers(std::string shutdownCommunication, std::function<void()>
   vips_.stop();
   housekeepingTimer_.cancel();
   health_.stop();
+  healthUnbindTimer_.cancel();
   returnPath_.stop();
   listener_.close();
   deferredStartTimer_.cancel();

@@ -84,6 +84,10 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   std::set<bgp::Prefix> intendedAnnouncements() const;
   void scheduleHousekeeping();
   void onHealthChange(bool healthy);
+  // health.onFailure degrade and the check failing: announce the worse path.
+  bool degradedNow() const;
+  // health.onFailure withdraw with unbindWhenUnhealthy, and the check failing: no VIP bound.
+  bool unbindForHealth() const;
   // ---- BFD ----
   std::vector<BfdPeer> bfdPeers() const;
   void onBfdChange(const BfdStateChange& change);
@@ -150,6 +154,8 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   bool shuttingDown_ = false;
   Drainer drainer_;
   Handoff handoff_;
+  // drain.unbindDelay after a failing health check withdrew the VIPs: then unbind them.
+  asio::steady_timer healthUnbindTimer_;
   // Runs while this instance speaks; holds back a VIP whose packets get no answer.
   ReturnPathChecker returnPath_;
 

@@ -76,8 +76,12 @@ void printStatus(const json& s) {
              str(s, "routerId"), str(s, "localAsn"), str(s, "mode"), str(s, "ready"));
   if (s.contains("health")) {
     const auto& h = s["health"];
-    fmt::print("health: {} {}  last: {}\n", str(h, "type"),
-               h.value("healthy", false) ? "healthy" : "UNHEALTHY", str(h, "lastDetail"));
+    fmt::print("health: {} {}{}  last: {}\n", str(h, "type"),
+               h.value("healthy", false) ? "healthy" : "UNHEALTHY",
+               h.value("degraded", false)      ? "  DEGRADED: announcing a worse path"
+               : h.value("vipsUnbound", false) ? "  withdrawn, VIPs unbound"
+                                               : "",
+               str(h, "lastDetail"));
   }
   if (s.contains("returnPath") && s["returnPath"].value("mode", "off") != "off") {
     const auto& r = s["returnPath"];

@@ -349,6 +349,16 @@ Metrics::HealthFamilies Metrics::healthFamilies(prometheus::Registry& registry) 
       // vipd_health_check_failures_total. Reads: health.failures.
       .failures =
           counter(registry, "vipd_health_check_failures_total", "Health checks that failed."),
+      // vipd_health_degraded: 1 while health.onFailure is degrade and the check fails, so the
+      // node announces the worse path. Reads: health.degraded.
+      .degraded = gauge(registry, "vipd_health_degraded",
+                        "1 while the node announces a degraded path (health.onFailure degrade "
+                        "and the check failing), 0 otherwise."),
+      // vipd_health_vips_unbound: 1 while the VIPs are kept off the node because the check
+      // fails (health.unbindWhenUnhealthy). Reads: health.vipsUnbound.
+      .vipsUnbound = gauge(registry, "vipd_health_vips_unbound",
+                           "1 while the VIPs are unbound because the health check fails "
+                           "(health.unbindWhenUnhealthy), 0 otherwise."),
   };
 }
 
@@ -644,6 +654,12 @@ void Metrics::updateHealth(const json& health) {
   }
   if (auto n = number(health, "failures")) {
     advance(health_.failures, {}, *n);
+  }
+  if (auto degraded = boolean(health, "degraded")) {
+    health_.degraded.Add({}).Set(flag(*degraded));
+  }
+  if (auto unbound = boolean(health, "vipsUnbound")) {
+    health_.vipsUnbound.Add({}).Set(flag(*unbound));
   }
 }
 

@@ -117,6 +117,8 @@ class Metrics {
     GaugeFamily& latency;
     CounterFamily& checks;
     CounterFamily& failures;
+    GaugeFamily& degraded;
+    GaugeFamily& vipsUnbound;
   };
   static PeerFamilies peerFamilies(prometheus::Registry& registry);
   static BfdFamilies bfdFamilies(prometheus::Registry& registry);

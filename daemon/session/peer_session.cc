@@ -96,6 +96,8 @@ void PeerSession::bfdDown(std::string_view why) {
 
 void PeerSession::setGracefulShutdown(bool on) { execute(fsm_.setGracefulShutdown(on)); }
 
+void PeerSession::setDegraded(bool on) { execute(fsm_.setDegraded(on)); }
+
 size_t PeerSession::unacknowledgedBytes() const {
   if (!current_) {
     return 0;

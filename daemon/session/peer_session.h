@@ -77,6 +77,9 @@ class PeerSession {
   std::optional<bool> bfdGate() const { return bfdGate_; }
   // Drain step (1): re-announce with GRACEFUL_SHUTDOWN (RFC 8326).
   void setGracefulShutdown(bool on);
+  // health.onFailure degrade: announce the worse path while on (SessionFsm::setDegraded).
+  void setDegraded(bool on);
+  bool degraded() const { return fsm_.degraded(); }
   // Bytes written to this session that the peer's TCP has not acknowledged yet (vipd's own queue
   // plus the kernel's send queue, SIOCOUTQ). 0 when there is no connection.
   size_t unacknowledgedBytes() const;

@@ -33,6 +33,11 @@ bgp::SessionConfig sessionConfigFor(const config::Config& config, const config::
     s.outbound.communities.push_back(c.wire());
   }
   s.outbound.largeCommunities = config.largeCommunities;
+  s.outbound.degradePrepend = config.health.degrade.prepend;
+  s.outbound.degradeLocalPref = config.health.degrade.localPref;
+  for (const auto& c : config.health.degrade.communities) {
+    s.outbound.degradeCommunities.push_back(c.wire());
+  }
   s.jitterSeed = seed;
   if (config.mode != config::Mode::Standalone) {
     // Graceful restart exists for the handoff between the two instances (and upgrades); a

@@ -984,6 +984,55 @@ TEST(ConfigErrors, TcpHealthAddress) {
   EXPECT_EQ(ok->health.address, "[::1]:6443");
 }
 
+// ---- health.onFailure (issue 19) ----
+
+TEST(ConfigParse, HealthFailureActions) {
+  auto ok = parseConfig(withHealth("  type: none\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->health.onFailure, Health::OnFailure::Withdraw);
+  EXPECT_TRUE(ok->health.unbindWhenUnhealthy);
+  EXPECT_EQ(ok->health.degrade.prepend, 3u);
+  EXPECT_EQ(ok->health.degrade.localPref, 50u);
+  ok = parseConfig(withHealth("  type: none\n  onFailure: degrade\n  degrade:\n"
+                              "    prepend: 5\n    localPref: 10\n"
+                              "    communities: ['65001:666']\n"),
+                   "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_EQ(ok->health.onFailure, Health::OnFailure::Degrade);
+  EXPECT_EQ(ok->health.degrade.prepend, 5u);
+  EXPECT_EQ(ok->health.degrade.localPref, 10u);
+  EXPECT_EQ(ok->health.degrade.communities, (std::vector{Community{65001, 666}}));
+  ok = parseConfig(withHealth("  type: none\n  unbindWhenUnhealthy: false\n"), "vipd.yaml");
+  ASSERT_TRUE(ok.has_value()) << describeErrors(ok.error());
+  EXPECT_FALSE(ok->health.unbindWhenUnhealthy);
+}
+
+TEST(ConfigErrors, HealthFailureActions) {
+  EXPECT_EQ(onlyError(withHealth("  type: none\n  onFailure: drop\n")),
+            "vipd.yaml:12:14: health.onFailure: 'drop' is not a failure action; use withdraw (the "
+            "node's path leaves the fabric) or degrade (it stays, made worse)");
+  EXPECT_EQ(onlyError(withHealth("  type: none\n  degrade: {prepend: 2}\n")),
+            "vipd.yaml:12:12: health.degrade: degrade applies only with onFailure: degrade");
+  EXPECT_THAT(onlyError(withHealth("  type: none\n  onFailure: degrade\n"
+                                   "  unbindWhenUnhealthy: true\n")),
+              HasSubstr("unbindWhenUnhealthy applies only with onFailure: withdraw"));
+  EXPECT_THAT(onlyError(withHealth("  type: none\n  onFailure: degrade\n  degrade:\n"
+                                   "    prepend: 0\n")),
+              HasSubstr("health.degrade.prepend"));
+  EXPECT_THAT(onlyError(withHealth("  type: none\n  onFailure: degrade\n  degrade:\n"
+                                   "    prepend: 11\n")),
+              HasSubstr("health.degrade.prepend"));
+  EXPECT_THAT(onlyError(withHealth("  type: none\n  onFailure: degrade\n  degrade:\n"
+                                   "    localPref: 100\n")),
+              HasSubstr("health.degrade.localPref"));
+  EXPECT_THAT(onlyError(withHealth("  type: none\n  onFailure: degrade\n  degrade:\n"
+                                   "    communities: ['65001']\n")),
+              HasSubstr("health.degrade.communities[0]"));
+  EXPECT_THAT(onlyError(withHealth("  type: none\n  onFailure: degrade\n  degrade:\n"
+                                   "    prepends: 2\n")),
+              HasSubstr("(did you mean 'prepend'?)"));
+}
+
 // ---- returnPath (issue 19) ----
 
 TEST(ConfigParse, ReturnPathDefaultsAndValues) {

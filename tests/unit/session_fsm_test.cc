@@ -669,6 +669,35 @@ TEST_F(SessionFsmTest, GracefulShutdownSetBeforeEstablishedMarksTheInitialAnnoun
             (std::vector<uint32_t>{kCommunity, kGracefulShutdownCommunity}));
 }
 
+// ---- Degraded path (health.onFailure degrade) ----
+
+TEST_F(SessionFsmTest, DegradedReannouncesWithThePrependedPathAndBack) {
+  config_.outbound.degradePrepend = 2;
+  (void)fsm().setAnnouncements({vipA()});
+  toEstablished();
+  auto updates = updatesIn(fsm().setDegraded(true));
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_THAT(updates[0].nlri, ElementsAre(vipA()));
+  EXPECT_TRUE(updates[0].withdrawn.empty()) << "an implicit replace, never a withdrawal";
+  EXPECT_EQ(updates[0].attributes.asPath,
+            (AsPath{{AsPathSegment::Type::AsSequence, {kLocalAsn, kLocalAsn, kLocalAsn}}}));
+  EXPECT_TRUE(fsm().setDegraded(true).empty()) << "unchanged: nothing to send";
+  updates = updatesIn(fsm().setDegraded(false));
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(updates[0].attributes.asPath,
+            (AsPath{{AsPathSegment::Type::AsSequence, {kLocalAsn}}}));
+}
+
+TEST_F(SessionFsmTest, DegradedBeforeEstablishedMarksTheInitialAnnouncement) {
+  config_.outbound.degradePrepend = 1;
+  (void)fsm().setAnnouncements({vipA()});
+  EXPECT_TRUE(fsm().setDegraded(true).empty());
+  auto updates = updatesIn(toEstablished());
+  ASSERT_FALSE(updates.empty());
+  EXPECT_EQ(updates[0].attributes.asPath,
+            (AsPath{{AsPathSegment::Type::AsSequence, {kLocalAsn, kLocalAsn}}}));
+}
+
 // ---- Timers while the session is up ----
 
 TEST_F(SessionFsmTest, HoldTimerExpirySendsHoldTimerExpiredAndArmsAutomaticRestart) {

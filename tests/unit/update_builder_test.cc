@@ -135,6 +135,60 @@ TEST(UpdateBuilder, GracefulShutdownCommunityIsAddedOnce) {
   EXPECT_EQ(update.attributes.localPref, 0u);
 }
 
+// health.onFailure degrade on eBGP, byte for byte: the local AS three times (prepend 2) and the
+// degrade community 65001:666 after the configured ones.
+TEST(UpdateBuilder, DegradedEbgpPathIsPrependedByteExact) {
+  OutboundAttributes attributes = ebgpAttributes();
+  attributes.degraded = true;
+  attributes.degradePrepend = 2;
+  attributes.degradeCommunities = {0xFDE9029A};
+  auto updates = buildAnnouncements(std::vector<Prefix>{prefix("203.0.113.10/32")}, attributes);
+  ASSERT_EQ(updates.size(), 1u);
+  const std::vector<uint8_t> expected = {
+      0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,  // marker
+      0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,  //
+      0x00, 0x3F, 0x02,                                // length 63, UPDATE
+      0x00, 0x00,                                      // no withdrawn routes
+      0x00, 0x23,                                      // 35 bytes of path attributes
+      0x40, 0x01, 0x01, 0x00,                          // ORIGIN IGP
+      0x40, 0x02, 0x0E, 0x02, 0x03,                    // AS_PATH: AS_SEQUENCE of 3
+      0x00, 0x00, 0xFD, 0xE9,                          //   65001
+      0x00, 0x00, 0xFD, 0xE9,                          //   65001 (prepended)
+      0x00, 0x00, 0xFD, 0xE9,                          //   65001 (prepended)
+      0x40, 0x03, 0x04, 198, 51, 100, 1,               // NEXT_HOP
+      0xC0, 0x08, 0x04, 0xFD, 0xE9, 0x02, 0x9A,        // COMMUNITIES 65001:666
+      0x20, 203, 0, 113, 10,                           // NLRI 203.0.113.10/32
+  };
+  EXPECT_EQ(encode(updates[0]), expected);
+  // Not degraded: the same session's path is one AS long and carries no degrade community.
+  attributes.degraded = false;
+  UpdateMessage healthy = roundTrip(buildAnnouncements(
+      std::vector<Prefix>{prefix("203.0.113.10/32")}, attributes)[0]);
+  EXPECT_EQ(healthy.attributes.asPath, (AsPath{{AsPathSegment::Type::AsSequence, {kLocalAsn}}}));
+  EXPECT_FALSE(healthy.attributes.communities.has_value());
+}
+
+// On iBGP a prepended own AS would be a loop to the peer: the degraded path lowers LOCAL_PREF,
+// keeps the empty AS_PATH, and a drain's LOCAL_PREF 0 still wins.
+TEST(UpdateBuilder, DegradedIbgpPathLowersLocalPrefInstead) {
+  OutboundAttributes attributes = ebgpAttributes();
+  attributes.ebgp = false;
+  attributes.degraded = true;
+  attributes.degradePrepend = 3;
+  attributes.degradeLocalPref = 50;
+  attributes.communities = {0xFDE90001};
+  attributes.degradeCommunities = {0xFDE90001, 0xFDE9029A};  // the first is already there
+  UpdateMessage update = roundTrip(
+      buildAnnouncements(std::vector<Prefix>{prefix("203.0.113.10/32")}, attributes)[0]);
+  EXPECT_EQ(update.attributes.asPath, AsPath{});
+  EXPECT_EQ(update.attributes.localPref, 50u);
+  EXPECT_EQ(update.attributes.communities, (std::vector<uint32_t>{0xFDE90001, 0xFDE9029A}));
+  attributes.gracefulShutdown = true;
+  update = roundTrip(
+      buildAnnouncements(std::vector<Prefix>{prefix("203.0.113.10/32")}, attributes)[0]);
+  EXPECT_EQ(update.attributes.localPref, 0u);
+}
+
 TEST(UpdateBuilder, NothingToAnnounceOrWithdrawGivesNoUpdates) {
   EXPECT_TRUE(buildAnnouncements({}, ebgpAttributes()).empty());
   EXPECT_TRUE(buildWithdrawals({}).empty());
