@@ -758,27 +758,20 @@ Actions SessionFsm::setAnnouncements(std::set<Prefix> prefixes) {
 }
 
 Actions SessionFsm::setGracefulShutdown(bool on) {
-  Actions out;
-  if (on == gracefulShutdown_) {
-    return out;
-  }
-  gracefulShutdown_ = on;
-  outbound_.gracefulShutdown = on;
-  if (state_ == SessionState::Established) {
-    announceAll(out);  // same prefixes, new attributes: an implicit replace (RFC 4271 3.1)
-  }
-  return out;
+  return setMarking(gracefulShutdown_, outbound_.gracefulShutdown, on);
 }
 
-Actions SessionFsm::setDegraded(bool on) {
+Actions SessionFsm::setDegraded(bool on) { return setMarking(degraded_, outbound_.degraded, on); }
+
+Actions SessionFsm::setMarking(bool& kept, bool& outbound, bool on) {
   Actions out;
-  if (on == degraded_) {
+  if (on == kept) {
     return out;
   }
-  degraded_ = on;
-  outbound_.degraded = on;
+  kept = on;
+  outbound = on;
   if (state_ == SessionState::Established) {
-    announceAll(out);  // as setGracefulShutdown: the same prefixes with the worse path
+    announceAll(out);  // same prefixes, new attributes: an implicit replace (RFC 4271 3.1)
   }
   return out;
 }

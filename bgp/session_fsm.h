@@ -256,6 +256,9 @@ class SessionFsm {
 
   std::set<Prefix> desired_;
   std::set<Prefix> advertised_;
+  // setGracefulShutdown and setDegraded: `kept` survives reconnections, `outbound` is this
+  // connection's copy; an Established session re-announces everything with the new marking.
+  Actions setMarking(bool& kept, bool& outbound, bool on);
   bool gracefulShutdown_ = false;
   bool degraded_ = false;
   bool restarting_ = false;
