@@ -8,8 +8,9 @@ namespace vipd::bgp {
 namespace {
 
 // Prefixes per UPDATE, chosen so that a message with every optional attribute vipd sets stays far
-// below kMaxMessageSize: a /32 costs 5 bytes of NLRI, a /128 17 bytes; attributes stay < 600
-// bytes with up to 32 communities and 16 large communities (the config caps both).
+// below kMaxMessageSize: a /32 costs 5 bytes of NLRI, a /128 17 bytes; attributes stay < 700
+// bytes with up to 32 + 8 communities (configured and degraded), 16 large communities and an
+// AS_PATH of 11 four-octet ASNs (degrade prepends at most 10); the config caps all of them.
 constexpr size_t kIpv4PrefixesPerUpdate = 600;
 constexpr size_t kIpv6PrefixesPerUpdate = 180;
 

@@ -24,6 +24,12 @@ struct Community {
   auto operator<=>(const Community&) const = default;
 };
 
+// What the UPDATE builder sizes its messages for (bgp/update_builder.cc): communities, large
+// communities, and the communities a degraded path adds (health.degrade.communities).
+inline constexpr size_t kMaxCommunities = 32;
+inline constexpr size_t kMaxLargeCommunities = 16;
+inline constexpr size_t kMaxDegradeCommunities = 8;
+
 struct Vip {
   bgp::Prefix prefix;             // /32 or /128, host bits exact
   std::string interface = "lo";  // where vipd binds the address

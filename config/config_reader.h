@@ -124,7 +124,8 @@ class ConfigReader {
   template <typename Value, typename Make>
   void readColonList(const Field& f, size_t fields, uint64_t maxField, std::string_view expected,
                      std::string_view name, Make make, std::vector<Value>& out);
-  void readCommunities(const Field& f, std::vector<Community>& out);
+  void readCommunities(const Field& f, std::vector<Community>& out,
+                       size_t maxCount = kMaxCommunities);
   void readLargeCommunities(const Field& f, std::vector<bgp::LargeCommunity>& out);
 
   // --- read_peers.cc

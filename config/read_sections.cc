@@ -232,7 +232,24 @@ void ConfigReader::readHealthFailure(const Mapping& m, Health& health) {
         }
       }
       if (const Field* c = dm->find("communities")) {
-        readCommunities(*c, health.degrade.communities);
+        readCommunities(*c, health.degrade.communities, kMaxDegradeCommunities);
+        // Well-known communities (RFC 1997, 7999, 8326) change what routers do with the path:
+        // BLACKHOLE drops the VIP's traffic, NO_ADVERTISE/NO_EXPORT hide the path, and
+        // GRACEFUL_SHUTDOWN is the drain's. A degraded path must stay a usable path.
+        for (size_t i = 0; i < health.degrade.communities.size(); ++i) {
+          const Community& community = health.degrade.communities[i];
+          if (community.asn == 0xFFFF) {
+            error(*c, fmt::format("{}:{} is a well-known community ({}); a degraded path must "
+                                  "stay usable: choose one from your own AS",
+                                  community.asn, community.value,
+                                  community.value == 666     ? "BLACKHOLE, RFC 7999: routers "
+                                                               "would drop the VIP's traffic"
+                                  : community.value == 0     ? "GRACEFUL_SHUTDOWN, the drain's"
+                                  : community.value >= 65281 ? "NO_EXPORT/NO_ADVERTISE: the path "
+                                                               "would not spread"
+                                                             : "reserved, RFC 1997"));
+          }
+        }
       }
     }
   }

@@ -204,12 +204,17 @@ void ConfigReader::readColonList(const Field& f, size_t fields, uint64_t maxFiel
   }
 }
 
-void ConfigReader::readCommunities(const Field& f, std::vector<Community>& out) {
+void ConfigReader::readCommunities(const Field& f, std::vector<Community>& out,
+                                   size_t maxCount) {
   readColonList(f, 2, 65535, "ASN:VALUE, each 0 to 65535", "community",
                 [](const auto& p) {
                   return Community{static_cast<uint16_t>(p[0]), static_cast<uint16_t>(p[1])};
                 },
                 out);
+  if (out.size() > maxCount) {
+    // The UPDATE builder sizes its messages for at most this many (bgp/update_builder.cc).
+    error(f, fmt::format("{} communities; at most {}", out.size(), maxCount));
+  }
 }
 
 void ConfigReader::readLargeCommunities(const Field& f, std::vector<bgp::LargeCommunity>& out) {
@@ -221,6 +226,9 @@ void ConfigReader::readLargeCommunities(const Field& f, std::vector<bgp::LargeCo
                                              static_cast<uint32_t>(p[2])};
                 },
                 out);
+  if (out.size() > kMaxLargeCommunities) {
+    error(f, fmt::format("{} large communities; at most {}", out.size(), kMaxLargeCommunities));
+  }
 }
 
 }  // namespace vipd::config::internal

@@ -376,19 +376,33 @@ void Speaker::onHealthChange(bool healthy) {
   pushAnnouncements();
   if (unbindForHealth() && handoff_.active() && !drainer_.withdrawn() && !drainer_.draining() &&
       !shuttingDown_) {
-    // After the withdrawal has had drain.unbindDelay to reach the peers, as in a drain.
-    healthUnbindTimer_.expires_after(config_.drain.unbindDelay);
-    healthUnbindTimer_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec || !unbindForHealth() || shuttingDown_ || !handoff_.active()) {
-        return;
-      }
-      log_.info("health", "removing the VIPs this node added while its health check fails "
-                "(health.unbindWhenUnhealthy), so node-local clients reach a healthy node "
-                "through the fabric; bound again before they are announced");
-      vips_.unbindOwned();
-      pushAnnouncements();
-    });
+    unbindForHealthOnceAcknowledged(std::chrono::steady_clock::now() + config_.drain.timeout);
   }
+}
+
+// As a drain does: once every Established peer's TCP has acknowledged the withdrawal (at most
+// until `deadline`, drain.timeout), wait drain.unbindDelay, then remove the VIPs vipd added.
+void Speaker::unbindForHealthOnceAcknowledged(std::chrono::steady_clock::time_point deadline) {
+  constexpr auto kAckPoll = std::chrono::milliseconds(20);
+  const bool acknowledged = unacknowledgedPeers().empty();
+  const bool late = std::chrono::steady_clock::now() >= deadline;
+  healthUnbindTimer_.expires_after(acknowledged || late ? config_.drain.unbindDelay : kAckPoll);
+  healthUnbindTimer_.async_wait([this, deadline, ready = acknowledged || late](
+                                    const boost::system::error_code& ec) {
+    if (ec || !unbindForHealth() || shuttingDown_ || !handoff_.active() ||
+        drainer_.withdrawn() || drainer_.draining()) {
+      return;
+    }
+    if (!ready) {
+      unbindForHealthOnceAcknowledged(deadline);
+      return;
+    }
+    log_.info("health", "removing the VIPs this node added while its health check fails "
+              "(health.unbindWhenUnhealthy), so node-local clients reach a healthy node "
+              "through the fabric; bound again before they are announced");
+    vips_.unbindOwned();
+    pushAnnouncements();
+  });
 }
 
 void Speaker::scheduleHousekeeping() {

@@ -88,6 +88,7 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   bool degradedNow() const;
   // health.onFailure withdraw with unbindWhenUnhealthy, and the check failing: no VIP bound.
   bool unbindForHealth() const;
+  void unbindForHealthOnceAcknowledged(std::chrono::steady_clock::time_point deadline);
   // ---- BFD ----
   std::vector<BfdPeer> bfdPeers() const;
   void onBfdChange(const BfdStateChange& change);

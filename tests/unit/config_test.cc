@@ -1,6 +1,7 @@
 // Config parsing and validation: golden files for the happy path, inline YAML for each error so
 // that the expected line:column can be read straight off the test.
 #include <gmock/gmock.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -1031,6 +1032,38 @@ TEST(ConfigErrors, HealthFailureActions) {
   EXPECT_THAT(onlyError(withHealth("  type: none\n  onFailure: degrade\n  degrade:\n"
                                    "    prepends: 2\n")),
               HasSubstr("(did you mean 'prepend'?)"));
+  // Well-known communities would make the degraded path unusable (or a drain).
+  EXPECT_THAT(onlyError(withHealth("  type: none\n  onFailure: degrade\n  degrade:\n"
+                                   "    communities: ['65535:666']\n")),
+              HasSubstr("65535:666 is a well-known community (BLACKHOLE, RFC 7999"));
+  for (std::string_view wellKnown : {"65535:0", "65535:65281", "65535:65282", "65535:7"}) {
+    EXPECT_THAT(onlyError(withHealth("  type: none\n  onFailure: degrade\n  degrade:\n"
+                                     "    communities: ['" + std::string(wellKnown) + "']\n")),
+                HasSubstr("is a well-known community"))
+        << wellKnown;
+  }
+  std::string nine;
+  for (int i = 0; i < 9; ++i) {
+    nine += fmt::format("'64512:{}', ", i);
+  }
+  EXPECT_THAT(onlyError(withHealth("  type: none\n  onFailure: degrade\n  degrade:\n"
+                                   "    communities: [" + nine + "]\n")),
+              HasSubstr("9 communities; at most 8"));
+}
+
+TEST(ConfigErrors, CommunityListsAreCapped) {
+  std::string many;
+  for (int i = 0; i < 33; ++i) {
+    many += fmt::format("'64512:{}', ", i);
+  }
+  EXPECT_THAT(onlyError(withPeer("communities: [" + many + "]\n")),
+              HasSubstr("33 communities; at most 32"));
+  std::string large;
+  for (int i = 0; i < 17; ++i) {
+    large += fmt::format("'64512:1:{}', ", i);
+  }
+  EXPECT_THAT(onlyError(withPeer("largeCommunities: [" + large + "]\n")),
+              HasSubstr("17 large communities; at most 16"));
 }
 
 // ---- returnPath (issue 19) ----

@@ -248,6 +248,11 @@ TEST_P(UpdateBuilderChunking, EveryMessageFitsAndNoPrefixIsLostOrRepeated) {
   attributes.ebgp = ebgp;
   attributes.localAsn = kLargeAsn;
   attributes.gracefulShutdown = true;
+  attributes.degraded = true;  // the config's caps: 10 prepends, 8 degrade communities
+  attributes.degradePrepend = 10;
+  for (uint32_t i = 0; i < 8; ++i) {
+    attributes.degradeCommunities.push_back(0xFDE90100 + i);
+  }
   for (uint32_t i = 0; i < 32; ++i) {
     attributes.communities.push_back(0xFDE90000 + i);
   }
