@@ -236,28 +236,32 @@ class ProbeReader {
     std::map<std::string, int> lineOfName;
     for (size_t i = 0; i < f.value.size(); ++i) {
       std::string path = indexPath("targets", i);
-      auto target = readTarget(f.value[i], path);
-      if (!target) {
-        continue;
+      bool ok = true;
+      ProbeTarget target = readTarget(f.value[i], path, ok);
+      // A name is checked for uniqueness even when the rest of its target is wrong.
+      if (!target.name.empty()) {
+        auto [it, inserted] = lineOfName.emplace(target.name, f.value[i].Mark().line + 1);
+        if (!inserted) {
+          error(f.value[i].Mark(), joinPath(path, "name"),
+                fmt::format("target name '{}' is already used (line {}); names must be unique",
+                            target.name, it->second));
+          ok = false;
+        }
       }
-      auto [it, inserted] = lineOfName.emplace(target->name, f.value[i].Mark().line + 1);
-      if (!inserted) {
-        error(f.value[i].Mark(), joinPath(path, "name"),
-              fmt::format("target name '{}' is already used (line {}); names must be unique",
-                          target->name, it->second));
-        continue;
+      if (ok) {
+        targets.push_back(std::move(target));
       }
-      targets.push_back(std::move(*target));
     }
   }
 
-  std::optional<ProbeTarget> readTarget(const YAML::Node& node, const std::string& path) {
+  // The target; `ok` false when any of its keys was wrong. Its name is set only when valid.
+  ProbeTarget readTarget(const YAML::Node& node, const std::string& path, bool& ok) {
+    ProbeTarget target;
     auto m = readMapping(node, path, {"name", "url", "caFile", "serverName", "expect"});
     if (!m) {
-      return std::nullopt;
+      ok = false;
+      return target;
     }
-    ProbeTarget target;
-    bool ok = true;
     if (const Field* f = require(*m, node, "name", path)) {
       auto name = readString(*f);
       auto problem = name ? labelValueProblem(*name) : std::nullopt;
@@ -265,7 +269,7 @@ class ProbeReader {
         error(*f, fmt::format("'{}' {}", *name, *problem));
       }
       ok = ok && name && !problem;
-      target.name = name.value_or("");
+      target.name = name && !problem ? *name : "";
     } else {
       ok = false;
     }
@@ -295,9 +299,18 @@ class ProbeReader {
     }
     if (const Field* f = find(*m, "serverName")) {
       auto name = readString(*f);
-      auto problem = name ? internal::dnsNameProblem(*name) : std::nullopt;
+      std::optional<std::string> problem;
+      if (name && bgp::IpAddress::parse(*name)) {
+        problem = fmt::format("'{}' is an IP address; expected the DNS name the certificate "
+                              "carries, such as {}",
+                              *name, kDefaultApiserverServerName);
+      } else if (name) {
+        if (auto why = internal::dnsNameProblem(*name)) {
+          problem = fmt::format("'{}' is not a DNS name: {}", *name, *why);
+        }
+      }
       if (problem) {
-        error(*f, fmt::format("'{}' is not a DNS name: {}", *name, *problem));
+        error(*f, *problem);
       }
       ok = ok && name && !problem;
       target.serverName = name;
@@ -317,7 +330,7 @@ class ProbeReader {
         ok = false;
       }
     }
-    return ok ? std::optional(std::move(target)) : std::nullopt;
+    return target;
   }
 
   void readMetrics(const Field& f, ListenAddress& listen) {

@@ -110,14 +110,14 @@ TEST(ProbeConfig, EachWrongTargetValueIsNamedWhereItIs) {
                          "    url: https://x:6443/\n"
                          "    caFile: /ca\n"
                          "  - url: https://x:6443/\n");           // 14
-  ASSERT_EQ(errors.size(), 7u) << describeErrors(errors);
+  ASSERT_EQ(errors.size(), 8u) << describeErrors(errors);
   EXPECT_EQ(errors[0].toString(),
             "probe.yaml:6:10: targets[0].url: 'http://192.0.2.10/readyz': only https:// URLs are "
             "supported");
   EXPECT_EQ(errors[1].line, 7);
   EXPECT_THAT(errors[1].message, HasSubstr("absolute path"));
   EXPECT_EQ(errors[2].line, 8);
-  EXPECT_THAT(errors[2].message, HasSubstr("not a DNS name"));
+  EXPECT_THAT(errors[2].message, HasSubstr("is an IP address"));
   EXPECT_EQ(errors[3].line, 9);
   EXPECT_THAT(errors[3].message, HasSubstr("readyz"));
   EXPECT_EQ(errors[4].path, "targets[0].verify");
@@ -125,6 +125,7 @@ TEST(ProbeConfig, EachWrongTargetValueIsNamedWhereItIs) {
   EXPECT_THAT(errors[5].message, HasSubstr("already used (line 5)"));
   EXPECT_EQ(errors[6].path, "targets[2].name");
   EXPECT_THAT(errors[6].message, HasSubstr("required key 'name'"));
+  EXPECT_EQ(errors[7].path, "targets[2].caFile");
 }
 
 TEST(ProbeConfig, TimingIsBoundedAndTheTimeoutShorterThanTheInterval) {
