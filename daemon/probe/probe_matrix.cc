@@ -175,6 +175,8 @@ std::string renderProbeMatrix(const json& matrix, const std::string& title) {
   for (size_t i = 0; i < targets.size(); ++i) {
     line += "  " + padded(targets[i], widths[i]);
   }
+  // Trailing blanks would linger on a terminal line redrawn in place.
+  line.erase(line.find_last_not_of(' ') + 1);
   out += line + "\n";
   for (const auto& s : sites) {
     line = padded(s, siteWidth);
@@ -182,7 +184,6 @@ std::string renderProbeMatrix(const json& matrix, const std::string& title) {
       auto it = cellText.find({s, targets[i]});
       line += "  " + padded(it == cellText.end() ? "-" : it->second, widths[i]);
     }
-    // Trailing blanks would linger on a terminal line redrawn in place.
     line.erase(line.find_last_not_of(' ') + 1);
     out += line + "\n";
   }

@@ -15,15 +15,22 @@ Asserts:
   the proxy's failures are all reason not_apiserver (every other reason 0, so a proxy's page never
   passes for "down"); vipd_probe_duration_seconds_count equals the successes; vipd_probe_up;
 - every handshake carried SNI kubernetes (the default server name for an IP URL);
+- the live scrape passes `promtool check metrics`, and every vipd_ metric the probe dashboard
+  (manifests/probe/dashboard) queries is in it;
 - `vipd probe --watch URL URL --json` (from n1) shows both sites and the three targets, with
   success rate 1.0 for the apiservers and 0.0 with reason not_apiserver for the proxy, and
-  `--watch --once` draws the table (rows site-a, site-b; the three target columns);
+  `--watch --once` draws the table (rows site-a, site-b; the three target columns), and
+  `--watch` alone redraws it in place (cursor home) until stopped;
 - apiserver-a killed: from both sites its failures are reason connection_refused, and the
   matrix's cell says so; apiserver-b is unaffected.
 Prints per (site, target) p50/p99 latency from /probe.json (the README's figure).
 """
 import json
+import os
+import re
+import shutil
 import signal
+import subprocess
 import time
 
 import lab
@@ -64,6 +71,31 @@ def value(samples: list, name: str, **labels: str) -> float:
              and all(lb.get(k) == want for k, want in labels.items())]
     lab.check(len(found) == 1, f"{name}{labels}: {len(found)} series")
     return found[0]
+
+
+DASHBOARD = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "manifests", "probe", "dashboard", "vipd-probe-dashboard.json")
+
+
+def check_dashboard_and_promtool(ns: lab.Namespace, listen: str) -> None:
+    code, body = lab.http_get(ns, f"http://{listen}/metrics")
+    lab.check(code == 200, f"/metrics: {code}")
+    scraped = {n for n, _, _ in lab.parse_prometheus(body)}
+    with open(DASHBOARD) as f:
+        text = f.read()
+    used = set(re.findall(r"\bvipd_\w+", text))
+    lab.log(f"probe dashboard names {sorted(used)}")
+    missing = used - scraped
+    lab.check(not missing, f"the dashboard queries metrics vipd probe does not export: {missing}")
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        lab.check(not lab.in_ci(), "CI=true and promtool is missing")
+        lab.log("promtool missing: check metrics skipped")
+        return
+    p = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True,
+                       text=True, timeout=30)
+    lab.log(f"promtool check metrics: exit {p.returncode} {(p.stdout + p.stderr).strip()!r}")
+    lab.check(p.returncode == 0, f"promtool check metrics: {p.stdout}{p.stderr}")
 
 
 def test() -> None:
@@ -129,6 +161,7 @@ def test() -> None:
         for name, api in apis.items():
             names = set(api.server_names())
             lab.check(names == {"kubernetes"}, f"{name}: SNI {names}")
+        check_dashboard_and_promtool(nodes["site-a"].ns, listens["site-a"])
 
         watch = [vipd, "probe", "--watch", listens["site-a"], "--watch",
                  f"http://{listens['site-b']}"]
@@ -161,6 +194,16 @@ def test() -> None:
         rows = [line for line in lines if line.startswith(("site-a ", "site-b "))]
         lab.check(len(rows) == 2, f"rows: {rows}")
         lab.check(all("not_apiserver" in r and "100.0%" in r for r in rows), f"rows: {rows}")
+
+        # Live: frames redrawn in place every 200ms; stopped after about 1.5s.
+        live = subprocess.run(nodes["site-a"].ns.argv(["timeout", "-s", "INT", "1.5"] + watch
+                                                      + ["--refresh", "200ms"]),
+                              capture_output=True, text=True, timeout=10)
+        frames = live.stdout.count("\x1b[H")
+        lab.log(f"--watch for 1.5s: {frames} frames, clear-screen once: "
+                f"{live.stdout.count(chr(27) + '[2J')}")
+        lab.check(frames >= 3 and live.stdout.count("\x1b[2J") == 1
+                  and live.stdout.count("site-b ") >= 3, f"live --watch: {live.stdout[:400]!r}")
 
         # apiserver-a gone: connection refused from both sites, apiserver-b unaffected.
         apis["apiserver-a"].stop()
