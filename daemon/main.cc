@@ -42,7 +42,7 @@ enum class Command { Run, Validate, Show, Render, Probe };
 
 struct Options {
   Command command = Command::Run;
-  std::vector<std::string> renderArgs;  // the words after "render" (or "probe")
+  std::vector<std::string> commandArgs;  // the words after "render" or "probe"
   config::ConfigSources sources;  // --config, --node-config, --router-id
   bool showFields = false;        // `vipd config --show`
   daemon::LogFormat logFormat = daemon::LogFormat::Text;
@@ -100,7 +100,7 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
   // "render", --help included, is passed on to it as it is.
   render->prefix_command()->allow_extras()->set_help_flag();
   CLI::App* probe = app.add_subcommand(
-      "probe", "probes API front-ends from this site and shows the probe matrix (issue 19)");
+      "probe", "probes API front-ends from this site, or shows the matrix of sites and targets");
   // Like render: its own command line (daemon/probe/probe_command.h).
   probe->prefix_command()->allow_extras()->set_help_flag();
   for (CLI::App* command : {validate, show, render, probe}) {
@@ -127,10 +127,10 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
     options.command = Command::Show;
   } else if (render->parsed()) {
     options.command = Command::Render;
-    options.renderArgs = render->remaining();
+    options.commandArgs = render->remaining();
   } else if (probe->parsed()) {
     options.command = Command::Probe;
-    options.renderArgs = probe->remaining();
+    options.commandArgs = probe->remaining();
   }
   return std::nullopt;
 }
@@ -298,11 +298,11 @@ int main(int argc, char** argv) {
     return *exitCode;
   }
   if (options.command == Command::Render) {
-    return bootstrap::runRenderCommand(options.renderArgs,
+    return bootstrap::runRenderCommand(options.commandArgs,
                                        fmt::format("localhost/vipd:{}", daemon::version()));
   }
   if (options.command == Command::Probe) {
-    return daemon::runProbeCommand(options.renderArgs);
+    return daemon::runProbeCommand(options.commandArgs);
   }
   auto loaded = config::loadConfig(options.sources);
   if (!loaded) {
