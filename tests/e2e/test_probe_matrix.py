@@ -3,7 +3,9 @@
 address of its own on br0, each with a certificate from the cluster CA shaped like kubeadm's
 (DNS kubernetes, ..., and its address):
   apiserver-a  192.0.2.101:6443  /readyz  answers 200 "ok"           (expect readyz)
-  apiserver-b  192.0.2.102:6443  /version answers JSON with gitVersion (expect version)
+  apiserver-b  api-b.probe.test  /version answers JSON with gitVersion (expect version), by
+                                 name: 192.0.2.102 in each site's /etc/hosts (ip netns exec
+                                 mounts /etc/netns/<ns>/hosts there); serverName kubernetes
   proxy        192.0.2.103:6443  answers a proxy's HTML 502 page       (expect readyz)
 Two sites, two lab namespaces (n1 site-a at 192.0.2.11, n2 site-b at 192.0.2.12), each running
 `vipd probe` (interval 1s, timeout 500ms; the site from --site in one and from the file in the
@@ -38,9 +40,10 @@ import lab
 INTERVAL_S = 1.0
 TARGETS = {  # name: (address, fake apiserver mode, path, expect)
     "apiserver-a": ("192.0.2.101", "ok", "/readyz", "readyz"),
-    "apiserver-b": ("192.0.2.102", "version", "/version", "version"),
+    "apiserver-b": ("192.0.2.102", "version", "/version", "version"),  # by name: HOSTNAMES
     "proxy": ("192.0.2.103", "proxy502", "/readyz", "readyz"),
 }
+HOSTNAMES = {"apiserver-b": "api-b.probe.test"}  # a DNS name as the URL's host
 SITES = {"site-a": 0, "site-b": 1}  # site: node index
 PORT = 9474
 
@@ -48,8 +51,9 @@ PORT = 9474
 def probe_config(L: lab.Lab, ca: str, listen: str, site: str = "") -> str:
     doc = {"apiVersion": "vipd.io/v1alpha1", "kind": "ProbeConfiguration",
            "interval": "1s", "timeout": "500ms",
-           "targets": [{"name": name, "url": f"https://{addr}:6443{path}", "caFile": ca,
-                        "expect": expect}
+           "targets": [{"name": name, "url": f"https://{HOSTNAMES.get(name, addr)}:6443{path}",
+                        "caFile": ca, "expect": expect}
+                       | ({"serverName": "kubernetes"} if name in HOSTNAMES else {})
                        for name, (addr, _, path, expect) in TARGETS.items()],
            "metrics": {"listen": listen}}
     if site:
@@ -82,8 +86,15 @@ def check_dashboard_and_promtool(ns: lab.Namespace, listen: str) -> None:
     lab.check(code == 200, f"/metrics: {code}")
     scraped = {n for n, _, _ in lab.parse_prometheus(body)}
     with open(DASHBOARD) as f:
-        text = f.read()
-    used = set(re.findall(r"\bvipd_\w+", text))
+        dashboard = json.load(f)
+    exprs = [v.get("definition", "") for v in dashboard["templating"]["list"]]
+
+    def walk(panels: list) -> None:
+        for p in panels:
+            walk(p.get("panels", []))
+            exprs.extend(t.get("expr", "") for t in p.get("targets", []))
+    walk(dashboard["panels"])
+    used = {name for e in exprs for name in re.findall(r"\bvipd_\w+", e)}
     lab.log(f"probe dashboard names {sorted(used)}")
     missing = used - scraped
     lab.check(not missing, f"the dashboard queries metrics vipd probe does not export: {missing}")
@@ -110,6 +121,13 @@ def test() -> None:
             apis[name] = lab.FakeApiserver(L, topo.fabric, cert, mode=mode, addr=addr, name=name)
 
         nodes = {site: topo.nodes[i] for site, i in SITES.items()}
+        for node in nodes.values():
+            etc = os.path.join("/etc/netns", node.ns.name)
+            os.makedirs(etc, exist_ok=True)
+            L.on_cleanup(lambda etc=etc: shutil.rmtree(etc))
+            with open(os.path.join(etc, "hosts"), "w") as f:
+                f.write("127.0.0.1 localhost\n" + "".join(
+                    f"{TARGETS[name][0]} {host}\n" for name, host in HOSTNAMES.items()))
         listens = {site: f"{node.v4}:{PORT}" for site, node in nodes.items()}
         # site-a from --site (as the DaemonSet passes its pod's label), site-b from the file.
         configs = {"site-a": probe_config(L, ca[0], listens["site-a"]),
@@ -206,11 +224,11 @@ def test() -> None:
                   and live.stdout.count("site-b ") >= 3, f"live --watch: {live.stdout[:400]!r}")
 
         # apiserver-a gone: connection refused from both sites, apiserver-b unaffected.
-        apis["apiserver-a"].stop()
         before = {site: value(scrape(nodes[site].ns, listens[site]), "vipd_probe_failures_total",
                               site=site, target="apiserver-a", reason="connection_refused")
                   for site in SITES}
         lab.check(before == {"site-a": 0, "site-b": 0}, f"refused before the kill: {before}")
+        apis["apiserver-a"].stop()
 
         def refused() -> bool:
             return all(value(scrape(nodes[site].ns, listens[site]), "vipd_probe_failures_total",
