@@ -3,6 +3,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <csignal>
 #include <cstdio>

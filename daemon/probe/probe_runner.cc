@@ -1,5 +1,7 @@
 #include "daemon/probe/probe_runner.h"
 
+#include <fmt/format.h>
+
 #include <boost/asio/ssl/context.hpp>
 
 #include "daemon/base/version.h"
