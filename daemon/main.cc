@@ -5,6 +5,7 @@
 //   vipd validate --config FILE [--node-config FILE] [--router-id ADDRESS]
 //   vipd config --show --config FILE [--node-config FILE] [--router-id ADDRESS]
 //   vipd render ... (bootstrap/render_command.h)
+//   vipd probe ... (daemon/probe/probe_command.h)
 //   vipd --version
 #include <signal.h>
 #include <sys/resource.h>
@@ -27,6 +28,7 @@
 #include "config/config_layers.h"
 #include "config/config_parser.h"
 #include "daemon/base/logger.h"
+#include "daemon/probe/probe_command.h"
 #include "daemon/speaker.h"
 #include "daemon/base/version.h"
 #include "daemon/lifecycle/instance_lock.h"
@@ -36,11 +38,11 @@ namespace {
 
 using namespace vipd;
 
-enum class Command { Run, Validate, Show, Render };
+enum class Command { Run, Validate, Show, Render, Probe };
 
 struct Options {
   Command command = Command::Run;
-  std::vector<std::string> renderArgs;  // the words after "render"
+  std::vector<std::string> commandArgs;  // the words after "render" or "probe"
   config::ConfigSources sources;  // --config, --node-config, --router-id
   bool showFields = false;        // `vipd config --show`
   daemon::LogFormat logFormat = daemon::LogFormat::Text;
@@ -97,7 +99,11 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
   // `vipd render` has its own command line (bootstrap/render_command.h): every word after
   // "render", --help included, is passed on to it as it is.
   render->prefix_command()->allow_extras()->set_help_flag();
-  for (CLI::App* command : {validate, show, render}) {
+  CLI::App* probe = app.add_subcommand(
+      "probe", "probes API front-ends from this site, or shows the matrix of sites and targets");
+  // Like render: its own command line (daemon/probe/probe_command.h).
+  probe->prefix_command()->allow_extras()->set_help_flag();
+  for (CLI::App* command : {validate, show, render, probe}) {
     // The daemon's --config is not required of a command, which comes first and has its own.
     command->preparse_callback([config](std::size_t) { config->required(false); });
   }
@@ -121,7 +127,10 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
     options.command = Command::Show;
   } else if (render->parsed()) {
     options.command = Command::Render;
-    options.renderArgs = render->remaining();
+    options.commandArgs = render->remaining();
+  } else if (probe->parsed()) {
+    options.command = Command::Probe;
+    options.commandArgs = probe->remaining();
   }
   return std::nullopt;
 }
@@ -289,8 +298,11 @@ int main(int argc, char** argv) {
     return *exitCode;
   }
   if (options.command == Command::Render) {
-    return bootstrap::runRenderCommand(options.renderArgs,
+    return bootstrap::runRenderCommand(options.commandArgs,
                                        fmt::format("localhost/vipd:{}", daemon::version()));
+  }
+  if (options.command == Command::Probe) {
+    return daemon::runProbeCommand(options.commandArgs);
   }
   auto loaded = config::loadConfig(options.sources);
   if (!loaded) {

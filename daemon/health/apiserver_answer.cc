@@ -34,6 +34,8 @@ std::string describeErrorBody(std::string_view body) {
   return fmt::format("'{}'", excerpt(body, 120));
 }
 
+}  // namespace
+
 bool looksLikeHtml(std::string_view contentType, std::string_view body) {
   auto lower = [](std::string_view s) {
     std::string out(s);
@@ -50,8 +52,6 @@ bool looksLikeHtml(std::string_view contentType, std::string_view body) {
   return first != std::string::npos &&
          (start.compare(first, 5, "<html") == 0 || start.compare(first, 9, "<!doctype") == 0);
 }
-
-}  // namespace
 
 std::string excerpt(std::string_view text, size_t limit) {
   std::string out;
@@ -76,9 +76,11 @@ AnswerVerdict judgeApiserverAnswer(unsigned status, std::string_view contentType
     if (looksLikeHtml(contentType, body)) {
       std::string_view media = contentType.substr(0, contentType.find(';'));
       return {false, fmt::format("HTTP {} with a {} body: not an apiserver", status,
-                                 media.empty() ? "HTML" : excerpt(media, 40))};
+                                 media.empty() ? "HTML" : excerpt(media, 40)),
+              AnswerFault::NotApiserver};
     }
-    return {false, fmt::format("HTTP {}: {}", status, describeErrorBody(body))};
+    return {false, fmt::format("HTTP {}: {}", status, describeErrorBody(body)),
+            AnswerFault::HttpStatus};
   }
   std::string_view trimmed = body;
   if (trimmed.ends_with('\n')) {
@@ -88,7 +90,7 @@ AnswerVerdict judgeApiserverAnswer(unsigned status, std::string_view contentType
     }
   }
   if (trimmed != "ok") {
-    return {false, fmt::format("body '{}' is not 'ok'", excerpt(trimmed, 64))};
+    return {false, fmt::format("body '{}' is not 'ok'", excerpt(trimmed, 64)), AnswerFault::Body};
   }
   return {true, "HTTP 200 ok"};
 }

@@ -73,10 +73,12 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
   // `tls` is null for a TCP probe.
   ProbeExchange(asio::io_context& io, config::HealthTarget target,
                 std::shared_ptr<ssl::context> tls,
-                milliseconds timeout, Done done)
+                milliseconds timeout, Judge judge, std::string accept, Done done)
       : target_(std::move(target)),
         tls_(std::move(tls)),
         timeout_(timeout),
+        judge_(std::move(judge)),
+        accept_(std::move(accept)),
         done_(std::move(done)),
         resolver_(io),
         socket_(io),
@@ -90,7 +92,8 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
         return;
       }
       self->finish(false, fmt::format("timed out after {} ({})", formatDuration(self->timeout_),
-                                      self->stage_));
+                                      self->stage_),
+                   ProbeFailure::Timeout);
     });
 
     stage_ = fmt::format("connecting to {}", target_.authority);
@@ -126,7 +129,8 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
           }
           if (ec) {
             self->finish(false,
-                         fmt::format("cannot resolve {}: {}", self->target_.host, ec.message()));
+                         fmt::format("cannot resolve {}: {}", self->target_.host, ec.message()),
+                         ProbeFailure::Resolve);
             return;
           }
           self->stage_ = fmt::format("connecting to {}", self->target_.authority);
@@ -143,7 +147,10 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
     }
     if (ec) {
       inconclusive_ = isLocalResourceShortage(ec);
-      finish(false, fmt::format("connect to {} failed: {}", target_.authority, ec.message()));
+      finish(false, fmt::format("connect to {} failed: {}", target_.authority, ec.message()),
+             inconclusive_                             ? ProbeFailure::Local
+             : ec == asio::error::connection_refused ? ProbeFailure::ConnectionRefused
+                                                     : ProbeFailure::Connect);
       return;
     }
     if (!tls_) {
@@ -160,14 +167,16 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
       // SSL_new failed: this process is short of memory or descriptors (OpenSSL may open files
       // here). Asio throws; uncaught it would abort vipd. No evidence about the apiserver.
       inconclusive_ = true;
-      finish(false, fmt::format("cannot set up TLS for {}: {}", target_.authority, e.what()));
+      finish(false, fmt::format("cannot set up TLS for {}: {}", target_.authority, e.what()),
+             ProbeFailure::Local);
       return;
     }
     SSL* handle = stream_->native_handle();
     // The server name is never an IP address (healthTarget() made sure), so it may go in SNI
     // (RFC 6066 section 3), whatever the URL's host is.
     if (SSL_set_tlsext_host_name(handle, target_.serverName.c_str()) != 1) {
-      finish(false, fmt::format("cannot set TLS server name {}", target_.serverName));
+      finish(false, fmt::format("cannot set TLS server name {}", target_.serverName),
+             ProbeFailure::Tls);
       return;
     }
     // OpenSSL checks the name once the chain has verified to caFile and, on a mismatch, fails
@@ -177,13 +186,15 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
     SSL_set_hostflags(handle,
                       X509_CHECK_FLAG_NEVER_CHECK_SUBJECT | X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     if (SSL_set1_host(handle, target_.serverName.c_str()) != 1) {
-      finish(false, fmt::format("cannot set the expected certificate name {}", target_.serverName));
+      finish(false, fmt::format("cannot set the expected certificate name {}", target_.serverName),
+             ProbeFailure::Tls);
       return;
     }
     boost::system::error_code ec;
     stream_->set_verify_mode(ssl::verify_peer, ec);
     if (ec) {
-      finish(false, fmt::format("cannot set up TLS verification: {}", ec.message()));
+      finish(false, fmt::format("cannot set up TLS verification: {}", ec.message()),
+             ProbeFailure::Tls);
       return;
     }
     stage_ = "in the TLS handshake";
@@ -202,7 +213,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
       return;
     }
     if (ec) {
-      finish(false, fmt::format("TLS handshake failed: {}", tlsError(ec)));
+      finish(false, fmt::format("TLS handshake failed: {}", tlsError(ec)), ProbeFailure::Tls);
       return;
     }
     request_.version(11);
@@ -210,7 +221,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
     request_.target(target_.path);
     request_.set(http::field::host, target_.authority);
     request_.set(http::field::user_agent, fmt::format("vipd/{}", version()));
-    request_.set(http::field::accept, "text/plain");
+    request_.set(http::field::accept, accept_);
     request_.set(http::field::connection, "close");
     stage_ = "sending the request";
     http::async_write(*stream_, request_,
@@ -224,7 +235,8 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
       return;
     }
     if (ec) {
-      finish(false, fmt::format("sending the request failed: {}", tlsError(ec)));
+      finish(false, fmt::format("sending the request failed: {}", tlsError(ec)),
+             ProbeFailure::Transport);
       return;
     }
     parser_.emplace();
@@ -242,26 +254,30 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
       return;
     }
     if (ec == http::error::body_limit) {
-      finish(false, fmt::format("response body larger than {} KiB", kMaxHealthBodyBytes / 1024));
+      finish(false, fmt::format("response body larger than {} KiB", kMaxHealthBodyBytes / 1024),
+             ProbeFailure::Body);
       return;
     }
     if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
       finish(false,
-             fmt::format("response header larger than {} KiB", kMaxHealthHeaderBytes / 1024));
+             fmt::format("response header larger than {} KiB", kMaxHealthHeaderBytes / 1024),
+             ProbeFailure::Transport);
       return;
     }
     if (ec == http::error::end_of_stream || ec == ssl::error::stream_truncated) {
-      finish(false, "the server closed the connection before a complete response");
+      finish(false, "the server closed the connection before a complete response",
+             ProbeFailure::Transport);
       return;
     }
     if (ec) {
-      finish(false, fmt::format("reading the response failed: {}", tlsError(ec)));
+      finish(false, fmt::format("reading the response failed: {}", tlsError(ec)),
+             ProbeFailure::Transport);
       return;
     }
     const auto& response = parser_->get();
-    auto verdict = judgeApiserverAnswer(response.result_int(), response[http::field::content_type],
-                                        response.body());
-    finish(verdict.ok, std::move(verdict.detail));
+    auto verdict =
+        judge_(response.result_int(), response[http::field::content_type], response.body());
+    finish(verdict.ok, std::move(verdict.detail), failureOf(verdict.fault));
   }
 
   void closeTransport() {
@@ -275,7 +291,21 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
   }
 
   // The first outcome wins; a timeout closes the socket so the pending operation ends at once.
-  void finish(bool ok, std::string detail) {
+  static ProbeFailure failureOf(AnswerFault fault) {
+    switch (fault) {
+      case AnswerFault::None:
+        return ProbeFailure::None;
+      case AnswerFault::NotApiserver:
+        return ProbeFailure::NotApiserver;
+      case AnswerFault::HttpStatus:
+        return ProbeFailure::HttpStatus;
+      case AnswerFault::Body:
+        return ProbeFailure::Body;
+    }
+    return ProbeFailure::Body;
+  }
+
+  void finish(bool ok, std::string detail, ProbeFailure failure = ProbeFailure::None) {
     if (finished_) {
       return;
     }
@@ -285,7 +315,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
     ProbeResult result{
         ok, std::move(detail),
         std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - started_),
-        inconclusive_};
+        inconclusive_, ok ? ProbeFailure::None : failure};
     if (auto done = std::exchange(done_, nullptr)) {
       done(result);
     }
@@ -294,6 +324,8 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
   config::HealthTarget target_;
   std::shared_ptr<ssl::context> tls_;
   milliseconds timeout_;
+  Judge judge_;
+  std::string accept_;
   Done done_;
   tcp::resolver resolver_;
   tcp::socket socket_;  // until the TLS stream takes it over
@@ -314,7 +346,17 @@ std::shared_ptr<HealthProbe> HealthProbe::start(asio::io_context& io,
                                                 config::HealthTarget target,
                                                 std::shared_ptr<ssl::context> tls,
                                                 milliseconds timeout, Done done) {
+  return start(io, std::move(target), std::move(tls), timeout, judgeApiserverAnswer, "text/plain",
+               std::move(done));
+}
+
+std::shared_ptr<HealthProbe> HealthProbe::start(asio::io_context& io,
+                                                config::HealthTarget target,
+                                                std::shared_ptr<ssl::context> tls,
+                                                milliseconds timeout, Judge judge,
+                                                std::string accept, Done done) {
   auto probe = std::make_shared<ProbeExchange>(io, std::move(target), std::move(tls), timeout,
+                                               std::move(judge), std::move(accept),
                                                std::move(done));
   probe->start();
   return probe;

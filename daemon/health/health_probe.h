@@ -13,6 +13,7 @@
 #include <string>
 
 #include "config/health_target.h"
+#include "daemon/health/apiserver_answer.h"
 
 namespace boost::asio::ssl {
 class context;
@@ -25,6 +26,22 @@ namespace asio = boost::asio;
 inline constexpr size_t kMaxHealthBodyBytes = 64 * 1024;
 inline constexpr size_t kMaxHealthHeaderBytes = 16 * 1024;
 
+// The stage a failed probe failed at, for callers that count failures by kind (vipd probe's
+// failures by reason). The detail string stays the operator's explanation.
+enum class ProbeFailure {
+  None,               // the probe succeeded
+  Resolve,            // the host name did not resolve
+  ConnectionRefused,  // the TCP connect was refused (nothing listens there)
+  Connect,            // the TCP connect failed otherwise (unreachable, reset, ...)
+  Timeout,            // no outcome within the timeout, at whichever stage
+  Tls,                // the TLS handshake failed (certificate, name, protocol)
+  Transport,          // the connection failed or closed while sending or reading
+  NotApiserver,       // an HTML page answered: a proxy or load balancer, not an apiserver
+  HttpStatus,         // a non-200 answer that is not HTML
+  Body,               // HTTP 200 with a body that is not the expected one
+  Local,              // this process could not run the probe (inconclusive)
+};
+
 struct ProbeResult {
   bool ok = false;
   std::string detail;  // one phrase for the operator: "HTTP 200 ok", "timed out after 1s (...)"
@@ -32,6 +49,7 @@ struct ProbeResult {
   // The probe could not run at all (this process is out of file descriptors or memory): no
   // evidence about the target either way, so the gate does not count it (issue 17, item 2).
   bool inconclusive = false;
+  ProbeFailure failure = ProbeFailure::None;
 };
 
 // Whether a socket error is this process's own shortage (EMFILE, ENFILE, ENOBUFS, ENOMEM) rather
@@ -44,6 +62,9 @@ struct ProbeResult {
 class HealthProbe {
  public:
   using Done = std::function<void(const ProbeResult&)>;
+  // The verdict on an HTTP answer (status, Content-Type, body); pure, no I/O.
+  using Judge = std::function<AnswerVerdict(unsigned status, std::string_view contentType,
+                                            std::string_view body)>;
 
   // Starts one probe of `target` on `io`: a TCP connect when `tls` is null, else the apiserver
   // exchange with `tls` (from makeHealthTlsContext()) and target.serverName. `done` runs once, on
@@ -54,6 +75,14 @@ class HealthProbe {
                                                           config::HealthTarget target,
                                                           std::shared_ptr<asio::ssl::context> tls,
                                                           std::chrono::milliseconds timeout,
+                                                          Done done);
+  // The same exchange with another verdict on the answer than judgeApiserverAnswer's /readyz
+  // "ok" (vipd probe's /version check), and `accept` as the Accept header.
+  [[nodiscard]] static std::shared_ptr<HealthProbe> start(asio::io_context& io,
+                                                          config::HealthTarget target,
+                                                          std::shared_ptr<asio::ssl::context> tls,
+                                                          std::chrono::milliseconds timeout,
+                                                          Judge judge, std::string accept,
                                                           Done done);
 
   virtual ~HealthProbe() = default;

@@ -6,6 +6,7 @@ HTTPS (python ssl) on --listen with --cert/--key. Each request reads --mode-file
   proxy502  502 with a proxy's HTML error page
   other     200 with a body that is not "ok"
   slow      "ok" after 2 s
+  version   200 application/json {"gitVersion": ...} (an apiserver's /version)
 Every request, every handshake's TLS server name (SNI; "-" when the client sent none) and every
 failed TLS handshake is logged to stdout with a wall-clock timestamp.
 """
@@ -22,6 +23,8 @@ ANSWERS = {
     "ok": (200, "text/plain; charset=utf-8", "ok"),
     "proxy502": (502, "text/html", PROXY_502),
     "other": (200, "application/json", '{"status": "ok"}'),
+    "version": (200, "application/json",
+                '{"major": "1", "minor": "30", "gitVersion": "v1.30.2", "platform": "linux/amd64"}'),
 }
 
 

@@ -28,7 +28,13 @@ Asserts:
 - one version: the DaemonSet's image is localhost/vipd:<meson's project version> (the release
   CHANGELOG.md's first entry describes), and no image anywhere in manifests/ or in what kustomize
   builds is `:latest` or untagged; in both pods VIPD_CONTROL_SOCKET (vipctl's default inside the
-  pod) is the pod's own control socket, the one its preStop hook uses.
+  pod) is the pod's own control socket, the one its preStop hook uses;
+- manifests/probe (issue 19): builds the probe DaemonSets, their ConfigMap, the PodMonitor and the
+  dashboard's ConfigMap; each DaemonSet is placed by the node label vipd.io/probe-site, its
+  selector and pod label name the same site, and --site comes from that pod label through the
+  downward API (nothing reads a node's name); the ConfigMap's probe.yaml is mounted where --config
+  points, the CA where its caFile points, the metrics port is its metrics.listen; `vipd probe
+  --validate` accepts it with each DaemonSet's site and refuses it without one.
 Needs kubectl and PyYAML (missing: skip outside CI, fail with CI=true) and the built vipd.
 """
 
@@ -412,6 +418,95 @@ def check_distros(c: Checks, base: list[dict]) -> None:
                  f"{distro}: nothing but the CA's host path differs from the base")
 
 
+PROBE_SITE_LABEL = "vipd.io/probe-site"
+
+
+def check_probe(c: Checks) -> None:
+    objects = kustomize(c, os.path.join(MANIFESTS, "probe"))
+    by_kind: dict[str, list[dict]] = {}
+    for o in objects:
+        by_kind.setdefault(o.get("kind", ""), []).append(o)
+    c.equal(sorted((k, len(v)) for k, v in by_kind.items()),
+            [("ConfigMap", 2), ("DaemonSet", 2), ("PodMonitor", 1)],
+            "manifests/probe builds two DaemonSets, two ConfigMaps and a PodMonitor")
+    configs = [o for o in by_kind.get("ConfigMap", []) if "probe.yaml" in o.get("data", {})]
+    dashboards = [o for o in by_kind.get("ConfigMap", [])
+                  if "vipd-probe-dashboard.json" in o.get("data", {})]
+    if not (c.equal(len(configs), 1, "one ConfigMap holds probe.yaml")
+            and c.equal(len(dashboards), 1, "one ConfigMap holds the dashboard")):
+        return
+    cm = configs[0]
+    c.equal(dashboards[0]["metadata"].get("labels", {}).get("grafana_dashboard"), "1",
+            "probe dashboard ConfigMap: labelled for the Grafana sidecar")
+    json.loads(dashboards[0]["data"]["vipd-probe-dashboard.json"])
+    probe_cfg = yaml.safe_load(cm["data"]["probe.yaml"])
+    c.expect("site" not in probe_cfg, "probe.yaml: no site (each DaemonSet passes its own)")
+    listen_port = int(probe_cfg.get("metrics", {}).get("listen", ":0").rsplit(":", 1)[1])
+    sites = []
+    for ds in by_kind.get("DaemonSet", []):
+        name = ds["metadata"]["name"]
+        spec = ds["spec"]["template"]["spec"]
+        site = spec.get("nodeSelector", {}).get(PROBE_SITE_LABEL)
+        sites.append(site)
+        c.expect(site and ds["spec"]["selector"]["matchLabels"].get(PROBE_SITE_LABEL) == site
+                 and ds["spec"]["template"]["metadata"]["labels"].get(PROBE_SITE_LABEL) == site,
+                 f"{name}: nodeSelector, selector and pod label name the same site {site}")
+        c.equal(list(spec.get("nodeSelector", {})), [PROBE_SITE_LABEL],
+                f"{name}: placed by the site label only")
+        c.expect("nodeName" not in spec and "affinity" not in spec, f"{name}: no node names")
+        ctr = container_of(spec)
+        env = {e["name"]: e for e in ctr.get("env", [])}
+        args = ctr.get("args", [])
+        c.equal(ctr.get("command"), ["vipd"], f"{name}: runs vipd")
+        c.equal(args[:1], ["probe"], f"{name}: vipd probe")
+        site_arg = args[args.index("--site") + 1] if "--site" in args else ""
+        var = site_arg[2:-1] if site_arg.startswith("$(") else ""
+        field = env.get(var, {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+        c.equal(field, f"metadata.labels['{PROBE_SITE_LABEL}']",
+                f"{name}: --site {site_arg} is the pod's own site label (downward API)")
+        c.expect("spec.nodeName" not in json.dumps(ctr), f"{name}: nothing reads the node's name")
+        c.equal([p.get("containerPort") for p in ctr.get("ports", [])], [listen_port],
+                f"{name}: declares metrics.listen's port {listen_port}")
+        volumes = {v["name"]: v for v in spec.get("volumes", [])}
+        mounts = {m["mountPath"]: volumes.get(m["name"], {}) for m in ctr.get("volumeMounts", [])}
+        config_arg = args[args.index("--config") + 1] if "--config" in args else ""
+        c.equal(mounts.get(os.path.dirname(config_arg), {}).get("configMap", {}).get("name"),
+                cm["metadata"]["name"], f"{name}: the generated ConfigMap is where --config points")
+        for t in probe_cfg.get("targets", []):
+            c.expect(mounts.get(os.path.dirname(t["caFile"])) is not None,
+                     f"{name}: target {t['name']}'s caFile {t['caFile']} is mounted")
+        sc = ctr.get("securityContext", {})
+        c.expect(sc.get("capabilities", {}).get("drop") == ["ALL"]
+                 and not sc.get("capabilities", {}).get("add"),
+                 f"{name}: no capability")
+        c.equal(spec.get("automountServiceAccountToken"), False, f"{name}: no API token")
+    c.equal(len(set(sites)), len(sites), f"one DaemonSet per site: {sites}")
+    pm = by_kind.get("PodMonitor", [{}])[0]
+    selector = pm.get("spec", {}).get("selector", {}).get("matchLabels", {})
+    for ds in by_kind.get("DaemonSet", []):
+        labels = ds["spec"]["template"]["metadata"]["labels"]
+        c.expect(selector.items() <= labels.items(),
+                 f"PodMonitor selects {ds['metadata']['name']}'s pods")
+    if not os.access(VIPD, os.X_OK):
+        c.expect(False, f"{VIPD} is built (set VIPD_BUILD_DIR)")
+        return
+    tmp = tempfile.mkdtemp(prefix="vipd-probe-manifests-")
+    try:
+        path = os.path.join(tmp, "probe.yaml")
+        with open(path, "w") as f:
+            f.write(cm["data"]["probe.yaml"])
+        for site in sites:
+            p = run([VIPD, "probe", "--validate", "--config", path, "--site", site])
+            c.equal(p.returncode, 0, f"vipd probe --validate accepts probe.yaml as {site}: "
+                    f"{(p.stdout + p.stderr).strip()}")
+        p = run([VIPD, "probe", "--validate", "--config", path])
+        c.expect(p.returncode == 1 and "site" in p.stderr,
+                 f"without --site it is refused, naming the site: exit {p.returncode}: "
+                 f"{p.stderr.strip()}")
+    finally:
+        shutil.rmtree(tmp)
+
+
 def test(c: Checks) -> None:
     p = run([kubectl(), "version", "--client"])
     print(p.stdout.strip() or p.stderr.strip())
@@ -422,6 +517,7 @@ def test(c: Checks) -> None:
     check_static_pod(c, selector)
     check_versions(c, objects)
     check_distros(c, base)
+    check_probe(c)
 
 
 if __name__ == "__main__":

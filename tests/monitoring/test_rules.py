@@ -9,6 +9,10 @@
 - the return-path alerts are there (issue 19 gave them their metrics);
 - the dashboard is JSON with a unique id per panel, every target has an expression, and every
   $variable it uses is one of its own template variables or Grafana's $__rate_interval;
+- the probe matrix's dashboard (manifests/probe/dashboard) passes the same checks, and every
+  vipd_ metric its queries name is one `vipd probe` defines (daemon/probe/probe_metrics.cc; a
+  histogram's _bucket, _count and _sum included); tests/e2e/test_probe_matrix.py checks the same
+  names against a live scrape;
 - with kubectl: `kubectl kustomize manifests/monitoring` prints the PodMonitor, the
   PrometheusRule and the dashboard's ConfigMap, and the PodMonitor selects exactly the pods of
   the DaemonSet in `kubectl kustomize manifests/daemonset` by their labels and names a
@@ -87,8 +91,41 @@ def dashboard_queries(dashboard: dict) -> list[tuple[str, str]]:
     return out
 
 
-def check_dashboard() -> None:
-    with open(os.path.join(MONITORING, "vipd-dashboard.json")) as f:
+PROBE_DASHBOARD = os.path.join(ROOT, "manifests", "probe", "dashboard",
+                               "vipd-probe-dashboard.json")
+PROBE_METRICS_SOURCE = os.path.join(ROOT, "daemon", "probe", "probe_metrics.cc")
+
+
+def probe_metric_names() -> set[str]:
+    """The metric names daemon/probe/probe_metrics.cc registers, with a histogram's series."""
+    with open(PROBE_METRICS_SOURCE) as f:
+        text = f.read()
+    names = set(re.findall(r'\.Name\("(vipd_\w+)"\)', text))
+    for h in re.findall(r'BuildHistogram\(\)\s*\.Name\("(vipd_\w+)"\)', text):
+        names |= {h + "_bucket", h + "_count", h + "_sum"}
+    return names
+
+
+def check_probe_dashboard() -> None:
+    check_dashboard(PROBE_DASHBOARD)
+    with open(PROBE_DASHBOARD) as f:
+        dashboard = json.load(f)
+    defined = probe_metric_names()
+    lab.check(len(defined) >= 5, f"metric names found in {PROBE_METRICS_SOURCE}: {defined}")
+    used = set()
+    for title, expr in dashboard_queries(dashboard):
+        for name in re.findall(r"\bvipd_\w+", expr):
+            used.add(name)
+            lab.check(name in defined, f"probe dashboard panel {title!r} queries {name}, which "
+                      f"vipd probe does not export ({sorted(defined)})")
+    for v in dashboard["templating"]["list"]:
+        for name in re.findall(r"\bvipd_\w+", v.get("definition", "")):
+            lab.check(name in defined, f"probe dashboard variable {v['name']} reads {name}")
+    lab.log(f"probe dashboard: queries name {sorted(used)}, all exported by vipd probe")
+
+
+def check_dashboard(path: str = os.path.join(MONITORING, "vipd-dashboard.json")) -> None:
+    with open(path) as f:
         dashboard = json.load(f)
     ids = []
 
@@ -148,6 +185,7 @@ def test() -> None:
     yaml = lab.yaml_module()
     check_rules(yaml)
     check_dashboard()
+    check_probe_dashboard()
     check_kustomize(yaml)
 
 

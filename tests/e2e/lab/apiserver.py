@@ -64,7 +64,8 @@ class FakeApiserver:
       ok       200 "ok" (a healthy apiserver)
       proxy502 502 with an HTML error page (a proxy in front of a dead apiserver)
       other    200 with a body that is not "ok"
-      slow     answers "ok" after 2 s (longer than any probe timeout)"""
+      slow     answers "ok" after 2 s (longer than any probe timeout)
+      version  200 JSON with gitVersion (an apiserver's /version)"""
     binaries = ["openssl"]
 
     def __init__(self, lab: Lab, ns: Namespace, cert: tuple[str, str], mode: str = "ok",

@@ -1,0 +1,446 @@
+// parseProbeConfig(): the ProbeConfiguration document (probe_config.h). A reader of its own, much
+// smaller than ConfigReader (whose primitives are private to the SpeakerConfiguration), built on
+// the same shared rules: joinPath/indexPath/describe for paths and messages, unknownKeyMessage for
+// a misspelt key, parseAddressPort and dnsNameProblem (value_rules.h), parseDuration and
+// parseHttpsUrl, so a probe's URL or duration is refused with the same words as the speaker's.
+#include "config/probe_config.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+#include <map>
+#include <memory>
+
+#include "config/config_reader.h"
+#include "config/health_target.h"
+#include "config/value_rules.h"
+#include "config/yaml_documents.h"
+
+namespace vipd::config {
+
+using std::chrono::milliseconds;
+
+namespace {
+
+using internal::describe;
+using internal::indexPath;
+using internal::joinPath;
+
+constexpr std::string_view kProbeKind = "ProbeConfiguration";
+constexpr size_t kMaxTargets = 64;
+constexpr size_t kMaxProbeFileBytes = 1024 * 1024;
+
+struct Field {
+  YAML::Node key;
+  YAML::Node value;
+  std::string path;
+};
+
+class ProbeReader {
+ public:
+  ProbeReader(std::string_view fileName, const ProbeOverrides& overrides)
+      : fileName_(fileName), overrides_(overrides) {}
+
+  void read(const YAML::Node& root, ProbeConfig& config) {
+    root_ = root;
+    auto m = readMapping(root, "", {"apiVersion", "kind", "site", "interval", "timeout",
+                                    "targets", "metrics"});
+    if (!m) {
+      return;
+    }
+    readTypeMeta(*m);
+    readSite(root, find(*m, "site"), config);
+    if (const Field* f = find(*m, "interval")) {
+      if (auto d = readDuration(*f, milliseconds(1000), milliseconds(300000))) {
+        config.interval = *d;
+      }
+    }
+    const Field* timeout = find(*m, "timeout");
+    if (timeout != nullptr) {
+      if (auto d = readDuration(*timeout, milliseconds(100), milliseconds(60000))) {
+        config.timeout = *d;
+      }
+    }
+    if (config.timeout >= config.interval) {
+      error(timeout != nullptr ? timeout->value.Mark() : root.Mark(), "timeout",
+            fmt::format("the timeout ({}) must be shorter than the interval ({}): a probe still "
+                        "running when the next one is due would overlap it",
+                        formatDuration(config.timeout), formatDuration(config.interval)));
+    }
+    if (const Field* f = require(*m, root, "targets")) {
+      readTargets(*f, config.targets);
+    }
+    if (const Field* f = find(*m, "metrics")) {
+      readMetrics(*f, config.listen);
+    }
+  }
+
+  std::vector<ConfigError> takeErrors() {
+    std::stable_sort(errors_.begin(), errors_.end(), [](const auto& a, const auto& b) {
+      return std::pair(a.line, a.column) < std::pair(b.line, b.column);
+    });
+    return std::move(errors_);
+  }
+
+  void error(const YAML::Mark& mark, std::string path, std::string message) {
+    ConfigError e{fileName_, 0, 0, std::move(path), std::move(message)};
+    if (!mark.is_null()) {
+      e.line = mark.line + 1;
+      e.column = mark.column + 1;
+    }
+    errors_.push_back(std::move(e));
+  }
+
+ private:
+  using Mapping = std::vector<std::pair<std::string, Field>>;
+
+  void error(const Field& f, std::string message) {
+    bool useKey = f.value.IsNull() && f.key.IsDefined() && f.key.IsScalar();
+    error(useKey ? f.key.Mark() : f.value.Mark(), f.path, std::move(message));
+  }
+
+  static const Field* find(const Mapping& m, std::string_view key) {
+    for (const auto& [name, field] : m) {
+      if (name == key) {
+        return &field;
+      }
+    }
+    return nullptr;
+  }
+
+  const Field* require(const Mapping& m, const YAML::Node& node, std::string_view key,
+                       const std::string& path = "") {
+    const Field* f = find(m, key);
+    if (f == nullptr) {
+      error(node.Mark(), joinPath(path, key), fmt::format("required key '{}' is missing", key));
+    }
+    return f;
+  }
+
+  std::optional<Mapping> readMapping(const YAML::Node& node, const std::string& path,
+                                     std::initializer_list<std::string_view> known) {
+    if (!node.IsMap()) {
+      error(node.Mark(), path, fmt::format("expected a mapping, got {}", describe(node)));
+      return std::nullopt;
+    }
+    Mapping m;
+    for (const auto& entry : node) {
+      const YAML::Node& key = entry.first;
+      if (!key.IsScalar()) {
+        error(key.Mark(), path, fmt::format("keys must be strings, got {}", describe(key)));
+        continue;
+      }
+      const std::string& name = key.Scalar();
+      std::string keyPath = joinPath(path, name);
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        error(key.Mark(), keyPath, internal::unknownKeyMessage(name, known));
+        continue;
+      }
+      if (const Field* first = find(m, name)) {
+        error(key.Mark(), keyPath,
+              fmt::format("duplicate key '{}' (first set on line {})", name,
+                          first->key.Mark().line + 1));
+        continue;
+      }
+      m.emplace_back(name, Field{key, entry.second, keyPath});
+    }
+    return m;
+  }
+
+  std::optional<std::string> readString(const Field& f) {
+    if (!f.value.IsScalar()) {
+      error(f, fmt::format("expected a string, got {}", describe(f.value)));
+      return std::nullopt;
+    }
+    return f.value.Scalar();
+  }
+
+  std::optional<milliseconds> readDuration(const Field& f, milliseconds min, milliseconds max) {
+    auto text = f.value.IsScalar() ? std::optional(f.value.Scalar()) : std::nullopt;
+    auto d = text ? parseDuration(*text) : std::nullopt;
+    if (!d) {
+      error(f, fmt::format("expected a duration such as 5s or 300ms, got {}", describe(f.value)));
+      return std::nullopt;
+    }
+    if (*d < min || *d > max) {
+      error(f, fmt::format("{} is out of range: from {} to {}", *text, formatDuration(min),
+                           formatDuration(max)));
+      return std::nullopt;
+    }
+    return d;
+  }
+
+  void readTypeMeta(const Mapping& m) {
+    if (const Field* f = find(m, "apiVersion")) {
+      if (auto v = readString(*f); v && *v != internal::kApiVersion) {
+        error(*f, fmt::format("expected {}, got '{}'", internal::kApiVersion, *v));
+      }
+    } else {
+      error(root_.Mark(), "apiVersion",
+            fmt::format("required key 'apiVersion' is missing (expected {})",
+                        internal::kApiVersion));
+    }
+    if (const Field* f = find(m, "kind")) {
+      if (auto v = readString(*f); v && *v != kProbeKind) {
+        error(*f, fmt::format("expected {}, got '{}' (the speaker's config is not a probe's)",
+                              kProbeKind, *v));
+      }
+    } else {
+      error(root_.Mark(), "kind",
+            fmt::format("required key 'kind' is missing (expected {})", kProbeKind));
+    }
+  }
+
+  void readSite(const YAML::Node& root, const Field* f, ProbeConfig& config) {
+    if (f != nullptr && overrides_.site) {
+      error(*f, "site is set both here and by --site; set it in one place");
+      return;
+    }
+    if (f == nullptr && !overrides_.site) {
+      error(root.Mark(), "site",
+            "required key 'site' is missing; set it here or with --site (the DaemonSet passes "
+            "its pod's vipd.io/probe-site label)");
+      return;
+    }
+    if (overrides_.site) {
+      if (auto problem = labelValueProblem(*overrides_.site)) {
+        error(YAML::Mark(), "site", fmt::format("--site '{}' {}", *overrides_.site, *problem));
+        return;
+      }
+      config.site = *overrides_.site;
+      return;
+    }
+    if (auto site = readString(*f)) {
+      if (auto problem = labelValueProblem(*site)) {
+        error(*f, fmt::format("'{}' {}", *site, *problem));
+        return;
+      }
+      config.site = *site;
+    }
+  }
+
+  void readTargets(const Field& f, std::vector<ProbeTarget>& targets) {
+    if (!f.value.IsSequence() || f.value.size() == 0) {
+      error(f, fmt::format("expected a list of at least one target, got {}", describe(f.value)));
+      return;
+    }
+    if (f.value.size() > kMaxTargets) {
+      error(f, fmt::format("{} targets; at most {}", f.value.size(), kMaxTargets));
+      return;
+    }
+    std::map<std::string, int> lineOfName;
+    for (size_t i = 0; i < f.value.size(); ++i) {
+      std::string path = indexPath("targets", i);
+      bool ok = true;
+      ProbeTarget target = readTarget(f.value[i], path, ok);
+      // A name is checked for uniqueness even when the rest of its target is wrong.
+      if (!target.name.empty()) {
+        auto [it, inserted] = lineOfName.emplace(target.name, f.value[i].Mark().line + 1);
+        if (!inserted) {
+          error(f.value[i].Mark(), joinPath(path, "name"),
+                fmt::format("target name '{}' is already used (line {}); names must be unique",
+                            target.name, it->second));
+          ok = false;
+        }
+      }
+      if (ok) {
+        targets.push_back(std::move(target));
+      }
+    }
+  }
+
+  // The target; `ok` false when any of its keys was wrong. Its name is set only when valid.
+  ProbeTarget readTarget(const YAML::Node& node, const std::string& path, bool& ok) {
+    ProbeTarget target;
+    auto m = readMapping(node, path, {"name", "url", "caFile", "serverName", "expect"});
+    if (!m) {
+      ok = false;
+      return target;
+    }
+    if (const Field* f = require(*m, node, "name", path)) {
+      auto name = readString(*f);
+      auto problem = name ? labelValueProblem(*name) : std::nullopt;
+      if (problem) {
+        error(*f, fmt::format("'{}' {}", *name, *problem));
+      }
+      ok = ok && name && !problem;
+      target.name = name && !problem ? *name : "";
+    } else {
+      ok = false;
+    }
+    if (const Field* f = require(*m, node, "url", path)) {
+      auto url = readString(*f);
+      if (url) {
+        if (auto parsed = parseHttpsUrl(*url); !parsed) {
+          error(*f, fmt::format("'{}': {}", *url, parsed.error()));
+          url.reset();
+        }
+      }
+      ok = ok && url.has_value();
+      target.url = url.value_or("");
+    } else {
+      ok = false;
+    }
+    if (const Field* f = require(*m, node, "caFile", path)) {
+      auto file = readString(*f);
+      if (file && (file->empty() || (*file)[0] != '/')) {
+        error(*f, fmt::format("the CA file must be an absolute path, got '{}'", *file));
+        file.reset();
+      }
+      ok = ok && file.has_value();
+      target.caFile = file.value_or("");
+    } else {
+      ok = false;
+    }
+    if (const Field* f = find(*m, "serverName")) {
+      auto name = readString(*f);
+      std::optional<std::string> problem;
+      if (name && bgp::IpAddress::parse(*name)) {
+        problem = fmt::format("'{}' is an IP address; expected the DNS name the certificate "
+                              "carries, such as {}",
+                              *name, kDefaultApiserverServerName);
+      } else if (name) {
+        if (auto why = internal::dnsNameProblem(*name)) {
+          problem = fmt::format("'{}' is not a DNS name: {}", *name, *why);
+        }
+      }
+      if (problem) {
+        error(*f, *problem);
+      }
+      ok = ok && name && !problem;
+      target.serverName = name;
+    }
+    if (const Field* f = find(*m, "expect")) {
+      auto expect = readString(*f);
+      if (expect == "readyz") {
+        target.expect = ProbeExpect::Readyz;
+      } else if (expect == "version") {
+        target.expect = ProbeExpect::Version;
+      } else {
+        if (expect) {
+          error(*f, fmt::format("expected readyz (HTTP 200 \"ok\") or version (JSON with "
+                                "gitVersion), got '{}'",
+                                *expect));
+        }
+        ok = false;
+      }
+    }
+    return target;
+  }
+
+  void readMetrics(const Field& f, ListenAddress& listen) {
+    auto m = readMapping(f.value, f.path, {"listen"});
+    if (!m) {
+      return;
+    }
+    if (const Field* l = find(*m, "listen")) {
+      auto text = readString(*l);
+      auto parsed = text ? internal::parseAddressPort(*text) : std::nullopt;
+      if (text && !parsed) {
+        error(*l, fmt::format("expected address:port such as 127.0.0.1:9474 or [::1]:9474, got "
+                              "'{}'",
+                              *text));
+        return;
+      }
+      if (parsed) {
+        listen = ListenAddress{parsed->first, parsed->second};
+      }
+    }
+  }
+
+  std::string fileName_;
+  ProbeOverrides overrides_;
+  YAML::Node root_;
+  std::vector<ConfigError> errors_;
+};
+
+}  // namespace
+
+std::string_view probeExpectName(ProbeExpect expect) {
+  switch (expect) {
+    case ProbeExpect::Readyz:
+      return "readyz";
+    case ProbeExpect::Version:
+      return "version";
+  }
+  return "readyz";
+}
+
+std::optional<std::string> labelValueProblem(std::string_view text) {
+  auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  if (text.empty()) {
+    return "is empty";
+  }
+  if (text.size() > 63) {
+    return fmt::format("is {} characters; a label value has at most 63", text.size());
+  }
+  for (char c : text) {
+    if (!alnum(c) && c != '-' && c != '_' && c != '.') {
+      return std::string("may hold only letters, digits, '-', '_' and '.' (a Kubernetes label "
+                         "value)");
+    }
+  }
+  if (!alnum(text.front()) || !alnum(text.back())) {
+    return std::string("must start and end with a letter or a digit (a Kubernetes label value)");
+  }
+  return std::nullopt;
+}
+
+Result<ProbeConfig> parseProbeConfig(std::string_view yamlText, std::string_view fileName,
+                                     const ProbeOverrides& overrides) {
+  ProbeReader reader(fileName, overrides);
+  ProbeConfig config;
+  try {
+    auto documents = loadAllDocuments(yamlText);
+    if (documents.size() != 1 || documents[0].IsNull()) {
+      reader.error(YAML::Mark(), "",
+                   documents.empty() || documents[0].IsNull()
+                       ? std::string("the file is empty; expected a ProbeConfiguration")
+                       : fmt::format("{} YAML documents; expected one", documents.size()));
+    } else {
+      reader.read(documents[0], config);
+    }
+  } catch (const YAML::Exception& e) {
+    reader.error(e.mark, "", e.msg);
+  }
+  auto errors = reader.takeErrors();
+  if (!errors.empty()) {
+    return tl::unexpected(std::move(errors));
+  }
+  return config;
+}
+
+Result<ProbeConfig> loadProbeConfigFile(const std::string& path,
+                                        const ProbeOverrides& overrides) {
+  auto fail = [&path](std::string message) {
+    return tl::unexpected(std::vector<ConfigError>{ConfigError{path, 0, 0, "", std::move(message)}});
+  };
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                       &std::fclose);
+  if (!file) {
+    return fail(fmt::format("cannot open it: {}", std::strerror(errno)));
+  }
+  std::string text;
+  char chunk[8192];
+  size_t n = 0;
+  while ((n = std::fread(chunk, 1, sizeof chunk, file.get())) > 0) {
+    text.append(chunk, n);
+    if (text.size() > kMaxProbeFileBytes) {
+      return fail(fmt::format("larger than {} KiB; is it a probe config?",
+                              kMaxProbeFileBytes / 1024));
+    }
+  }
+  if (std::ferror(file.get())) {
+    return fail(fmt::format("cannot read it: {}", std::strerror(errno)));
+  }
+  return parseProbeConfig(text, path, overrides);
+}
+
+}  // namespace vipd::config
