@@ -170,6 +170,7 @@ tl::expected<void, std::string> Speaker::startSpeaking(bool restarting, std::str
     log_.info("speaker", "not binding the VIPs until the health check passes "
               "(health.unbindWhenUnhealthy)");
     vips_.unbindOwned();
+    vipsHeldForHealth_ = true;
   } else {
     vips_.bind();
   }
@@ -355,9 +356,11 @@ void Speaker::onHealthChange(bool healthy) {
   if (healthy) {
     healthUnbindTimer_.cancel();
     if (!drainer_.withdrawn() && !drainer_.draining() && handoff_.active()) {
-      if (config_.health.onFailure == config::Health::OnFailure::Withdraw &&
-          config_.health.unbindWhenUnhealthy) {
-        // Bound before the path returns: never a path to a node that lacks the address.
+      if (vipsHeldForHealth_) {
+        // Bound before the path returns: never a path to a node that lacks the address. Only
+        // what the health gate unbound: the first opening at start precedes startSpeaking(),
+        // whose checks (a BFD port conflict, say) must pass before anything is bound.
+        vipsHeldForHealth_ = false;
         vips_.bind();
       }
       vips_.refreshAndAnnounce("health gate opened");
@@ -401,6 +404,7 @@ void Speaker::unbindForHealthOnceAcknowledged(std::chrono::steady_clock::time_po
               "(health.unbindWhenUnhealthy), so node-local clients reach a healthy node "
               "through the fabric; bound again before they are announced");
     vips_.unbindOwned();
+    vipsHeldForHealth_ = true;
     pushAnnouncements();
   });
 }
@@ -507,7 +511,7 @@ nlohmann::json Speaker::status() const {
   out["health"]["onFailure"] =
       config_.health.onFailure == config::Health::OnFailure::Degrade ? "degrade" : "withdraw";
   out["health"]["degraded"] = degradedNow() && handoff_.active();
-  out["health"]["vipsUnbound"] = unbindForHealth() && handoff_.active();
+  out["health"]["vipsUnbound"] = vipsHeldForHealth_ && handoff_.active();
   for (auto& vip : out["vips"]) {
     // The report cannot tell this hold-back from "no session"; the return-path check can.
     const auto prefix = bgp::Prefix::parse(vip.value("address", std::string()));

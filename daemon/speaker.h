@@ -157,6 +157,9 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   Handoff handoff_;
   // drain.unbindDelay after a failing health check withdrew the VIPs: then unbind them.
   asio::steady_timer healthUnbindTimer_;
+  // The VIPs were unbound (or never bound) because the health check fails; bound again when it
+  // passes.
+  bool vipsHeldForHealth_ = false;
   // Runs while this instance speaks; holds back a VIP whose packets get no answer.
   ReturnPathChecker returnPath_;
 
