@@ -52,7 +52,7 @@ std::string describe(const YAML::Node& node) {
   return "no value";
 }
 
-void ConfigReader::error(const YAML::Mark& mark, std::string path, std::string message) {
+void FieldReader::error(const YAML::Mark& mark, std::string path, std::string message) {
   ConfigError e;
   e.file = origins_ ? origins_->blame(path, fileName_) : fileName_;
   if (!mark.is_null()) {
@@ -64,14 +64,14 @@ void ConfigReader::error(const YAML::Mark& mark, std::string path, std::string m
   errors_.push_back(std::move(e));
 }
 
-void ConfigReader::error(const Field& field, std::string message) {
+void FieldReader::error(const Field& field, std::string message) {
   // yaml-cpp marks an empty value ("holdTime:") at the next token, often on the next line; the
   // key is where the operator has to look.
   bool useKey = field.value.IsNull() && field.key.IsDefined() && field.key.IsScalar();
   error(useKey ? field.key.Mark() : field.value.Mark(), field.path, std::move(message));
 }
 
-std::vector<ConfigError> ConfigReader::takeErrors() {
+std::vector<ConfigError> FieldReader::takeErrors() {
   std::stable_sort(errors_.begin(), errors_.end(), [](const auto& a, const auto& b) {
     return std::pair(a.line, a.column) < std::pair(b.line, b.column);
   });
@@ -84,7 +84,7 @@ std::vector<ConfigError> ConfigReader::takeErrors() {
   return std::move(errors_);
 }
 
-std::optional<Mapping> ConfigReader::readMapping(const YAML::Node& node, const std::string& path,
+std::optional<Mapping> FieldReader::readMapping(const YAML::Node& node, const std::string& path,
                                                  std::initializer_list<std::string_view> known) {
   if (!node.IsMap()) {
     error(node.Mark(), path, fmt::format("expected a mapping, got {}", describe(node)));
@@ -115,7 +115,7 @@ std::optional<Mapping> ConfigReader::readMapping(const YAML::Node& node, const s
   return m;
 }
 
-const Field* ConfigReader::require(const Mapping& m, std::string_view key) {
+const Field* FieldReader::require(const Mapping& m, std::string_view key) {
   const Field* f = m.find(key);
   if (f == nullptr) {
     error(m.mark, joinPath(m.path, key), fmt::format("required key '{}' is missing{}", key,
@@ -124,7 +124,7 @@ const Field* ConfigReader::require(const Mapping& m, std::string_view key) {
   return f;
 }
 
-std::optional<std::string> ConfigReader::readString(const Field& f) {
+std::optional<std::string> FieldReader::readString(const Field& f) {
   if (!f.value.IsScalar()) {
     error(f, fmt::format("expected a string, got {}", describe(f.value)));
     return std::nullopt;
@@ -132,7 +132,7 @@ std::optional<std::string> ConfigReader::readString(const Field& f) {
   return f.value.Scalar();
 }
 
-std::optional<uint64_t> ConfigReader::readUnsigned(const Field& f, uint64_t min, uint64_t max) {
+std::optional<uint64_t> FieldReader::readUnsigned(const Field& f, uint64_t min, uint64_t max) {
   if (!f.value.IsScalar() || isQuoted(f.value)) {
     error(f, fmt::format("expected an integer, got {}{}", isQuoted(f.value) ? "the string " : "",
                          describe(f.value)));
@@ -153,7 +153,7 @@ std::optional<uint64_t> ConfigReader::readUnsigned(const Field& f, uint64_t min,
   return value;
 }
 
-std::optional<bool> ConfigReader::readBool(const Field& f) {
+std::optional<bool> FieldReader::readBool(const Field& f) {
   if (f.value.IsScalar() && !isQuoted(f.value)) {
     const std::string& text = f.value.Scalar();
     if (text == "true" || text == "True" || text == "TRUE") {
@@ -168,7 +168,7 @@ std::optional<bool> ConfigReader::readBool(const Field& f) {
   return std::nullopt;
 }
 
-std::optional<milliseconds> ConfigReader::readDuration(const Field& f) {
+std::optional<milliseconds> FieldReader::readDuration(const Field& f) {
   if (!f.value.IsScalar()) {
     error(f, fmt::format("expected a duration such as 9s or 300ms, got {}", describe(f.value)));
     return std::nullopt;
@@ -186,7 +186,7 @@ std::optional<milliseconds> ConfigReader::readDuration(const Field& f) {
   return d;
 }
 
-std::optional<bgp::IpAddress> ConfigReader::readAddress(const Field& f) {
+std::optional<bgp::IpAddress> FieldReader::readAddress(const Field& f) {
   if (!f.value.IsScalar()) {
     error(f, fmt::format("expected an IP address, got {}", describe(f.value)));
     return std::nullopt;
@@ -198,7 +198,7 @@ std::optional<bgp::IpAddress> ConfigReader::readAddress(const Field& f) {
   return address;
 }
 
-std::optional<uint32_t> ConfigReader::readAsn(const Field& f) {
+std::optional<uint32_t> FieldReader::readAsn(const Field& f) {
   auto asn = readUnsigned(f, 1, kMaxAsn);
   if (!asn) {
     return std::nullopt;
@@ -210,7 +210,7 @@ std::optional<uint32_t> ConfigReader::readAsn(const Field& f) {
   return static_cast<uint32_t>(*asn);
 }
 
-std::optional<YAML::Node> ConfigReader::readList(const Field& f) {
+std::optional<YAML::Node> FieldReader::readList(const Field& f) {
   if (!f.value.IsSequence()) {
     error(f, fmt::format("expected a list, got {}", describe(f.value)));
     return std::nullopt;
@@ -218,7 +218,7 @@ std::optional<YAML::Node> ConfigReader::readList(const Field& f) {
   return f.value;
 }
 
-std::optional<milliseconds> ConfigReader::readBoundedDuration(const Field& f, milliseconds min,
+std::optional<milliseconds> FieldReader::readBoundedDuration(const Field& f, milliseconds min,
                                                               milliseconds max) {
   auto d = readDuration(f);
   if (d && (*d < min || *d > max)) {
@@ -229,7 +229,7 @@ std::optional<milliseconds> ConfigReader::readBoundedDuration(const Field& f, mi
   return d;
 }
 
-std::optional<std::string> ConfigReader::readAbsolutePath(const Field& f, std::string_view what) {
+std::optional<std::string> FieldReader::readAbsolutePath(const Field& f, std::string_view what) {
   auto path = readString(f);
   if (path && (path->empty() || (*path)[0] != '/')) {
     error(f, fmt::format("the {} must be an absolute path, got '{}'", what, *path));

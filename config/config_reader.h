@@ -71,13 +71,15 @@ std::string describe(const YAML::Node& node);
 // Errors are kept in the order they are found and stable-sorted by position in takeErrors(), so
 // two errors at the same position (a key missing from one mapping, a YAML alias used twice) keep
 // the order the readers found them in: the readers below read keys in a fixed order.
-class ConfigReader {
+// Error collection and the primitive readers every vipd document shares (the speaker's
+// ConfigReader below, the probe's in probe_config.cc), so both refuse a value in the same words.
+// Defined in config_reader.cc.
+class FieldReader {
  public:
   // `origins`, when the document was merged from two files (config_layers.h), labels each error
   // with the file its key came from; errors go to `fileName` otherwise. Not owned.
-  ConfigReader(std::string_view fileName, const ConfigOverrides& overrides,
-               const FieldOrigins* origins = nullptr)
-      : fileName_(fileName), overrides_(overrides), origins_(origins) {}
+  explicit FieldReader(std::string_view fileName, const FieldOrigins* origins = nullptr)
+      : fileName_(fileName), origins_(origins) {}
 
   // Records an error at `mark` (1-based in the ConfigError; a null mark gives line 0).
   void error(const YAML::Mark& mark, std::string path, std::string message);
@@ -89,11 +91,8 @@ class ConfigReader {
 
   bool ok() const { return errors_.empty(); }
 
-  // The whole document; `config` keeps its defaults wherever a value is missing or wrong.
-  void readDocument(const YAML::Node& root, Config& config);
-
- private:
-  // --- config_reader.cc: primitives. Each reports its own error and returns nothing on one.
+ protected:
+  // Each reports its own error and returns nothing on one.
   std::optional<Mapping> readMapping(const YAML::Node& node, const std::string& path,
                                      std::initializer_list<std::string_view> known);
   const Field* require(const Mapping& m, std::string_view key);
@@ -109,6 +108,21 @@ class ConfigReader {
   std::optional<milliseconds> readBoundedDuration(const Field& f, milliseconds min,
                                                   milliseconds max);
 
+  std::string fileName_;
+  const FieldOrigins* origins_;
+  std::vector<ConfigError> errors_;
+};
+
+class ConfigReader : public FieldReader {
+ public:
+  ConfigReader(std::string_view fileName, const ConfigOverrides& overrides,
+               const FieldOrigins* origins = nullptr)
+      : FieldReader(fileName, origins), overrides_(overrides) {}
+
+  // The whole document; `config` keeps its defaults wherever a value is missing or wrong.
+  void readDocument(const YAML::Node& root, Config& config);
+
+ private:
   // --- config_parser.cc: the top level, in the order readDocument() reads it.
   void readTypeMeta(const Mapping& m, Config& config);
   void readRouterIdSource(const Mapping& m, Config& config);
@@ -171,11 +185,8 @@ class ConfigReader {
   // --- read_return_path.cc
   void readReturnPath(const Field& f, const std::vector<Vip>& vips, ReturnPath& returnPath);
 
-  std::string fileName_;
   ConfigOverrides overrides_;
-  const FieldOrigins* origins_;
   std::optional<Mapping> peerDefaults_;
-  std::vector<ConfigError> errors_;
 };
 
 }  // namespace vipd::config::internal

@@ -1,6 +1,5 @@
-// parseProbeConfig(): the ProbeConfiguration document (probe_config.h). A reader of its own, much
-// smaller than ConfigReader (whose primitives are private to the SpeakerConfiguration), built on
-// the same shared rules: joinPath/indexPath/describe for paths and messages, unknownKeyMessage for
+// parseProbeConfig(): the ProbeConfiguration document (probe_config.h). Its reader is a
+// FieldReader (config_reader.h), as the speaker's is, and uses the same shared rules: joinPath/indexPath/describe for paths and messages, unknownKeyMessage for
 // a misspelt key, parseAddressPort and dnsNameProblem (value_rules.h), parseDuration and
 // parseHttpsUrl, so a probe's URL or duration is refused with the same words as the speaker's.
 #include "config/probe_config.h"
@@ -35,16 +34,15 @@ constexpr std::string_view kProbeKind = "ProbeConfiguration";
 constexpr size_t kMaxTargets = 64;
 constexpr size_t kMaxProbeFileBytes = 1024 * 1024;
 
-struct Field {
-  YAML::Node key;
-  YAML::Node value;
-  std::string path;
-};
+using internal::Field;
+using internal::Mapping;
 
-class ProbeReader {
+// The primitives (a mapping with known keys, a string, a bounded duration) and the error
+// collection are FieldReader's, the speaker's config reader's: one set of rules and words.
+class ProbeReader : public internal::FieldReader {
  public:
   ProbeReader(std::string_view fileName, const ProbeOverrides& overrides)
-      : fileName_(fileName), overrides_(overrides) {}
+      : FieldReader(fileName), overrides_(overrides) {}
 
   void read(const YAML::Node& root, ProbeConfig& config) {
     root_ = root;
@@ -54,15 +52,15 @@ class ProbeReader {
       return;
     }
     readTypeMeta(*m);
-    readSite(root, find(*m, "site"), config);
-    if (const Field* f = find(*m, "interval")) {
-      if (auto d = readDuration(*f, milliseconds(1000), milliseconds(300000))) {
+    readSite(root, m->find("site"), config);
+    if (const Field* f = m->find("interval")) {
+      if (auto d = readBoundedDuration(*f, milliseconds(1000), milliseconds(300000))) {
         config.interval = *d;
       }
     }
-    const Field* timeout = find(*m, "timeout");
+    const Field* timeout = m->find("timeout");
     if (timeout != nullptr) {
-      if (auto d = readDuration(*timeout, milliseconds(100), milliseconds(60000))) {
+      if (auto d = readBoundedDuration(*timeout, milliseconds(100), milliseconds(60000))) {
         config.timeout = *d;
       }
     }
@@ -72,111 +70,17 @@ class ProbeReader {
                         "running when the next one is due would overlap it",
                         formatDuration(config.timeout), formatDuration(config.interval)));
     }
-    if (const Field* f = require(*m, root, "targets")) {
+    if (const Field* f = require(*m, "targets")) {
       readTargets(*f, config.targets);
     }
-    if (const Field* f = find(*m, "metrics")) {
+    if (const Field* f = m->find("metrics")) {
       readMetrics(*f, config.listen);
     }
   }
 
-  std::vector<ConfigError> takeErrors() {
-    std::stable_sort(errors_.begin(), errors_.end(), [](const auto& a, const auto& b) {
-      return std::pair(a.line, a.column) < std::pair(b.line, b.column);
-    });
-    return std::move(errors_);
-  }
-
-  void error(const YAML::Mark& mark, std::string path, std::string message) {
-    ConfigError e{fileName_, 0, 0, std::move(path), std::move(message)};
-    if (!mark.is_null()) {
-      e.line = mark.line + 1;
-      e.column = mark.column + 1;
-    }
-    errors_.push_back(std::move(e));
-  }
-
  private:
-  using Mapping = std::vector<std::pair<std::string, Field>>;
-
-  void error(const Field& f, std::string message) {
-    bool useKey = f.value.IsNull() && f.key.IsDefined() && f.key.IsScalar();
-    error(useKey ? f.key.Mark() : f.value.Mark(), f.path, std::move(message));
-  }
-
-  static const Field* find(const Mapping& m, std::string_view key) {
-    for (const auto& [name, field] : m) {
-      if (name == key) {
-        return &field;
-      }
-    }
-    return nullptr;
-  }
-
-  const Field* require(const Mapping& m, const YAML::Node& node, std::string_view key,
-                       const std::string& path = "") {
-    const Field* f = find(m, key);
-    if (f == nullptr) {
-      error(node.Mark(), joinPath(path, key), fmt::format("required key '{}' is missing", key));
-    }
-    return f;
-  }
-
-  std::optional<Mapping> readMapping(const YAML::Node& node, const std::string& path,
-                                     std::initializer_list<std::string_view> known) {
-    if (!node.IsMap()) {
-      error(node.Mark(), path, fmt::format("expected a mapping, got {}", describe(node)));
-      return std::nullopt;
-    }
-    Mapping m;
-    for (const auto& entry : node) {
-      const YAML::Node& key = entry.first;
-      if (!key.IsScalar()) {
-        error(key.Mark(), path, fmt::format("keys must be strings, got {}", describe(key)));
-        continue;
-      }
-      const std::string& name = key.Scalar();
-      std::string keyPath = joinPath(path, name);
-      if (std::find(known.begin(), known.end(), name) == known.end()) {
-        error(key.Mark(), keyPath, internal::unknownKeyMessage(name, known));
-        continue;
-      }
-      if (const Field* first = find(m, name)) {
-        error(key.Mark(), keyPath,
-              fmt::format("duplicate key '{}' (first set on line {})", name,
-                          first->key.Mark().line + 1));
-        continue;
-      }
-      m.emplace_back(name, Field{key, entry.second, keyPath});
-    }
-    return m;
-  }
-
-  std::optional<std::string> readString(const Field& f) {
-    if (!f.value.IsScalar()) {
-      error(f, fmt::format("expected a string, got {}", describe(f.value)));
-      return std::nullopt;
-    }
-    return f.value.Scalar();
-  }
-
-  std::optional<milliseconds> readDuration(const Field& f, milliseconds min, milliseconds max) {
-    auto text = f.value.IsScalar() ? std::optional(f.value.Scalar()) : std::nullopt;
-    auto d = text ? parseDuration(*text) : std::nullopt;
-    if (!d) {
-      error(f, fmt::format("expected a duration such as 5s or 300ms, got {}", describe(f.value)));
-      return std::nullopt;
-    }
-    if (*d < min || *d > max) {
-      error(f, fmt::format("{} is out of range: from {} to {}", *text, formatDuration(min),
-                           formatDuration(max)));
-      return std::nullopt;
-    }
-    return d;
-  }
-
   void readTypeMeta(const Mapping& m) {
-    if (const Field* f = find(m, "apiVersion")) {
+    if (const Field* f = m.find("apiVersion")) {
       if (auto v = readString(*f); v && *v != internal::kApiVersion) {
         error(*f, fmt::format("expected {}, got '{}'", internal::kApiVersion, *v));
       }
@@ -185,7 +89,7 @@ class ProbeReader {
             fmt::format("required key 'apiVersion' is missing (expected {})",
                         internal::kApiVersion));
     }
-    if (const Field* f = find(m, "kind")) {
+    if (const Field* f = m.find("kind")) {
       if (auto v = readString(*f); v && *v != kProbeKind) {
         error(*f, fmt::format("expected {}, got '{}' (the speaker's config is not a probe's)",
                               kProbeKind, *v));
@@ -262,7 +166,7 @@ class ProbeReader {
       ok = false;
       return target;
     }
-    if (const Field* f = require(*m, node, "name", path)) {
+    if (const Field* f = require(*m, "name")) {
       auto name = readString(*f);
       auto problem = name ? labelValueProblem(*name) : std::nullopt;
       if (problem) {
@@ -273,7 +177,7 @@ class ProbeReader {
     } else {
       ok = false;
     }
-    if (const Field* f = require(*m, node, "url", path)) {
+    if (const Field* f = require(*m, "url")) {
       auto url = readString(*f);
       if (url) {
         if (auto parsed = parseHttpsUrl(*url); !parsed) {
@@ -286,18 +190,14 @@ class ProbeReader {
     } else {
       ok = false;
     }
-    if (const Field* f = require(*m, node, "caFile", path)) {
-      auto file = readString(*f);
-      if (file && (file->empty() || (*file)[0] != '/')) {
-        error(*f, fmt::format("the CA file must be an absolute path, got '{}'", *file));
-        file.reset();
-      }
+    if (const Field* f = require(*m, "caFile")) {
+      auto file = readAbsolutePath(*f, "CA file");
       ok = ok && file.has_value();
       target.caFile = file.value_or("");
     } else {
       ok = false;
     }
-    if (const Field* f = find(*m, "serverName")) {
+    if (const Field* f = m->find("serverName")) {
       auto name = readString(*f);
       std::optional<std::string> problem;
       if (name && bgp::IpAddress::parse(*name)) {
@@ -315,7 +215,7 @@ class ProbeReader {
       ok = ok && name && !problem;
       target.serverName = name;
     }
-    if (const Field* f = find(*m, "expect")) {
+    if (const Field* f = m->find("expect")) {
       auto expect = readString(*f);
       if (expect == "readyz") {
         target.expect = ProbeExpect::Readyz;
@@ -338,7 +238,7 @@ class ProbeReader {
     if (!m) {
       return;
     }
-    if (const Field* l = find(*m, "listen")) {
+    if (const Field* l = m->find("listen")) {
       auto text = readString(*l);
       auto parsed = text ? internal::parseAddressPort(*text) : std::nullopt;
       if (text && !parsed) {
@@ -353,10 +253,8 @@ class ProbeReader {
     }
   }
 
-  std::string fileName_;
   ProbeOverrides overrides_;
   YAML::Node root_;
-  std::vector<ConfigError> errors_;
 };
 
 }  // namespace

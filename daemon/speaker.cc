@@ -489,15 +489,19 @@ void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply 
   }
 }
 
-std::vector<ReadinessCheck> Speaker::readinessChecks() const {
-  auto checks = report_.readinessChecks(intent());
+SpeakerIntent Speaker::intent() const {
+  SpeakerIntent out{intendedAnnouncements(), shuttingDown_, {}, {}};
   if (handoff_.active() && config_.returnPath.mode != config::ReturnPath::Mode::Off) {
-    checks.push_back({"return-path", returnPath_.readinessFailure()});
+    out.speakerChecks.push_back({"return-path", returnPath_.readinessFailure()});
   }
-  return checks;
+  for (const auto& vip : vips_.binder().announceable()) {
+    if (returnPath_.blocks(vip)) {
+      out.withheld[vip] =
+          "withheld: VIP-sourced packets get no answer (return path; see returnPath)";
+    }
+  }
+  return out;
 }
-
-SpeakerIntent Speaker::intent() const { return {intendedAnnouncements(), shuttingDown_}; }
 
 nlohmann::json Speaker::status() const {
   auto out = report_.status(intent());
@@ -512,22 +516,6 @@ nlohmann::json Speaker::status() const {
       config_.health.onFailure == config::Health::OnFailure::Degrade ? "degrade" : "withdraw";
   out["health"]["degraded"] = degradedNow() && handoff_.active();
   out["health"]["vipsUnbound"] = vipsHeldForHealth_ && handoff_.active();
-  for (auto& vip : out["vips"]) {
-    // The report cannot tell this hold-back from "no session"; the return-path check can.
-    const auto prefix = bgp::Prefix::parse(vip.value("address", std::string()));
-    if (prefix && returnPath_.blocks(*prefix) && !vip.value("announced", false)) {
-      vip["reason"] = "withheld: VIP-sourced packets get no answer (return path; see returnPath)";
-    }
-  }
-  // The report's verdict leaves out the return-path check, which it does not know.
-  std::vector<std::string> reasons;
-  for (const auto& check : readinessChecks()) {
-    if (check.failure) {
-      reasons.push_back(*check.failure);
-    }
-  }
-  out["ready"] = reasons.empty();
-  out["readyReasons"] = reasons;
   out["config"] = {{"loadedAt", configLoads_.loadedAt},
                    {"lastReloadSuccessful", configLoads_.lastReloadSuccessful},
                    {"reloads", configLoads_.reloads},
@@ -607,20 +595,18 @@ HttpResponse Speaker::handleHttp(std::string_view target, Endpoints endpoints) {
     return {200, "text/plain", "ok\n"};
   }
   if (path == "/readyz") {
-    auto checks = readinessChecks();
-    std::vector<std::string> reasons;
-    for (const auto& check : checks) {
-      if (check.failure) {
-        reasons.push_back(*check.failure);
-      }
-    }
+    const auto now = intent();
+    auto checks = report_.readinessChecks(now);
+    bool ready = std::none_of(checks.begin(), checks.end(),
+                              [](const ReadinessCheck& c) { return c.failure.has_value(); });
     if (hasQueryFlag(query, "verbose")) {
-      return {reasons.empty() ? 200u : 503u, "text/plain", verboseReadiness(checks)};
+      return {ready ? 200u : 503u, "text/plain", verboseReadiness(checks)};
     }
-    if (reasons.empty()) {
+    if (ready) {
       return {200, "text/plain", "ok\n"};
     }
-    return {503, "text/plain", fmt::format("not ready: {}\n", fmt::join(reasons, "; "))};
+    return {503, "text/plain",
+            fmt::format("not ready: {}\n", fmt::join(report_.notReadyReasons(now), "; "))};
   }
   return {404, "text/plain",
           endpoints == Endpoints::Metrics ? "not found; try /metrics\n"

@@ -100,8 +100,6 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   // (metrics.listen beside a health listener) or only /healthz and /readyz (the health listener).
   enum class Endpoints { All, Metrics, Probes };
   HttpResponse handleHttp(std::string_view target, Endpoints endpoints);
-  // The StatusReport's checks and, while this instance speaks, the return-path check's.
-  std::vector<ReadinessCheck> readinessChecks() const;
   // Whether `vip` is advertised to at least one Established peer now.
   bool announced(const bgp::Prefix& vip) const;
   SpeakerIntent intent() const;

@@ -153,6 +153,7 @@ std::vector<ReadinessCheck> StatusReport::readinessChecks(const SpeakerIntent& i
   checks.push_back({"role", std::nullopt});
   addPeerChecks(checks, intent.shuttingDown);
   addVipChecks(checks, intent);
+  checks.insert(checks.end(), intent.speakerChecks.begin(), intent.speakerChecks.end());
   return checks;
 }
 
@@ -288,7 +289,7 @@ nlohmann::json StatusReport::peersJson() const {
   return peers;
 }
 
-nlohmann::json StatusReport::vipsJson(bool shuttingDown) const {
+nlohmann::json StatusReport::vipsJson(const SpeakerIntent& intent) const {
   nlohmann::json vips = nlohmann::json::array();
   for (const auto& binding : binder_.status()) {
     size_t announcedTo = 0;
@@ -300,12 +301,15 @@ nlohmann::json StatusReport::vipsJson(bool shuttingDown) const {
     // The operator's decisions explain more than the binding they caused (a withdrawn node has
     // unbound its VIPs on purpose), so they come first.
     std::string reason = binding.reason;
-    if (shuttingDown) {
+    const auto withheld = intent.withheld.find(binding.vip.prefix);
+    if (intent.shuttingDown) {
       reason = "shutting down";
     } else if (drainer_.draining()) {
       reason = "draining";
     } else if (const auto& withdrawn = drainer_.withdrawn()) {
       reason = fmt::format("withdrawn: {}", withdrawn->reason);
+    } else if (withheld != intent.withheld.end() && announcedTo == 0) {
+      reason = withheld->second;
     } else if (reason.empty()) {
       if (!health_.healthy()) {
         reason = "health gate closed";
@@ -335,7 +339,7 @@ nlohmann::json StatusReport::status(const SpeakerIntent& intent) const {
           {"routerId", config_.routerId.toString()},
           {"localAsn", config_.localAsn},
           {"peers", peersJson()},
-          {"vips", vipsJson(intent.shuttingDown)},
+          {"vips", vipsJson(intent)},
           {"health", health_.status()},
           {"withdrawn", drainer_.withdrawnStatus()},
           {"draining", drainer_.draining()},

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,18 +26,22 @@
 
 namespace vipd::daemon {
 
-// What the speaker decides and the report only reads: what should be announced now, and whether
-// the process is stopping.
-struct SpeakerIntent {
-  std::set<bgp::Prefix> announcements;
-  bool shuttingDown = false;
-};
-
 // One readiness check, as /readyz?verbose lists it: a name ("peer 192.0.2.1", "vip
 // 203.0.113.10/32") and, when it fails, the sentence that says why.
 struct ReadinessCheck {
   std::string name;
   std::optional<std::string> failure;
+};
+
+// What the speaker decides and the report only reads: what should be announced now, and whether
+// the process is stopping; and what only the speaker knows: its own readiness checks (the
+// return-path check's, while it speaks), appended after the report's, and why it holds back a
+// VIP that is bound (shown as the VIP's reason while no peer has it).
+struct SpeakerIntent {
+  std::set<bgp::Prefix> announcements;
+  bool shuttingDown = false;
+  std::vector<ReadinessCheck> speakerChecks;
+  std::map<bgp::Prefix, std::string> withheld;
 };
 
 class StatusReport {
@@ -57,7 +62,7 @@ class StatusReport {
 
  private:
   nlohmann::json peersJson() const;
-  nlohmann::json vipsJson(bool shuttingDown) const;
+  nlohmann::json vipsJson(const SpeakerIntent& intent) const;
   void addPeerChecks(std::vector<ReadinessCheck>& checks, bool shuttingDown) const;
   void addVipChecks(std::vector<ReadinessCheck>& checks, const SpeakerIntent& intent) const;
 

@@ -1,5 +1,6 @@
 #include "daemon/http/metrics.h"
 
+
 #include <fmt/format.h>
 #include <prometheus/text_serializer.h>
 
@@ -9,6 +10,8 @@
 #include <map>
 #include <optional>
 #include <string_view>
+
+#include "daemon/base/json_fields.h"
 
 namespace vipd::daemon {
 namespace {
@@ -34,46 +37,10 @@ Family<Counter>& counter(prometheus::Registry& registry, const std::string& name
 }
 
 // Field readers: absent fields and fields of another type read as nullopt, never throw.
-std::optional<double> number(const json& object, const char* key) {
-  if (!object.is_object()) {
-    return std::nullopt;
-  }
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_number()) {
-    return std::nullopt;
-  }
-  return it->get<double>();
-}
-
-std::optional<bool> boolean(const json& object, const char* key) {
-  if (!object.is_object()) {
-    return std::nullopt;
-  }
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_boolean()) {
-    return std::nullopt;
-  }
-  return it->get<bool>();
-}
-
-std::optional<std::string> string(const json& object, const char* key) {
-  if (!object.is_object()) {
-    return std::nullopt;
-  }
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_string()) {
-    return std::nullopt;
-  }
-  return it->get<std::string>();
-}
-
-const json* member(const json& object, const char* key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
+using json_fields::boolean;
+using json_fields::member;
+using json_fields::number;
+using json_fields::string;
 
 double flag(bool value) { return value ? 1.0 : 0.0; }
 

@@ -1,5 +1,6 @@
 #include "daemon/probe/probe_matrix.h"
 
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,6 +8,8 @@
 #include <optional>
 #include <set>
 #include <string_view>
+
+#include "daemon/base/json_fields.h"
 
 namespace vipd::daemon {
 
@@ -18,23 +21,10 @@ namespace {
 constexpr std::string_view kBlocks[] = {"\u2581", "\u2582", "\u2583", "\u2584",
                                         "\u2585", "\u2586", "\u2587", "\u2588"};
 
-std::optional<double> number(const json& object, const char* key) {
-  if (!object.is_object()) {
-    return std::nullopt;
-  }
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_number()) {
-    return std::nullopt;
-  }
-  return it->get<double>();
-}
+using json_fields::number;
 
 std::string text(const json& object, const char* key) {
-  if (!object.is_object()) {
-    return "";
-  }
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+  return json_fields::string(object, key).value_or("");
 }
 
 // Terminal columns of UTF-8 text: one per code point (every character drawn here is narrow).
