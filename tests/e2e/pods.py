@@ -158,14 +158,15 @@ class Podman:
         self.run("load", "--quiet", "-i", archive)
         os.remove(archive)
 
-    def play(self, name: str, docs: list[dict]) -> str:
-        """`podman kube play` of docs (written to the lab dir as name.yaml); returns the file."""
+    def play(self, name: str, docs: list[dict], *options: str) -> str:
+        """`podman kube play [options]` of docs (written to the lab dir as name.yaml); returns
+        the file."""
         yaml = yaml_module()
         path = self.L.path(f"{name}.yaml")
         with open(path, "w") as f:
             yaml.safe_dump_all(docs, f, sort_keys=False)
         lab.log(f"podman kube play {path}")
-        self.run("kube", "play", path, timeout=120)
+        self.run("kube", "play", *options, path, timeout=120)
         return path
 
     def inspect(self, container: str) -> dict:
@@ -252,11 +253,12 @@ def check_container(podman: Podman, container: str, spec: dict) -> dict:
     sc = ctr.get("securityContext", {})
     pid = info["State"]["Pid"]
     status = lab.proc_status(pid)
-    want = lab.capability_mask(sc["capabilities"]["add"])
+    added = sc["capabilities"].get("add", [])
+    want = lab.capability_mask(added)
     for field in ("CapEff", "CapPrm", "CapBnd"):
         lab.check(int(status[field], 16) == want,
                   f"{container}: {field} {status[field]} is the manifest's capabilities "
-                  f"{sc['capabilities']['add']} ({want:#x})")
+                  f"{added} ({want:#x})")
     lab.check(status["NoNewPrivs"] == "1", f"{container}: no_new_privs (allowPrivilegeEscalation)")
     lab.check(status["Seccomp"] == "2", f"{container}: seccomp filter on (RuntimeDefault)")
     lab.check(info["HostConfig"]["ReadonlyRootfs"] is sc.get("readOnlyRootFilesystem"),
