@@ -500,6 +500,15 @@ SpeakerIntent Speaker::intent() const {
           "withheld: VIP-sourced packets get no answer (return path; see returnPath)";
     }
   }
+  if (vipsHeldForHealth_) {
+    // The gate's unbinding, not a lost address, is why these VIPs are absent.
+    for (const auto& binding : vips_.binder().status()) {
+      if (binding.state != BindState::Bound) {
+        out.withheld[binding.vip.prefix] =
+            "health gate closed; unbound until the check passes (health.unbindWhenUnhealthy)";
+      }
+    }
+  }
   return out;
 }
 

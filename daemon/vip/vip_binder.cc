@@ -221,6 +221,8 @@ std::vector<BindEvent> VipBinder::unbindOwned() {
     }
     events.push_back({v.vip.prefix, BindEvent::Kind::Unbound,
                       fmt::format("removed from {}", v.vip.interface)});
+    // vipd removed it: not a loss for lostCount or the Lost event the refresh would report.
+    v.state = BindState::NotBound;
   }
   refresh();
   return events;

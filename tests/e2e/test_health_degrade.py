@@ -164,6 +164,10 @@ def part_unbind() -> None:
         h = vipds[0].status()["health"]
         lab.check(h["vipsUnbound"] is True, f"status says the VIPs are unbound: {h}")
         lab.check(vipds[0].metric("vipd_health_vips_unbound") == 1, "vipd_health_vips_unbound 1")
+        v = vipds[0].vip_status(lab.VIP4)
+        lab.check(v["state"] == "not bound" and "health gate closed" in v["reason"]
+                  and v["lostCount"] == 0,
+                  f"the status names the health gate, not a lost address, and counts no loss: {v}")
         answers = []
         for _ in range(20):
             code, body = lab.http_get(n1.ns, url)

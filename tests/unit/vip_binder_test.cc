@@ -104,6 +104,10 @@ TEST(VipBinder, UnbindRemovesOnlyWhatVipdAdded) {
   EXPECT_TRUE(entriesFor(table, "lo", "2001:db8:ffff::10/128").empty());
   EXPECT_EQ(entriesFor(table, "lo", "198.51.100.5/32").size(), 1u);
   EXPECT_TRUE(binder.announceable().empty());
+  // Removed on purpose: not counted as lost, and a later refresh reports no loss either.
+  EXPECT_EQ(binder.status()[0].lostCount, 0u);
+  EXPECT_EQ(binder.status()[0].state, BindState::NotBound);
+  EXPECT_FALSE(hasEvent(binder.refresh(), BindEvent::Kind::Lost));
 }
 
 // Issue 17 item 6: a withdrawn node's new vipd (a new binder that never binds) removes what an
