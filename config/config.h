@@ -129,6 +129,10 @@ struct Health {
   milliseconds timeout{1000};
   uint32_t rise = 2;  // consecutive successes before announcing
   uint32_t fall = 3;  // consecutive failures before withdrawing
+  // Consecutive hard failures (refused, reset, TLS failure, a non-apiserver answer) before
+  // withdrawing (issue 20): they say the apiserver is gone, where a timeout may only be a slow
+  // moment. At most fall; 0 counts them like any failure. Unset: min(2, fall).
+  uint32_t hardFall = 2;
   // What a failing check does (issue 19). withdraw: the node's path leaves the fabric (and, with
   // unbindWhenUnhealthy, its VIPs leave the node, so node-local clients such as the kubelet
   // reach a healthy node through the fabric). degrade: the node keeps announcing a worse path,

@@ -188,6 +188,7 @@ void walkFields(Visitor& d, const Config& a, const Config& b) {
   d.field("health.timeout", a.health.timeout, b.health.timeout);
   d.field("health.rise", a.health.rise, b.health.rise);
   d.field("health.fall", a.health.fall, b.health.fall);
+  d.field("health.hardFall", a.health.hardFall, b.health.hardFall);
   d.field("health.onFailure", a.health.onFailure, b.health.onFailure);
   d.field("health.degrade.prepend", a.health.degrade.prepend, b.health.degrade.prepend);
   d.field("health.degrade.localPref", a.health.degrade.localPref, b.health.degrade.localPref);

@@ -1,6 +1,8 @@
 // ConfigReader's readers for the optional top-level sections (config_reader.h): listen, control,
 // drain, health, metrics, mode and handoff. Each is a mapping of its own whose keys are checked
 // independently of the rest of the document.
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <tl/expected.hpp>
 
@@ -106,7 +108,7 @@ void ConfigReader::readDrain(const Field& f, Drain& drain) {
 void ConfigReader::readHealth(const Field& f, Health& health) {
   auto m = readMapping(f.value, f.path,
                        {"type", "url", "serverName", "caFile", "certFile", "keyFile", "address",
-                        "interval", "timeout", "rise", "fall", "onFailure", "degrade",
+                        "interval", "timeout", "rise", "fall", "hardFall", "onFailure", "degrade",
                         "unbindWhenUnhealthy"});
   if (!m) {
     return;
@@ -295,6 +297,19 @@ void ConfigReader::readHealthTiming(const Mapping& m, Health& health) {
   if (const Field* fl = m.find("fall")) {
     if (auto n = readUnsigned(*fl, 1, 100)) {
       health.fall = static_cast<uint32_t>(*n);
+    }
+  }
+  // Above fall it would never act before fall does: refused rather than silently ignored.
+  health.hardFall = std::min<uint32_t>(2, health.fall);
+  if (const Field* h = m.find("hardFall")) {
+    if (auto n = readUnsigned(*h, 0, 100)) {
+      if (*n > health.fall) {
+        error(*h, fmt::format("hardFall {} is more than fall {}: hard failures would never "
+                              "withdraw sooner than any failure does; use 0 to {}",
+                              *n, health.fall, health.fall));
+      } else {
+        health.hardFall = static_cast<uint32_t>(*n);
+      }
     }
   }
 }

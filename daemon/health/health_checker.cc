@@ -37,7 +37,7 @@ HealthChecker::HealthChecker(asio::io_context& io, config::Health health, const 
       health_(std::move(health)),
       log_(log),
       onChange_(std::move(onChange)),
-      gate_(health_.rise, health_.fall),
+      gate_(health_.rise, health_.fall, health_.hardFall),
       intervalTimer_(io) {}
 
 HealthChecker::~HealthChecker() { stop(); }
@@ -69,10 +69,10 @@ tl::expected<void, std::string> HealthChecker::start() {
 
   started_ = true;
   log_.info("health",
-            "probing {} every {} (timeout {}, rise {}, fall {}); VIPs stay withdrawn "
-            "until it is healthy",
+            "probing {} every {} (timeout {}, rise {}, fall {}, hardFall {}); VIPs stay "
+            "withdrawn until it is healthy",
             describe(), formatDuration(health_.interval), formatDuration(health_.timeout),
-            gate_.rise(), gate_.fall());
+            gate_.rise(), gate_.fall(), gate_.hardFall());
   probeNow();
   return {};
 }
@@ -83,6 +83,10 @@ void HealthChecker::stop() {
   if (probe_) {
     probe_->abandon();
     probe_.reset();
+  }
+  if (held_) {
+    held_->abandon();
+    held_.reset();
   }
 }
 
@@ -114,12 +118,16 @@ nlohmann::json HealthChecker::status() const {
       {"healthy", healthy()},
       {"consecutiveSuccesses", gate_.consecutiveSuccesses()},
       {"consecutiveFailures", gate_.consecutiveFailures()},
+      {"consecutiveHardFailures", gate_.consecutiveHardFailures()},
       {"lastResult", result},
       {"lastDetail", last_.detail},
       {"lastLatencyMs", static_cast<double>(last_.latency.count()) / 1000.0},
       {"checks", gate_.checks()},
       {"failures", gate_.failures()},
+      {"hardFailures", gate_.hardFailures()},
       {"inconclusive", inconclusive_},
+      {"heldConnection", held_ != nullptr},
+      {"heldConnectionCloses", heldCloses_},
   };
   if (health_.type == config::Health::Type::Apiserver) {
     status["serverName"] = target_.serverName;
@@ -132,18 +140,27 @@ void HealthChecker::probeNow() {
     return;
   }
   probeStarted_ = steady_clock::now();
-  probe_ =
-      HealthProbe::start(io_, target_, tls_, health_.timeout,
-                         [this, alive = std::weak_ptr<int>(alive_)](const ProbeResult& result) {
-                           if (!alive.expired()) {
-                             onProbeDone(result);
-                           }
-                         });
+  probe_ = HealthProbe::start(
+      io_, target_, tls_, health_.timeout,
+      [this, alive = std::weak_ptr<int>(alive_)](const ProbeResult& result) {
+        if (!alive.expired()) {
+          onProbeDone(result);
+        }
+      },
+      [this, alive = std::weak_ptr<int>(alive_)](const std::string& why) {
+        if (!alive.expired()) {
+          onHeldConnectionClosed(why);
+        }
+      });
 }
 
 void HealthChecker::scheduleNext() {
   // Probes start every `interval`; one that took longer is followed at once, never overlapped.
-  intervalTimer_.expires_at(probeStarted_ + health_.interval);
+  scheduleAt(probeStarted_ + health_.interval);
+}
+
+void HealthChecker::scheduleAt(steady_clock::time_point when) {
+  intervalTimer_.expires_at(when);
   intervalTimer_.async_wait(
       [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
         if (ec || alive.expired() || stopped_) {
@@ -154,6 +171,13 @@ void HealthChecker::scheduleNext() {
 }
 
 void HealthChecker::onProbeDone(const ProbeResult& result) {
+  if (result.held) {
+    // The newest connection is the one to watch; the previous one closes quietly.
+    if (held_) {
+      held_->abandon();
+    }
+    held_ = std::move(probe_);
+  }
   probe_.reset();
   if (stopped_) {
     return;
@@ -171,13 +195,45 @@ void HealthChecker::onProbeDone(const ProbeResult& result) {
   }
   last_ = result;
   haveResult_ = true;
-  bool flipped = gate_.record(result.ok);
+  Evidence evidence = result.ok                        ? Evidence::Success
+                      : isHardEvidence(result.failure) ? Evidence::HardFailure
+                                                       : Evidence::SoftFailure;
+  bool flipped = gate_.record(evidence);
+  logOutcome(result, evidence, flipped);
+  lastFailureLogged_ = result.ok ? std::string() : result.detail;
+
+  if (evidence == Evidence::HardFailure && gate_.healthy() && gate_.hardFall() > 0) {
+    // Hard evidence is confirmed at once rather than one interval later: a dead apiserver is
+    // withdrawn in milliseconds. Bounded: at most hardFall probes before the gate closes, and
+    // any other outcome ends the run.
+    scheduleAt(steady_clock::now());
+  } else {
+    scheduleNext();
+  }
+  if (flipped) {
+    // Last: the owner may stop (or even destroy) the checker from here.
+    onChange_(gate_.healthy(), last_);
+  }
+}
+
+void HealthChecker::logOutcome(const ProbeResult& result, Evidence evidence, bool flipped) {
+  const bool hard = evidence == Evidence::HardFailure;
   if (flipped && gate_.healthy()) {
     log_.info("health", "{} healthy after {} ({}); announcing VIPs", describe(),
               plural(gate_.consecutiveSuccesses(), "success", "successes"), result.detail);
+  } else if (flipped && hard && gate_.consecutiveHardFailures() >= gate_.hardFall() &&
+             gate_.consecutiveFailures() < gate_.fall()) {
+    log_.warn("health", "{} unhealthy after {} in a row (last: {}); withdrawing VIPs",
+              describe(),
+              plural(gate_.consecutiveHardFailures(), "hard failure", "hard failures"),
+              result.detail);
   } else if (flipped) {
     log_.warn("health", "{} unhealthy after {} (last: {}); withdrawing VIPs", describe(),
               plural(gate_.consecutiveFailures(), "failure", "failures"), result.detail);
+  } else if (!result.ok && gate_.healthy() && hard && gate_.hardFall() > 0) {
+    log_.warn("health", "{} check failed with hard evidence ({} of {} before withdrawing): {}; "
+              "checking again at once",
+              describe(), gate_.consecutiveHardFailures(), gate_.hardFall(), result.detail);
   } else if (!result.ok && gate_.healthy()) {
     log_.warn("health", "{} check failed ({} of {} before withdrawing): {}", describe(),
               gate_.consecutiveFailures(), gate_.fall(), result.detail);
@@ -192,13 +248,24 @@ void HealthChecker::onProbeDone(const ProbeResult& result) {
     log_.info("health", "{} check passed ({} of {} before announcing)", describe(),
               gate_.consecutiveSuccesses(), gate_.rise());
   }
-  lastFailureLogged_ = result.ok ? std::string() : result.detail;
+}
 
-  scheduleNext();
-  if (flipped) {
-    // Last: the owner may stop (or even destroy) the checker from here.
-    onChange_(gate_.healthy(), last_);
+void HealthChecker::onHeldConnectionClosed(const std::string& why) {
+  held_.reset();
+  ++heldCloses_;
+  if (stopped_ || probe_) {
+    return;  // the probe in flight answers the question
   }
+  auto now = steady_clock::now();
+  if (lastCloseProbe_ && now - *lastCloseProbe_ < health_.interval) {
+    // A server that closes idle connections quickly: the schedule probes soon enough.
+    log_.debug("health", "{}: the held connection ended ({}); next check as scheduled",
+               describe(), why);
+    return;
+  }
+  lastCloseProbe_ = now;
+  log_.debug("health", "{}: the held connection ended ({}); checking at once", describe(), why);
+  scheduleAt(now);
 }
 
 std::string HealthChecker::describe() const {

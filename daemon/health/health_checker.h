@@ -16,6 +16,14 @@
 // fail. Response bodies are capped at kMaxHealthBodyBytes.
 // type tcp: a probe succeeds when a connection to `address` (host:port) is established.
 // type none: healthy at once; never probes.
+//
+// Reacting in milliseconds (issue 20): a failure with hard evidence (isHardEvidence: refused,
+// reset, TLS failure, not an apiserver) is followed by the next probe at once instead of after
+// `interval`, and hardFall of them in a row close the gate. The last successful probe's
+// connection is held open until the next one succeeds; when it closes (a killed apiserver's
+// connections close at once) a probe starts at once, at most once per interval so that a server
+// that closes idle connections quickly cannot make the checker spin. Timeouts stay soft: a slow
+// or lossy apiserver is withdrawn no sooner than `fall` probes allow.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -23,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <tl/expected.hpp>
 
@@ -66,16 +75,22 @@ class HealthChecker {
   bool healthy() const;
   // The last probe's outcome (for type none, a fixed "health check disabled" success).
   const ProbeResult& last() const;
-  // {"type","target","healthy","consecutiveSuccesses","consecutiveFailures","lastResult",
-  //  "lastDetail","lastLatencyMs","checks","failures","inconclusive"}, and for type apiserver "serverName" (the
-  // name the certificate must carry; empty before start()); lastResult is "success", "failure",
-  // or "pending" before the first probe has finished.
+  // {"type","target","healthy","consecutiveSuccesses","consecutiveFailures",
+  //  "consecutiveHardFailures","lastResult","lastDetail","lastLatencyMs","checks","failures",
+  //  "hardFailures","inconclusive","heldConnection","heldConnectionCloses"}, and for type
+  // apiserver "serverName" (the name the certificate must carry; empty before start());
+  // lastResult is "success", "failure", or "pending" before the first probe has finished.
   nlohmann::json status() const;
 
  private:
   void probeNow();
   void scheduleNext();
+  // The next probe at `when` (now: at once) instead of one interval after the last start.
+  void scheduleAt(std::chrono::steady_clock::time_point when);
   void onProbeDone(const ProbeResult& result);
+  void onHeldConnectionClosed(const std::string& why);
+  // The log lines for one recorded outcome.
+  void logOutcome(const ProbeResult& result, Evidence evidence, bool flipped);
   // "apiserver https://127.0.0.1:6443/readyz (server name kubernetes)"; the server name only
   // when it is not the URL's host.
   std::string describe() const;
@@ -89,7 +104,11 @@ class HealthChecker {
   asio::steady_timer intervalTimer_;
   std::shared_ptr<asio::ssl::context> tls_;  // shared with probes in flight
   std::shared_ptr<HealthProbe> probe_;       // the probe in flight, if any
+  std::shared_ptr<HealthProbe> held_;        // the last successful probe's open connection
   std::chrono::steady_clock::time_point probeStarted_{};
+  // When a held connection's close last started a probe: at most one such probe per interval.
+  std::optional<std::chrono::steady_clock::time_point> lastCloseProbe_;
+  uint64_t heldCloses_ = 0;
   ProbeResult last_;
   bool haveResult_ = false;
   std::string lastFailureLogged_;

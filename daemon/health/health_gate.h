@@ -5,6 +5,13 @@
 // times in a row. It becomes healthy after `rise` consecutive successes and unhealthy again after
 // `fall` consecutive failures; any other outcome only moves the counters. A single success resets
 // the failure run and vice versa, so a flapping check never reaches either threshold.
+//
+// Failures come in two kinds (issue 20). Soft evidence (a timeout, an unreachable address, an
+// answer saying "not ready") may be a slow or lossy moment, so only `fall` in a row withdraw.
+// Hard evidence says the apiserver process is not there (the port refuses, the connection is
+// reset, the TLS handshake fails, a non-apiserver answers): `hardFall` hard failures in a row
+// withdraw, sooner than `fall`. A soft failure or a success ends the hard run. hardFall 0 counts
+// hard evidence like soft.
 #pragma once
 
 #include <algorithm>
@@ -13,17 +20,25 @@
 
 namespace vipd::daemon {
 
+enum class Evidence { Success, SoftFailure, HardFailure };
+
 class HealthGate {
  public:
   // rise and fall are at least 1 (the config validator enforces it); 0 is treated as 1 so the
-  // gate can never flip without a probe.
-  HealthGate(uint32_t rise, uint32_t fall)
-      : rise_(std::max<uint32_t>(rise, 1)), fall_(std::max<uint32_t>(fall, 1)) {}
+  // gate can never flip without a probe. hardFall above fall would never act first: it is
+  // capped at fall.
+  HealthGate(uint32_t rise, uint32_t fall, uint32_t hardFall = 0)
+      : rise_(std::max<uint32_t>(rise, 1)),
+        fall_(std::max<uint32_t>(fall, 1)),
+        hardFall_(std::min(hardFall, fall_)) {}
 
-  // Records one probe outcome. Returns true when healthy() changed because of it.
-  bool record(bool success) {
+  // Records one probe outcome; a bool is a success or a soft failure. Returns true when
+  // healthy() changed because of it.
+  bool record(bool success) { return record(success ? Evidence::Success : Evidence::SoftFailure); }
+  bool record(Evidence evidence) {
     ++checks_;
-    if (success) {
+    if (evidence == Evidence::Success) {
+      consecutiveHardFailures_ = 0;
       consecutiveFailures_ = 0;
       consecutiveSuccesses_ = saturatingIncrement(consecutiveSuccesses_);
       if (!healthy_ && consecutiveSuccesses_ >= rise_) {
@@ -33,9 +48,16 @@ class HealthGate {
       return false;
     }
     ++failures_;
+    if (evidence == Evidence::HardFailure) {
+      ++hardFailures_;
+    }
     consecutiveSuccesses_ = 0;
     consecutiveFailures_ = saturatingIncrement(consecutiveFailures_);
-    if (healthy_ && consecutiveFailures_ >= fall_) {
+    consecutiveHardFailures_ = evidence == Evidence::HardFailure
+                                   ? saturatingIncrement(consecutiveHardFailures_)
+                                   : 0;
+    bool hardRunComplete = hardFall_ > 0 && consecutiveHardFailures_ >= hardFall_;
+    if (healthy_ && (consecutiveFailures_ >= fall_ || hardRunComplete)) {
       healthy_ = false;
       return true;
     }
@@ -45,12 +67,16 @@ class HealthGate {
   bool healthy() const { return healthy_; }
   uint32_t rise() const { return rise_; }
   uint32_t fall() const { return fall_; }
-  // The current run; at most one of the two is non-zero.
+  uint32_t hardFall() const { return hardFall_; }
+  // The current run; at most one of the first two is non-zero. The hard run is the tail of the
+  // failure run made of hard failures only.
   uint32_t consecutiveSuccesses() const { return consecutiveSuccesses_; }
   uint32_t consecutiveFailures() const { return consecutiveFailures_; }
+  uint32_t consecutiveHardFailures() const { return consecutiveHardFailures_; }
   // Totals since construction.
   uint64_t checks() const { return checks_; }
   uint64_t failures() const { return failures_; }
+  uint64_t hardFailures() const { return hardFailures_; }  // of failures()
 
  private:
   static uint32_t saturatingIncrement(uint32_t n) {
@@ -59,11 +85,14 @@ class HealthGate {
 
   uint32_t rise_;
   uint32_t fall_;
+  uint32_t hardFall_;
   bool healthy_ = false;
   uint32_t consecutiveSuccesses_ = 0;
   uint32_t consecutiveFailures_ = 0;
+  uint32_t consecutiveHardFailures_ = 0;
   uint64_t checks_ = 0;
   uint64_t failures_ = 0;
+  uint64_t hardFailures_ = 0;
 };
 
 }  // namespace vipd::daemon

@@ -12,6 +12,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <array>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -73,13 +74,15 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
   // `tls` is null for a TCP probe.
   ProbeExchange(asio::io_context& io, config::HealthTarget target,
                 std::shared_ptr<ssl::context> tls,
-                milliseconds timeout, Judge judge, std::string accept, Done done)
+                milliseconds timeout, Judge judge, std::string accept, Done done,
+                HeldClosed heldClosed)
       : target_(std::move(target)),
         tls_(std::move(tls)),
         timeout_(timeout),
         judge_(std::move(judge)),
         accept_(std::move(accept)),
         done_(std::move(done)),
+        heldClosed_(std::move(heldClosed)),
         resolver_(io),
         socket_(io),
         deadline_(io) {}
@@ -112,6 +115,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
 
   void abandon() override {
     done_ = nullptr;
+    heldClosed_ = nullptr;
     finished_ = true;
     deadline_.cancel();
     closeTransport();
@@ -222,7 +226,9 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
     request_.set(http::field::host, target_.authority);
     request_.set(http::field::user_agent, fmt::format("vipd/{}", version()));
     request_.set(http::field::accept, accept_);
-    request_.set(http::field::connection, "close");
+    if (!heldClosed_) {
+      request_.set(http::field::connection, "close");
+    }  // else HTTP/1.1's default, keep-alive: the connection is held after the answer
     stage_ = "sending the request";
     http::async_write(*stream_, request_,
                       [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
@@ -275,6 +281,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
       return;
     }
     const auto& response = parser_->get();
+    keepAlive_ = response.keep_alive();
     auto verdict =
         judge_(response.result_int(), response[http::field::content_type], response.body());
     finish(verdict.ok, std::move(verdict.detail), failureOf(verdict.fault));
@@ -311,13 +318,56 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
     }
     finished_ = true;
     deadline_.cancel();
-    closeTransport();
+    bool hold = ok && heldClosed_ && keepAlive_;
+    if (hold) {
+      holdConnection();
+    } else {
+      heldClosed_ = nullptr;
+      closeTransport();
+    }
     ProbeResult result{
         ok, std::move(detail),
         std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - started_),
-        inconclusive_, ok ? ProbeFailure::None : failure};
+        inconclusive_, ok ? ProbeFailure::None : failure, hold};
     if (auto done = std::exchange(done_, nullptr)) {
       done(result);
+    }
+  }
+
+  // The held connection: one read that ends when the connection does. An apiserver sends
+  // nothing unasked on an idle HTTP/1.1 connection, so any outcome of the read ends the hold:
+  // end of stream or a reset (the process died or closed its idle connections), or unexpected
+  // bytes (not a keep-alive we understand). A TCP target may send a banner: it is skipped.
+  void holdConnection() {
+    auto onRead = [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+      self->onHeldRead(ec, n);
+    };
+    if (stream_) {
+      stream_->async_read_some(asio::buffer(holdBuffer_), std::move(onRead));
+    } else {
+      socket_.async_read_some(asio::buffer(holdBuffer_), std::move(onRead));
+    }
+  }
+
+  void onHeldRead(const boost::system::error_code& ec, size_t n) {
+    if (!heldClosed_) {
+      return;  // abandoned
+    }
+    if (!ec && !stream_ && n > 0) {
+      holdConnection();
+      return;
+    }
+    std::string why;
+    if (!ec) {
+      why = "the server sent data on an idle connection";
+    } else if (ec == asio::error::eof || ec == ssl::error::stream_truncated) {
+      why = "the server closed the connection";
+    } else {
+      why = stream_ ? tlsError(ec) : ec.message();
+    }
+    closeTransport();
+    if (auto closed = std::exchange(heldClosed_, nullptr)) {
+      closed(why);
     }
   }
 
@@ -327,6 +377,9 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
   Judge judge_;
   std::string accept_;
   Done done_;
+  HeldClosed heldClosed_;  // null: close after the answer (or the hold has ended)
+  bool keepAlive_ = true;  // the answer allows keep-alive (a TCP probe has no answer)
+  std::array<char, 512> holdBuffer_{};
   tcp::resolver resolver_;
   tcp::socket socket_;  // until the TLS stream takes it over
   std::optional<ssl::stream<tcp::socket>> stream_;
@@ -345,9 +398,13 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
 std::shared_ptr<HealthProbe> HealthProbe::start(asio::io_context& io,
                                                 config::HealthTarget target,
                                                 std::shared_ptr<ssl::context> tls,
-                                                milliseconds timeout, Done done) {
-  return start(io, std::move(target), std::move(tls), timeout, judgeApiserverAnswer, "text/plain",
-               std::move(done));
+                                                milliseconds timeout, Done done,
+                                                HeldClosed heldClosed) {
+  auto probe = std::make_shared<ProbeExchange>(io, std::move(target), std::move(tls), timeout,
+                                               judgeApiserverAnswer, "text/plain",
+                                               std::move(done), std::move(heldClosed));
+  probe->start();
+  return probe;
 }
 
 std::shared_ptr<HealthProbe> HealthProbe::start(asio::io_context& io,
@@ -357,9 +414,28 @@ std::shared_ptr<HealthProbe> HealthProbe::start(asio::io_context& io,
                                                 std::string accept, Done done) {
   auto probe = std::make_shared<ProbeExchange>(io, std::move(target), std::move(tls), timeout,
                                                std::move(judge), std::move(accept),
-                                               std::move(done));
+                                               std::move(done), nullptr);
   probe->start();
   return probe;
+}
+
+bool isHardEvidence(ProbeFailure failure) {
+  switch (failure) {
+    case ProbeFailure::ConnectionRefused:
+    case ProbeFailure::Tls:
+    case ProbeFailure::Transport:
+    case ProbeFailure::NotApiserver:
+      return true;
+    case ProbeFailure::None:
+    case ProbeFailure::Resolve:
+    case ProbeFailure::Connect:
+    case ProbeFailure::Timeout:
+    case ProbeFailure::HttpStatus:
+    case ProbeFailure::Body:
+    case ProbeFailure::Local:
+      return false;
+  }
+  return false;
 }
 
 bool isLocalResourceShortage(const boost::system::error_code& ec) {

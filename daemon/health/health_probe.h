@@ -50,7 +50,16 @@ struct ProbeResult {
   // evidence about the target either way, so the gate does not count it (issue 17, item 2).
   bool inconclusive = false;
   ProbeFailure failure = ProbeFailure::None;
+  // A successful probe that keeps its connection open (HealthProbe::start with heldClosed):
+  // the probe object stays alive, idle, until the connection ends or abandon().
+  bool held = false;
 };
+
+// Whether a failure is hard evidence that nothing apiserver-like serves the target (issue 20):
+// the port refuses, the connection is reset or closed mid-answer, the TLS handshake fails, or
+// something that is not an apiserver answers. Timeouts, unreachable addresses, name lookups and
+// "not ready" answers are soft: a slow or lossy moment looks the same.
+[[nodiscard]] bool isHardEvidence(ProbeFailure failure);
 
 // Whether a socket error is this process's own shortage (EMFILE, ENFILE, ENOBUFS, ENOMEM) rather
 // than anything the target did.
@@ -62,6 +71,8 @@ struct ProbeResult {
 class HealthProbe {
  public:
   using Done = std::function<void(const ProbeResult&)>;
+  // Why a held connection ended: "the server closed the connection", "Connection reset by peer".
+  using HeldClosed = std::function<void(const std::string& why)>;
   // The verdict on an HTTP answer (status, Content-Type, body); pure, no I/O.
   using Judge = std::function<AnswerVerdict(unsigned status, std::string_view contentType,
                                             std::string_view body)>;
@@ -71,11 +82,17 @@ class HealthProbe {
   // the io_context thread, within `timeout` (a timeout is a failed result naming the stage it
   // interrupted), unless abandon() comes first. The handlers in flight own the probe; the
   // returned pointer only lets the caller abandon it.
+  // With `heldClosed`, a successful probe keeps its connection open (the request asks for
+  // keep-alive; a server that answers "Connection: close" is not held) and reports
+  // ProbeResult::held; `heldClosed` runs once when the server or the network ends that
+  // connection, never after abandon(). An idle connection whose close is the first sign of a
+  // dead apiserver: the kernel closes a killed process's connections at once.
   [[nodiscard]] static std::shared_ptr<HealthProbe> start(asio::io_context& io,
                                                           config::HealthTarget target,
                                                           std::shared_ptr<asio::ssl::context> tls,
                                                           std::chrono::milliseconds timeout,
-                                                          Done done);
+                                                          Done done,
+                                                          HeldClosed heldClosed = nullptr);
   // The same exchange with another verdict on the answer than judgeApiserverAnswer's /readyz
   // "ok" (vipd probe's /version check), and `accept` as the Accept header.
   [[nodiscard]] static std::shared_ptr<HealthProbe> start(asio::io_context& io,
@@ -87,8 +104,9 @@ class HealthProbe {
 
   virtual ~HealthProbe() = default;
 
-  // Ends the probe at once: the socket closes and `done` is never called. The handlers still
-  // pending run later on the io_context and find the probe finished.
+  // Ends the probe (or its held connection) at once: the socket closes and neither `done` nor
+  // `heldClosed` is called. The handlers still pending run later on the io_context and find the
+  // probe finished.
   virtual void abandon() = 0;
 };
 

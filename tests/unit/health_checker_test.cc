@@ -384,7 +384,7 @@ TEST_F(HealthCheckerTest, ProxyErrorPageWithdrawsAfterFall) {
   EXPECT_EQ(changes_[1].last.detail, "HTTP 502 with a text/html body: not an apiserver");
   EXPECT_EQ(checker.status()["consecutiveFailures"], 2);
   EXPECT_EQ(checker.status()["failures"], 2);
-  EXPECT_THAT(logged, HasSubstr("check failed (1 of 2 before withdrawing)"));
+  EXPECT_THAT(logged, HasSubstr("check failed with hard evidence (1 of 2 before withdrawing)"));
   EXPECT_THAT(logged, HasSubstr("health: apiserver " + server.url() +
                                 " (server name kubernetes) unhealthy after 2 failures (last: HTTP "
                                 "502 with a text/html body: not an apiserver); withdrawing VIPs"));

@@ -8,12 +8,14 @@
 namespace vipd::daemon {
 namespace {
 
-// Feeds a sequence ('+' success, '-' failure) and returns where healthy() flipped, as a string of
-// the same length: 'U' flipped up, 'D' flipped down, '.' no change.
+// Feeds a sequence ('+' success, '-' soft failure, 'x' hard failure) and returns where healthy()
+// flipped, as a string of the same length: 'U' flipped up, 'D' flipped down, '.' no change.
 std::string feed(HealthGate& gate, std::string_view outcomes) {
   std::string flips;
   for (char c : outcomes) {
-    bool flipped = gate.record(c == '+');
+    bool flipped = gate.record(c == '+'   ? Evidence::Success
+                               : c == 'x' ? Evidence::HardFailure
+                                          : Evidence::SoftFailure);
     flips += flipped ? (gate.healthy() ? 'U' : 'D') : '.';
   }
   return flips;
@@ -103,6 +105,57 @@ TEST(HealthGate, CountsChecksAndFailures) {
   EXPECT_EQ(gate.consecutiveFailures(), 1u);
   EXPECT_EQ(gate.consecutiveSuccesses(), 0u);
   EXPECT_FALSE(gate.healthy());  // "++" up, "--" down, then "+-" does not reach rise
+}
+
+// Issue 20: hard evidence (the port refuses, the connection is reset) withdraws after hardFall
+// in a row; soft evidence (timeouts) still needs fall, so a slow apiserver flaps no sooner.
+TEST(HealthGate, HardEvidenceWithdrawsAfterHardFall) {
+  HealthGate gate(1, 3, 2);
+  EXPECT_EQ(feed(gate, "+"), "U");
+  EXPECT_EQ(feed(gate, "xx"), ".D");
+  EXPECT_EQ(gate.consecutiveHardFailures(), 2u);
+  EXPECT_EQ(gate.hardFailures(), 2u);
+}
+
+TEST(HealthGate, SoftEvidenceStillNeedsFall) {
+  HealthGate gate(1, 3, 1);
+  EXPECT_EQ(feed(gate, "+--"), "U..");
+  EXPECT_TRUE(gate.healthy());
+  EXPECT_EQ(gate.consecutiveHardFailures(), 0u);
+  EXPECT_EQ(feed(gate, "-"), "D");
+}
+
+TEST(HealthGate, SoftFailureOrSuccessEndsTheHardRun) {
+  HealthGate gate(1, 4, 2);
+  EXPECT_EQ(feed(gate, "+x-x"), "U...");  // the hard run restarts after the timeout
+  EXPECT_EQ(gate.consecutiveHardFailures(), 1u);
+  EXPECT_EQ(gate.consecutiveFailures(), 3u);
+  EXPECT_EQ(feed(gate, "+x+x"), "....");
+  EXPECT_TRUE(gate.healthy());
+}
+
+TEST(HealthGate, HardFailuresCountTowardFallToo) {
+  HealthGate gate(1, 3, 3);
+  // Mixed evidence: three failures in a row withdraw whatever their kind.
+  EXPECT_EQ(feed(gate, "+x-x"), "U..D");
+}
+
+TEST(HealthGate, HardFallZeroCountsHardLikeSoft) {
+  HealthGate gate(1, 3, 0);
+  EXPECT_EQ(feed(gate, "+xx"), "U..");
+  EXPECT_EQ(feed(gate, "x"), "D");
+}
+
+TEST(HealthGate, HardFallAboveFallIsCappedAtFall) {
+  HealthGate gate(1, 2, 5);
+  EXPECT_EQ(gate.hardFall(), 2u);
+  EXPECT_EQ(feed(gate, "+xx"), "U.D");
+}
+
+TEST(HealthGate, HardEvidenceDoesNotSlowRise) {
+  HealthGate gate(2, 3, 1);
+  EXPECT_EQ(feed(gate, "x+x++"), "....U");
+  EXPECT_EQ(feed(gate, "x"), "D");
 }
 
 }  // namespace
