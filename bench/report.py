@@ -66,6 +66,10 @@ SCENARIO_OF = {"idle": "idle", "start": "start", "withdraw": "withdraw", "drain"
                "apiserver_unready": "apiserver-unready"}
 
 
+SCENARIO_NAMES = ["idle", "start", "withdraw", "drain", "hold", "bfd", "table",
+                  "apiserver-kill", "apiserver-unready"]  # bench.SCENARIOS
+
+
 def scenario_of(path: tuple) -> str:
     if path[0] == "failover":
         return "hold" if path[1] == "hold" else "bfd"
@@ -178,8 +182,13 @@ def markdown(doc: dict) -> str:
     lines = [f"Measured {m['date']} on {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, "
              f"Linux {m['kernel']}, {m['os']}; " + ", ".join(ver.values()) + ". "
              f"{'Quick run (one repetition). ' if st['quick'] else ''}"
+             + (f"Only {', '.join(st['scenarios'])} run. " if st.get("scenarios") and
+                len(st["scenarios"]) < len(SCENARIO_NAMES) else "") +
              f"Median (min-max) over {st['reps']} starts and withdraws, {st['drain_reps']} drains, "
-             f"{st['failover_reps']} freezes and cuts per mode; Nx = that speaker's median over "
+             f"{st['failover_reps']} freezes and cuts per mode"
+             + (", apiserver kills and unready apiservers" if set(st.get("scenarios") or [])
+                & {"apiserver-kill", "apiserver-unready"} else "")
+             + "; Nx = that speaker's median over "
              f"vipd's. Hold time {st['hold_s']} s everywhere; full table "
              f"{st['table_prefixes']:,} IPv4 /24s."
              + (" **Sanitizer build: times and RSS are not representative.**"
