@@ -135,7 +135,10 @@ def rows(doc: dict) -> tuple[list[str], list[list[str]]]:
         "refused by the killed node)", ("apiserver_kill",), [
             "n/a" if not _get(sp[k], "apiserver_kill") else
             f"{sp[k]['apiserver_kill']['failed_total']} of {sp[k]['apiserver_kill']['requests']} "
-            f"({sp[k]['apiserver_kill']['refused_total']})" for k in kinds]))
+            f"({sp[k]['apiserver_kill']['refused_total']})"
+            + ("" if all(r.get("load_covered_gone", True) for r in
+                         sp[k]["apiserver_kill"].get("runs", []))
+               else " (at least: the load ended before the path was gone)") for k in kinds]))
     add("apiserver unready (/readyz 500), to next hop gone, ms", ("apiserver_unready",), "ms")
     return head, out
 
