@@ -378,7 +378,7 @@ class Bench:
         want = set(self.args.scenarios.split(","))
         res: dict = self.results.get(kind, {}) if self.merged else {}
         res.setdefault("failover", {})
-        res.pop("error", None)
+        res.pop("partial_error", None)  # a merged run's own; the main run's "error" stays
         self.results[kind] = res
         t0 = time.monotonic()
         if want & set(MAIN_LAB):
@@ -447,7 +447,8 @@ class Bench:
             except Exception as e:  # noqa: BLE001 - every speaker runs; the run fails at the end
                 traceback.print_exc()
                 self.failures.append(f"{kind}: {type(e).__name__}: {e}")
-                self.results.setdefault(kind, {})["error"] = f"{type(e).__name__}: {e}"
+                self.results.setdefault(kind, {})["partial_error" if self.merged else "error"] = \
+                    f"{type(e).__name__}: {e}"
             self.write(time.monotonic() - t0)  # a partial file survives an interrupted run
         doc = self.write(time.monotonic() - t0)
         import report
