@@ -11,18 +11,46 @@ For each speaker (all three nodes run it) this builds the lab of benchlab.py and
               (freeze and cut: hold timer only, and with BFD 300ms x 3 and 50ms x 3 where the
               speaker has BFD; the fabric runs the same timers)
   table       RSS while a peer sends a full table (1,000,000 IPv4 /24s), and after
+  apiserver-kill     SIGKILL of one node's apiserver until the fabric drops its next hop, under
+              200 new HTTPS connections a second through the VIP, and the requests that failed
+  apiserver-unready  the apiserver's /readyz turns to 500 ("[-]etcd failed") until the fabric
+              drops the node's next hop
 Every time is taken from the fabric's kernel route changes (`ip monitor`, see RouteMonitor).
+
+The apiserver scenarios run on a lab of their own (vipd, ExaBGP and BIRD; GoBGP and FRR have no
+gated set-up here). On each node a stand-in kube-apiserver (bench_apiserver.py: TLS with a
+kubeadm-shaped certificate from a cluster CA, /readyz "ok", HTTP keep-alive like Go's net/http)
+listens on 0.0.0.0:6443, as kube-apiserver does. It is both what the node's health gate checks
+(https://127.0.0.1:6443/readyz) and the service behind the VIP: the client namespace makes
+HTTPS requests to VIP:6443 (a new connection each, verified against the cluster CA), so when a
+node's apiserver dies its clients see what they would in production: the node's kernel refuses
+the connection (or resets one in flight) until the fabric stops sending them there. Failed
+requests are counted by error; "Connection refused" can only come from the killed node (the
+others' apiservers listen), so that count is the requests the killed node turned away. The
+apiserver is killed with SIGKILL by PID and started again after the path is gone. The gates:
+  vipd    health.type apiserver with url and caFile; interval, timeout, rise, fall and the rest
+          at vipd's documented defaults (whatever the build under test does with them)
+  ExaBGP  `python3 -m exabgp healthcheck` (speakers.HEALTHCHECK_SETTINGS), curl as the check
+  BIRD    bird_check.sh: curl every speakers.BIRD_CHECK_INTERVAL_S, birdc disable/enable of the
+          static protocols holding the VIPs
+The curl check passes only on HTTP 200 with the body "ok" (speakers.Health.curl).
+
+--scenarios runs only some scenarios; their figures are merged into the previous results.json
+in --out (the other figures stay, and the report names the date and versions of each separate
+run next to the rows it measured).
 
 A figure is a measurement: nothing here fails because a speaker is slow. The run fails when a
 scenario cannot be carried out (the lab does not come up, a route never comes back, vipd crashes
 or drops a request it should not have had to): that is a broken benchmark or a vipd bug.
 
-Usage (root): bench.py [--quick] [--speakers vipd,gobgp,...] [--out DIR] [--build-dir DIR]
+Usage (root): bench.py [--quick] [--speakers vipd,gobgp,...] [--scenarios idle,start,...]
+                       [--out DIR] [--build-dir DIR]
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import copy
 import json
 import os
 import platform
@@ -32,6 +60,7 @@ import sys
 import threading
 import time
 import traceback
+from typing import Optional
 
 import benchlab
 import speakers
@@ -42,6 +71,17 @@ ALL_KINDS = ["vipd", "gobgp", "exabgp", "frr", "bird"]
 BFD_SETS = {"bfd300": lab.BfdTimers(300, 300, 3), "bfd50": lab.BfdTimers(50, 50, 3)}
 HOLD_S = 3  # every speaker's hold time (the RFC 4271 minimum): the hold-only failover figure
 DRAIN_RATE, DRAIN_TIMEOUT_S, DRAIN_LEAD_S, DRAIN_TAIL_S = 200.0, 1.0, 1.5, 2.0
+# apiserver-kill: load from LEAD before the kill to WINDOW + TAIL after it (the path must be gone
+# within WINDOW for every failed request to be counted; a longer time is flagged).
+APISERVER_LEAD_S, APISERVER_WINDOW_S, APISERVER_TAIL_S = 1.5, 6.0, 1.5
+SCENARIOS = ["idle", "start", "withdraw", "drain", "hold", "bfd", "table", "apiserver-kill",
+             "apiserver-unready"]
+MAIN_LAB = ("idle", "start", "withdraw", "drain", "hold")
+APISERVER = ("apiserver-kill", "apiserver-unready")
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
 
 def summary(samples: list[float], digits: int = 4) -> dict:
@@ -54,6 +94,8 @@ class Bench:
     def __init__(self, args):
         self.args = args
         self.results: dict = {}
+        self.merged = False
+        self.base: Optional[dict] = None
         self.failures: list[str] = []
 
     def log(self, kind: str, msg: str) -> None:
@@ -191,6 +233,81 @@ class Bench:
             self.log(f.kind, f"{mode} {what}: {times} (back after {[round(b, 2) for b in backs]})")
         return out
 
+    # --- the apiserver behind the VIP -----------------------------------------------------------
+
+    def apiserver_kill(self, f: benchlab.Fabric) -> dict:
+        s, node, api = f.speakers[1], f.nodes[1], f.apiservers[1]
+        runs = []
+        for rep in range(self.args.failover_reps):
+            path = f.L.path(f"apiserver-kill-{rep}.json")
+            duration = APISERVER_LEAD_S + APISERVER_WINDOW_S + APISERVER_TAIL_S
+            load = f.run_load(DRAIN_RATE, duration, DRAIN_TIMEOUT_S, path)
+            time.sleep(APISERVER_LEAD_S)
+            t0 = time.time()
+            api.kill()
+            try:
+                gone = f.wait_gone(node, t0, 30, f"{s.kind}: apiserver of node {node.index} "
+                                   f"killed")
+            finally:
+                api.reap()
+            lab.wait_until(lambda: not load.alive(), duration + DRAIN_TIMEOUT_S + 20, 0.1,
+                           "the load client to finish")
+            api.start()
+            t1 = time.time()
+            back = f.wait_back(node, t1, 60, f"{s.kind}: node {node.index} back after its "
+                               f"apiserver restarted")
+            f.wait_all(60, "all back after the apiserver kill")
+            with open(path) as fh:
+                reqs = json.load(fh)["requests"]
+            failed = [r for r in reqs if "error" in r]
+            errors = dict(collections.Counter(r["error"] for r in failed))
+            before = {r.get("node") for r in reqs if r["t"] < t0 and "node" in r}
+            window = [r for r in reqs if t0 <= r["t"] <= t0 + gone]
+            run = {"requests": len(reqs), "failed": len(failed), "errors": errors,
+                   "refused": errors.get("Connection refused", 0),
+                   "failed_before_kill": sum(1 for r in failed if r["t"] + r["latency"] < t0),
+                   "failed_after_gone": sum(1 for r in failed if r["t"] > t0 + gone + 0.2),
+                   "requests_kill_to_gone": len(window),
+                   "failed_at_s": [round(r["t"] - t0, 3) for r in failed],
+                   "nexthop_gone_s": round(gone, 4), "back_s": round(back, 2),
+                   "load_covered_gone": gone < APISERVER_WINDOW_S,
+                   "timeline": f.monitor.timeline(t0, t0 + gone + 0.001)}
+            runs.append(run)
+            self.log(f.kind, f"apiserver kill {rep + 1}: gone after {gone * 1000:.0f} ms; "
+                     f"{len(failed)} of {len(reqs)} failed {errors}; back after {back:.2f} s")
+            if len(before) < 3:
+                raise AssertionError(f"{s.kind} apiserver kill: before the kill only "
+                                     f"{sorted(before)} answered; the L4 hash should spread over "
+                                     f"3 nodes")
+            time.sleep(0.5)
+        return {**summary([r["nexthop_gone_s"] for r in runs]), "rate_per_s": DRAIN_RATE,
+                "timeout_s": DRAIN_TIMEOUT_S, "runs": runs,
+                "failed": summary([r["failed"] for r in runs], 0),
+                "requests": sum(r["requests"] for r in runs),
+                "failed_total": sum(r["failed"] for r in runs),
+                "refused_total": sum(r["refused"] for r in runs),
+                "measured": utc_now()}
+
+    def apiserver_unready(self, f: benchlab.Fabric) -> dict:
+        s, node, api = f.speakers[2], f.nodes[2], f.apiservers[2]
+        times, backs = [], []
+        for _ in range(self.args.failover_reps):
+            time.sleep(0.5)
+            t0 = time.time()
+            api.set_mode("unready")
+            try:
+                times.append(f.wait_gone(node, t0, 60, f"{s.kind}: apiserver of node "
+                                         f"{node.index} unready"))
+            finally:
+                t1 = time.time()
+                api.set_mode("ok")
+            backs.append(f.wait_back(node, t1, 60, f"{s.kind}: node {node.index} back after "
+                                     f"its apiserver is ready again"))
+            f.wait_all(60, "all back after the apiserver was unready")
+        self.log(f.kind, f"apiserver unready: {times} (back after "
+                 f"{[round(b, 2) for b in backs]})")
+        return {**summary(times), "back_s": summary(backs, 2), "measured": utc_now()}
+
     # --- full table ---------------------------------------------------------------------------
 
     def table(self, kind: str) -> dict:
@@ -256,28 +373,44 @@ class Bench:
     # --- per speaker ------------------------------------------------------------------------
 
     def speaker(self, kind: str) -> None:
-        """Fills self.results[kind] scenario by scenario (a failure keeps what was measured)."""
-        res: dict = {"failover": {}}
+        """Fills self.results[kind] scenario by scenario (a failure keeps what was measured).
+        Scenarios not selected keep the previous run's figures (a merged run)."""
+        want = set(self.args.scenarios.split(","))
+        res: dict = self.results.get(kind, {}) if self.merged else {}
+        res.setdefault("failover", {})
+        res.pop("partial_error", None)  # a merged run's own; the main run's "error" stays
         self.results[kind] = res
         t0 = time.monotonic()
-        with lab.Lab(f"bench-{kind}") as L:
-            f = benchlab.Fabric(L, kind, HOLD_S, None, self.args.build_dir)
-            self.log(kind, f"lab up in {f.setup_s:.1f} s")
-            res["idle"] = self.idle(f)
-            res["start"] = self.start(f)
-            res["withdraw"] = self.withdraw(f)
-            res["drain"] = self.drain(f)
-            res["failover"]["hold"] = self.failover(f, "hold")
-            self.check_alive(f)
-        if speakers.KINDS[kind].supports_bfd:
+        if want & set(MAIN_LAB):
+            with lab.Lab(f"bench-{kind}") as L:
+                f = benchlab.Fabric(L, kind, HOLD_S, None, self.args.build_dir)
+                self.log(kind, f"lab up in {f.setup_s:.1f} s")
+                for name in ("idle", "start", "withdraw", "drain"):
+                    if name in want:
+                        res[name] = getattr(self, name)(f)
+                if "hold" in want:
+                    res["failover"]["hold"] = self.failover(f, "hold")
+                self.check_alive(f)
+        if "bfd" in want and speakers.KINDS[kind].supports_bfd:
             for mode, timers in BFD_SETS.items():
                 with lab.Lab(f"bench-{kind}-{mode}") as L:
                     f = benchlab.Fabric(L, kind, HOLD_S, timers, self.args.build_dir,
                                         responders=False)
                     res["failover"][mode] = self.failover(f, mode)
                     self.check_alive(f)
-        res["table"] = self.table(kind)
-        res["bench_s"] = round(time.monotonic() - t0, 1)
+        if "table" in want:
+            res["table"] = self.table(kind)
+        if want & set(APISERVER) and speakers.KINDS[kind].supports_health:
+            with lab.Lab(f"bench-{kind}-apiserver") as L:
+                f = benchlab.Fabric(L, kind, HOLD_S, None, self.args.build_dir, apiservers=True)
+                self.log(kind, f"apiserver lab up in {f.setup_s:.1f} s")
+                if "apiserver-kill" in want:
+                    res["apiserver_kill"] = self.apiserver_kill(f)
+                if "apiserver-unready" in want:
+                    res["apiserver_unready"] = self.apiserver_unready(f)
+                self.check_alive(f)
+        res["bench_s" if want == set(SCENARIOS) else "bench_partial_s"] = \
+            round(time.monotonic() - t0, 1)
 
     def check_alive(self, f: benchlab.Fabric) -> None:
         dead = [s.name for s in f.speakers if not s.alive()]
@@ -289,19 +422,33 @@ class Bench:
         for kind in kinds:
             if kind not in speakers.KINDS:
                 raise SystemExit(f"unknown speaker {kind!r}; known: {', '.join(ALL_KINDS)}")
+        for sc in self.args.scenarios.split(","):
+            if sc not in SCENARIOS:
+                raise SystemExit(f"unknown scenario {sc!r}; known: {', '.join(SCENARIOS)}")
+        self.merged = set(self.args.scenarios.split(",")) != set(SCENARIOS)
+        self.base: Optional[dict] = None
+        prev = os.path.join(self.args.out, "results.json")
+        if self.merged and os.path.exists(prev):
+            with open(prev) as fh:
+                self.base = json.load(fh)
+            self.results = copy.deepcopy(self.base.get("speakers", {}))
+        self.started = utc_now()
         lab.require([b for k in kinds for b in speakers.BINARIES[k]] + lab.Bird.binaries
                     + ["gnuplot"])
         for binary in ("vipd", "vipctl"):
             if "vipd" in kinds and not os.access(lab.vipd_binary(binary, self.args.build_dir), os.X_OK):
                 raise SystemExit(f"{binary} is not built in {self.args.build_dir}")
         t0 = time.monotonic()
+        if set(self.args.scenarios.split(",")) & set(APISERVER):
+            lab.require(["curl", "openssl"])
         for kind in kinds:
             try:
                 self.speaker(kind)
             except Exception as e:  # noqa: BLE001 - every speaker runs; the run fails at the end
                 traceback.print_exc()
                 self.failures.append(f"{kind}: {type(e).__name__}: {e}")
-                self.results.setdefault(kind, {})["error"] = f"{type(e).__name__}: {e}"
+                self.results.setdefault(kind, {})["partial_error" if self.merged else "error"] = \
+                    f"{type(e).__name__}: {e}"
             self.write(time.monotonic() - t0)  # a partial file survives an interrupted run
         doc = self.write(time.monotonic() - t0)
         import report
@@ -320,16 +467,40 @@ class Bench:
               f"in {os.path.join(self.args.out, 'results.json')}", flush=True)
         return 1 if self.failures else 0
 
+    def settings(self) -> dict:
+        return {"quick": self.args.quick, "reps": self.args.reps,
+                "failover_reps": self.args.failover_reps,
+                "drain_reps": self.args.drain_reps, "idle_s": self.args.idle,
+                "table_prefixes": self.args.table, "hold_s": HOLD_S,
+                "drain_rate_per_s": DRAIN_RATE, "build_dir": self.args.build_dir,
+                "sanitized": os.environ.get("VIPD_SANITIZED") == "1",
+                "scenarios": self.args.scenarios.split(","),
+                "apiserver_gates": {
+                    "vipd": "health.type apiserver, url and caFile; the rest vipd's defaults",
+                    "exabgp": "exabgp healthcheck " + " ".join(
+                        f"--{k} {v}" for k, v in speakers.HEALTHCHECK_SETTINGS.items())
+                    + " --withdraw-on-down, curl check, IPv4 VIP only",
+                    "bird": f"bird_check.sh: curl every {speakers.BIRD_CHECK_INTERVAL_S} s, "
+                            "birdc disable on the first failure, enable on the first pass"}}
+
     def write(self, elapsed: float) -> dict:
-        doc = {"machine": machine(), "versions": versions(self.args.build_dir),
-               "settings": {"quick": self.args.quick, "reps": self.args.reps,
-                            "failover_reps": self.args.failover_reps,
-                            "drain_reps": self.args.drain_reps, "idle_s": self.args.idle,
-                            "table_prefixes": self.args.table, "hold_s": HOLD_S,
-                            "drain_rate_per_s": DRAIN_RATE, "build_dir": self.args.build_dir,
-                            "sanitized": os.environ.get("VIPD_SANITIZED") == "1"},
-               "elapsed_s": round(elapsed, 1), "speakers": self.results,
-               "failures": self.failures}
+        if self.merged and self.base is not None:
+            # The previous document stays the main run; this one is recorded next to it.
+            doc = copy.deepcopy(self.base)
+            scen = self.args.scenarios.split(",")
+            runs = [r for r in doc.get("partial_runs", []) if r.get("scenarios") != scen]
+            runs.append({"date": self.started, "scenarios": scen,
+                         "speakers": self.args.speakers.split(","), "machine": machine(),
+                         "versions": versions(self.args.build_dir),
+                         "settings": self.settings(), "elapsed_s": round(elapsed, 1),
+                         "failures": self.failures})
+            doc["partial_runs"] = runs
+            doc["speakers"] = self.results
+        else:
+            doc = {"machine": machine(), "versions": versions(self.args.build_dir),
+                   "settings": self.settings(),
+                   "elapsed_s": round(elapsed, 1), "speakers": self.results,
+                   "failures": self.failures}
         os.makedirs(self.args.out, exist_ok=True)
         with open(os.path.join(self.args.out, "results.json"), "w") as fh:
             json.dump(doc, fh, indent=1)
@@ -372,6 +543,9 @@ def main() -> int:
     p.add_argument("--quick", action="store_true",
                    help="one repetition of each scenario, 10 s idle window (CI's smoke run)")
     p.add_argument("--speakers", default=",".join(ALL_KINDS))
+    p.add_argument("--scenarios", default=",".join(SCENARIOS),
+                   help="comma-separated subset (default all): " + ",".join(SCENARIOS)
+                   + "; a subset is merged into the previous results.json in --out")
     p.add_argument("--reps", type=int, default=5, help="start and withdraw repetitions")
     p.add_argument("--failover-reps", type=int, default=3)
     p.add_argument("--drain-reps", type=int, default=3)

@@ -1,5 +1,6 @@
 """The benchmark's lab: a BIRD fabric router with 3-way ECMP (L4 multipath hash) towards three
-speaker nodes, an HTTP responder on the VIP in each node, a client namespace behind the fabric,
+speaker nodes, an HTTP responder on the VIP in each node (or, with apiservers, a stand-in
+kube-apiserver per node that is both the health check's target and the service behind VIP:6443), a client namespace behind the fabric,
 a route monitor on the fabric's kernel table, process figures from /proc, and a full-table
 feeder. Built from tests/e2e/lab/ (namespaces, peers, cleanup by PID).
 
@@ -12,6 +13,7 @@ import datetime
 import fcntl
 import os
 import select
+import signal
 import socket
 import struct
 import sys
@@ -29,6 +31,44 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 VIP4_ADDR = lab.VIP4.split("/")[0]
 CLIENT_V4, CLIENT_GW = "198.51.100.2", "198.51.100.1"
 HTTP_PORT = 80
+APISERVER_PORT = 6443
+
+
+class NodeApiserver:
+    """bench_apiserver.py in a node's namespace on 0.0.0.0:6443 with a kubeadm-shaped serving
+    certificate that also names the VIP (as kubeadm's does with the VIP as controlPlaneEndpoint).
+    kill() is SIGKILL by PID: the kernel closes its connections and refuses its port."""
+
+    def __init__(self, L: lab.Lab, node: lab.Node, ca: tuple[str, str]):
+        self.L, self.node = L, node
+        self.base = f"apiserver-n{node.index}"
+        self.cert = lab.make_server_cert(L, ca, self.base, node_ip=VIP4_ADDR)
+        self.mode_file = L.path(f"{self.base}.mode")
+        self.set_mode("ok")
+        self.runs = 0
+        self.proc: Optional[lab.Proc] = None
+        self.start()
+
+    def start(self) -> None:
+        self.runs += 1
+        self.proc = self.L.start(self.node.ns, f"{self.base}-r{self.runs}", [
+            sys.executable, os.path.join(HERE, "bench_apiserver.py"), "--cert", self.cert[0],
+            "--key", self.cert[1], "--listen", f"0.0.0.0:{APISERVER_PORT}",
+            "--mode-file", self.mode_file, "--node", f"node{self.node.index}"])
+        lab.wait_until(lambda: "listening" in self.proc.log_text(), 10, 0.02,
+                       lambda: f"{self.base} to listen: {self.proc.log_text()!r}")
+
+    def kill(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+
+    def reap(self) -> None:
+        self.proc.popen.wait(10)
+
+    def set_mode(self, mode: str) -> None:
+        tmp = self.mode_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(mode)
+        os.replace(tmp, self.mode_file)
 
 
 class RouteMonitor:
@@ -129,22 +169,31 @@ class Fabric:
     and on every speaker (None: hold timer only)."""
 
     def __init__(self, L: lab.Lab, kind: str, hold_s: int, bfd: Optional[lab.BfdTimers],
-                 build_dir: str, responders: bool = True):
+                 build_dir: str, responders: bool = True, apiservers: bool = False):
+        """apiservers: a NodeApiserver per node (self.apiservers) is the service behind the VIP
+        (clients: HTTPS to VIP:6443) and gates every speaker (speakers.Health)."""
         self.L, self.kind = L, kind
         t0 = time.monotonic()
         self.topo = L.fabric_with_nodes(3)
         self.fabric, self.nodes = self.topo.fabric, self.topo.nodes
         # L4 hash: each client connection is its own flow, spread over the three nodes.
         self.fabric.sysctl("net.ipv4.fib_multipath_hash_policy", "1")
-        if responders:
-            self.client = add_client(L, self.topo)
+        self.apiservers: list[NodeApiserver] = []
+        health = None
+        if apiservers:
+            self.ca = lab.make_ca(L, "cluster-ca")
+            self.apiservers = [NodeApiserver(L, n, self.ca) for n in self.nodes]
+            health = speakers.Health(self.ca[0])
+        if responders or apiservers:
+            self.client = add_client(L, self.topo, http=not apiservers)
         cls = speakers.KINDS[kind]
         neighbors = [lab.Neighbor(n.v4, n.asn, passive=cls.dials, name=f"node{n.index}")
                      for n in self.nodes]
         self.bird = lab.Bird(L, self.fabric, lab.FABRIC_V4, lab.FABRIC_ASN, neighbors,
                              interfaces=[self.topo.fabric_if], bfd=bfd)
         self.monitor = RouteMonitor(L, self.fabric)
-        self.speakers = [speakers.make(kind, L, n, hold_s, bfd, build_dir) for n in self.nodes]
+        self.speakers = [speakers.make(kind, L, n, hold_s, bfd, build_dir, health=health)
+                         for n in self.nodes]
         for s in self.speakers:
             s.start()
         self.wait_all(60, "all three speakers announced")
@@ -176,13 +225,17 @@ class Fabric:
                        f"Passive) again (state {self.bird.neighbor_state(node.v4)!r})")
 
     def run_load(self, rate: float, duration: float, timeout: float, out: str) -> lab.Proc:
+        """With apiservers: HTTPS to VIP:6443, verified against the cluster CA."""
+        if self.apiservers:
+            return run_load(self.L, self.client, rate, duration, timeout, out,
+                            port=APISERVER_PORT, ca_file=self.ca[0])
         return run_load(self.L, self.client, rate, duration, timeout, out)
 
 
-def add_client(L: lab.Lab, topo: lab.Topology) -> lab.Namespace:
+def add_client(L: lab.Lab, topo: lab.Topology, http: bool = True) -> lab.Namespace:
     """Clients of the VIP: a client namespace behind the fabric (198.51.100.2 via 198.51.100.1)
-    and, on every node of topo, an HTTP responder on the VIP that answers with the node's name.
-    Returns the client namespace (run_load's)."""
+    and (http) on every node of topo an HTTP responder on the VIP that answers with the node's
+    name. Returns the client namespace (run_load's)."""
     client = L.namespace("client")
     client.add_veth("eth0", topo.fabric, "cl0")
     topo.fabric.add_address("cl0", f"{CLIENT_GW}/24")
@@ -190,6 +243,8 @@ def add_client(L: lab.Lab, topo: lab.Topology) -> lab.Namespace:
     client.ip("route", "add", "default", "via", CLIENT_GW)
     for n in topo.nodes:
         n.ns.ip("route", "add", "198.51.100.0/24", "via", lab.FABRIC_V4)
+        if not http:
+            continue
         L.start(n.ns, f"http-n{n.index}", [sys.executable,
                 os.path.join(HERE, "http_responder.py"), VIP4_ADDR, str(HTTP_PORT),
                 f"node{n.index}"])
@@ -197,12 +252,13 @@ def add_client(L: lab.Lab, topo: lab.Topology) -> lab.Namespace:
 
 
 def run_load(L: lab.Lab, client: lab.Namespace, rate: float, duration: float, timeout: float,
-             out: str) -> lab.Proc:
+             out: str, port: int = HTTP_PORT, ca_file: Optional[str] = None) -> lab.Proc:
     """load_client.py in client: RATE new connections a second to the VIP for DURATION s, each
-    bounded by TIMEOUT s; every request's outcome lands in out (JSON) when it exits."""
+    bounded by TIMEOUT s (HTTPS verified against ca_file when given); every request's outcome
+    lands in out (JSON) when it exits."""
     return L.start(client, f"load-{os.path.basename(out)}", [
-        sys.executable, os.path.join(HERE, "load_client.py"), VIP4_ADDR, str(HTTP_PORT),
-        str(rate), str(duration), str(timeout), out])
+        sys.executable, os.path.join(HERE, "load_client.py"), VIP4_ADDR, str(port),
+        str(rate), str(duration), str(timeout), out] + ([ca_file] if ca_file else []))
 
 
 class Feeder:

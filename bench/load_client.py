@@ -1,23 +1,31 @@
 """Open-loop HTTP load for the drain benchmark: one request every 1/RATE s for DURATION s, each
 on a new TCP connection, each bounded by TIMEOUT s (no answer in time is a failure). Writes one
 JSON document: every request's wall-clock start, latency, and the answering node or the error.
+With CAFILE each request is HTTPS (TLS verified against CAFILE, the server name being HOST), as a
+client of the apiserver behind the VIP makes it.
 
-Usage: load_client.py HOST PORT RATE DURATION TIMEOUT OUTFILE
+Usage: load_client.py HOST PORT RATE DURATION TIMEOUT OUTFILE [CAFILE]
 """
 import concurrent.futures
 import json
 import socket
+import ssl
 import sys
 import time
 
 
-def one(host: str, port: int, timeout: float) -> dict:
+def one(host: str, port: int, timeout: float, tls) -> dict:
     t0 = time.time()
     m0 = time.monotonic()
     try:
-        with socket.create_connection((host, port), timeout=timeout) as s:
+        with socket.create_connection((host, port), timeout=timeout) as raw:
+            s = raw
+            if tls is not None:
+                raw.settimeout(max(0.001, timeout - (time.monotonic() - m0)))
+                s = tls.wrap_socket(raw, server_hostname=host)
             s.settimeout(max(0.001, timeout - (time.monotonic() - m0)))
-            s.sendall(b"GET / HTTP/1.0\r\nHost: vip\r\n\r\n")
+            s.sendall(b"GET /bench-node HTTP/1.1\r\nHost: vip\r\nConnection: close\r\n\r\n"
+                      if tls is not None else b"GET / HTTP/1.0\r\nHost: vip\r\n\r\n")
             data = b""
             while True:
                 chunk = s.recv(4096)
@@ -25,10 +33,10 @@ def one(host: str, port: int, timeout: float) -> dict:
                     break
                 data += chunk
         head, _, body = data.partition(b"\r\n\r\n")
-        if not head.startswith(b"HTTP/1.0 200"):
+        if not (head.startswith(b"HTTP/1.0 200") or head.startswith(b"HTTP/1.1 200")):
             return {"t": t0, "latency": time.monotonic() - m0, "error": f"bad answer {head[:40]!r}"}
         return {"t": t0, "latency": time.monotonic() - m0, "node": body.decode().strip()}
-    except (OSError, socket.timeout) as e:
+    except (OSError, socket.timeout, ssl.SSLError) as e:
         return {"t": t0, "latency": time.monotonic() - m0,
                 "error": type(e).__name__ if not getattr(e, "strerror", None) else e.strerror}
 
@@ -36,6 +44,9 @@ def one(host: str, port: int, timeout: float) -> dict:
 def main() -> int:
     host, port = sys.argv[1], int(sys.argv[2])
     rate, duration, timeout = float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+    tls = None
+    if len(sys.argv) > 7:
+        tls = ssl.create_default_context(cafile=sys.argv[7])
     count = int(rate * duration)
     start = time.monotonic() + 0.05
     futures = []
@@ -44,7 +55,7 @@ def main() -> int:
             delay = start + i / rate - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            futures.append(pool.submit(one, host, port, timeout))
+            futures.append(pool.submit(one, host, port, timeout, tls))
         results = [f.result() for f in futures]
     with open(sys.argv[6], "w") as f:
         json.dump({"rate": rate, "duration": duration, "timeout": timeout, "requests": results}, f)

@@ -60,6 +60,31 @@ def resets(drain: dict) -> int:
     return sum(r["errors"].get(RESET, 0) for r in drain["runs"])
 
 
+# The scenario (bench.py --scenarios) that measures the figures under each results key.
+SCENARIO_OF = {"idle": "idle", "start": "start", "withdraw": "withdraw", "drain": "drain",
+               "table": "table", "apiserver_kill": "apiserver-kill",
+               "apiserver_unready": "apiserver-unready"}
+
+
+SCENARIO_NAMES = ["idle", "start", "withdraw", "drain", "hold", "bfd", "table",
+                  "apiserver-kill", "apiserver-unready"]  # bench.SCENARIOS
+
+
+def scenario_of(path: tuple) -> str:
+    if path[0] == "failover":
+        return "hold" if path[1] == "hold" else "bfd"
+    return SCENARIO_OF.get(path[0], path[0])
+
+
+def measured_in(doc: dict, scenario: str, kind: str) -> Optional[dict]:
+    """The latest separate run (bench.py --scenarios) that measured scenario for kind; None:
+    the main run did."""
+    for r in reversed(doc.get("partial_runs", [])):
+        if scenario in r.get("scenarios", []) and kind in r.get("speakers", []):
+            return r
+    return None
+
+
 def rows(doc: dict) -> tuple[list[str], list[list[str]]]:
     sp = doc["speakers"]
     kinds = [k for k in LABELS if k in sp]
@@ -67,10 +92,23 @@ def rows(doc: dict) -> tuple[list[str], list[list[str]]]:
     head = ["", *(LABELS[k] for k in kinds)]
     out = []
 
+    def dated(title: str, path: tuple, cells: list[str]) -> list[str]:
+        """Marks figures from a separate run with its date: in the title when the whole row
+        comes from one, else cell by cell."""
+        runs = [None if c == "n/a" else measured_in(doc, scenario_of(path), k)
+                for k, c in zip(kinds, cells)]
+        dates = {r["date"] for r in runs if r}
+        if not dates:
+            return [title] + cells
+        if len(dates) == 1 and all(r for r, c in zip(runs, cells) if c != "n/a"):
+            return [f"{title} (measured {dates.pop()})"] + cells
+        return [title] + [c if not r else f"{c} (measured {r['date']})"
+                          for c, r in zip(cells, runs)]
+
     def add(title: str, path: tuple, unit: str, ratio: bool = True) -> None:
         base = _get(v, *path) if ratio else None
-        out.append([title] + [cell(_get(sp[k], *path), unit, base if k != "vipd" else None)
-                              for k in kinds])
+        out.append(dated(title, path, [cell(_get(sp[k], *path), unit,
+                                            base if k != "vipd" else None) for k in kinds]))
 
     add("start to announced, s", ("start",), "s")
     add("planned withdraw, command to next hop gone, ms", ("withdraw",), "ms")
@@ -91,6 +129,17 @@ def rows(doc: dict) -> tuple[list[str], list[list[str]]]:
         f"{sp[k]['table']['rss_peak_mib']:.1f} / {sp[k]['table']['rss_after_mib']:.1f}"
         + ("" if sp[k]["table"]["session_up"] and sp[k]["table"]["speaker_alive"]
            else " (session lost)") for k in kinds])
+    add("apiserver killed (SIGKILL), to next hop gone, ms", ("apiserver_kill",), "ms")
+    out.append(dated(
+        "failed HTTPS requests through the VIP while an apiserver is killed: all (of them "
+        "refused by the killed node)", ("apiserver_kill",), [
+            "n/a" if not _get(sp[k], "apiserver_kill") else
+            f"{sp[k]['apiserver_kill']['failed_total']} of {sp[k]['apiserver_kill']['requests']} "
+            f"({sp[k]['apiserver_kill']['refused_total']})"
+            + ("" if all(r.get("load_covered_gone", True) for r in
+                         sp[k]["apiserver_kill"].get("runs", []))
+               else " (at least: the load ended before the path was gone)") for k in kinds]))
+    add("apiserver unready (/readyz 500), to next hop gone, ms", ("apiserver_unready",), "ms")
     return head, out
 
 
@@ -122,6 +171,11 @@ def goals(doc: dict) -> list[tuple[str, Optional[bool], str]]:
                 "n/a" if not (vt and gt) else f"{vt:.1f} MiB vs {gt:.1f} MiB ({gt / vt:.0f}x)"))
     out.append(("RSS with a full table no more than BIRD's", None if not (vt and bt) else vt <= bt,
                 "n/a" if not (vt and bt) else f"{vt:.1f} MiB vs {bt:.1f} MiB"))
+    ak = _get(v, "apiserver_kill", "median")
+    out.append(("apiserver killed to path gone, median <= 300 ms (goal 50 ms)",
+                None if ak is None else ak <= 0.3,
+                "n/a" if ak is None else f"median {ak * 1000:.0f} ms, "
+                + ("within" if ak <= 0.05 else "over") + " the 50 ms goal"))
     return out
 
 
@@ -131,15 +185,40 @@ def markdown(doc: dict) -> str:
     lines = [f"Measured {m['date']} on {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, "
              f"Linux {m['kernel']}, {m['os']}; " + ", ".join(ver.values()) + ". "
              f"{'Quick run (one repetition). ' if st['quick'] else ''}"
+             + (f"Only {', '.join(st['scenarios'])} run. " if st.get("scenarios") and
+                len(st["scenarios"]) < len(SCENARIO_NAMES) else "") +
              f"Median (min-max) over {st['reps']} starts and withdraws, {st['drain_reps']} drains, "
-             f"{st['failover_reps']} freezes and cuts per mode; Nx = that speaker's median over "
+             f"{st['failover_reps']} freezes and cuts per mode"
+             + (", apiserver kills and unready apiservers" if set(st.get("scenarios") or [])
+                & {"apiserver-kill", "apiserver-unready"} else "")
+             + "; Nx = that speaker's median over "
              f"vipd's. Hold time {st['hold_s']} s everywhere; full table "
              f"{st['table_prefixes']:,} IPv4 /24s."
              + (" **Sanitizer build: times and RSS are not representative.**"
                 if st.get("sanitized") else ""), "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in body]
-    lines += ["", "Goals (same run):", ""]
+    for r in doc.get("partial_runs", []):
+        rs = r["settings"]
+        lines += ["", f"Measured {r['date']} in a separate run of only "
+                  f"{', '.join(r['scenarios'])} for {', '.join(LABELS.get(k, k) for k in r['speakers'])}"
+                  f" (the rows and cells marked with that date): "
+                  + ", ".join(r["versions"].values()) + "; "
+                  + ("quick run, one repetition" if rs.get("quick") else
+                     f"median (min-max) over {rs.get('failover_reps')} repetitions") + "."
+                  + (" Broken: " + "; ".join(r["failures"]) if r.get("failures") else "")]
+    gates = None
+    for r in [doc] + doc.get("partial_runs", []):
+        gates = _get(r, "settings", "apiserver_gates") if set(_get(r, "settings", "scenarios") or []) \
+            & {"apiserver-kill", "apiserver-unready"} else gates
+    if gates:
+        lines += ["", "apiserver rows: on each node a stand-in kube-apiserver (TLS, /readyz) is "
+                  "both the health check's target and the service behind VIP:6443; 200 new "
+                  "HTTPS connections a second through the VIP during each kill. Gates: "
+                  + "; ".join(f"{LABELS.get(k, k)}: {g}" for k, g in gates.items())
+                  + "; GoBGP and FRR not run."]
+    lines += ["", "Goals (same run):" if not doc.get("partial_runs") else
+              "Goals (each from the run that measured its figures):", ""]
     for text, ok, fig in goals(doc):
         mark = "not measured" if ok is None else ("met" if ok else "**not met**")
         lines.append(f"- {text}: {mark} ({fig})")

@@ -13,6 +13,16 @@ GoBGP is passive and the fabric dials it: its own first connect is delayed 5-10 
 `connect-retry` says (GoBGP's minimum connect-retry interval), which would dominate its start
 figure; a fabric that dials is the set-up a GoBGP user would choose.
 
+With a health gate (Health: the node's apiserver, for the apiserver scenarios) each speaker gates
+the VIP the way its users would:
+  vipd    its own gate, `health.type: apiserver` with url and caFile, every other health key at
+          vipd's documented default
+  ExaBGP  Debian's `python3 -m exabgp healthcheck` as its API process (HEALTHCHECK_SETTINGS),
+          IPv4 VIP only (one healthcheck process announces one next hop family)
+  BIRD    the VIPs as `protocol static` (origin4, origin6), a shell loop (bird_check.sh) running
+          curl against /readyz every second and `birdc disable`/`enable` on a change
+GoBGP and FRR are not run in those scenarios.
+
 FRR runs with `bgp graceful-restart-disable`: it advertises graceful restart by default, and the
 fabric (BIRD, graceful restart aware by default) then keeps a stopped, frozen or cut-off FRR's
 path as stale for FRR's 120 s restart time instead of dropping it; no VIP speaker wants that.
@@ -27,6 +37,8 @@ from typing import Optional
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
 import lab  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 ORIGINS = lambda node: [lab.Origin(lab.VIP4), lab.Origin(lab.VIP6, next_hop=node.v6)]  # noqa: E731
 
@@ -51,6 +63,32 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+class Health:
+    """The node's apiserver check every gated speaker uses: url (https://127.0.0.1:6443/readyz),
+    the cluster CA, and the name the serving certificate carries (kubeadm's: `kubernetes`)."""
+
+    def __init__(self, ca_file: str, url: str = "https://127.0.0.1:6443/readyz",
+                 server_name: str = "kubernetes"):
+        self.ca_file, self.url, self.server_name = ca_file, url, server_name
+
+    def curl(self) -> str:
+        """The check a user writes: curl verifying the CA and the certificate's name, at most
+        1 s, passing only on HTTP 200 with the body "ok"."""
+        host_port = self.url.split("//", 1)[1].split("/", 1)[0]
+        host, port = host_port.rsplit(":", 1)
+        path = "/" + self.url.split("//", 1)[1].split("/", 1)[1]
+        return (f'test "$(curl -fsS --max-time 1 --cacert {self.ca_file} --resolve '
+                f'{self.server_name}:{port}:{host} https://{self.server_name}:{port}{path})" = ok')
+
+
+# ExaBGP's healthcheck: a failed check is checked again after fast-interval, two in a row
+# withdraw (--withdraw-on-down; by default it would only raise the MED), two passes announce.
+# --timeout is whole seconds (1 is its minimum), --interval 1 s as vipd's default.
+HEALTHCHECK_SETTINGS = {"interval": "1", "fast-interval": "0.2", "timeout": "1", "rise": "2",
+                        "fall": "2"}
+BIRD_CHECK_INTERVAL_S = 1  # bird_check.sh: sleep 1 between checks; one failure disables
+
+
 class Speaker:
     """One speaker instance on one node. start() spawns it (for GoBGP it also issues the
     `global rib add` commands, part of its start-up); the lab waits for the fabric route."""
@@ -58,11 +96,15 @@ class Speaker:
     supports_bfd = False
     dials = True  # False: the fabric dials this speaker
     withdraw_how = ""  # the planned-withdraw command, for the report
+    supports_health = False  # True: runs gated by the node's apiserver (health=)
 
     def __init__(self, L: lab.Lab, node: lab.Node, hold_s: int,
                  bfd: Optional[lab.BfdTimers], build_dir: str, peer_v4: str = lab.FABRIC_V4,
-                 peer_asn: int = lab.FABRIC_ASN):
+                 peer_asn: int = lab.FABRIC_ASN, health: Optional[Health] = None):
+        if health and not self.supports_health:
+            raise NotImplementedError(f"{self.kind} has no apiserver-gated set-up here")
         self.L, self.node, self.hold_s, self.bfd = L, node, hold_s, bfd
+        self.health = health
         self.build_dir, self.peer_v4, self.peer_asn = build_dir, peer_v4, peer_asn
         self.runs = 0
         self.impl = None
@@ -128,13 +170,18 @@ class Speaker:
 
 
 class VipdSpeaker(Speaker):
-    kind, supports_bfd, binds_vips = "vipd", True, True
+    kind, supports_bfd, binds_vips, supports_health = "vipd", True, True, True
     withdraw_how = "vipctl withdraw --transient"
 
     def _start(self) -> None:
         config = lab.vipd_config(self.L, self.node, self.node.asn, self.peer_v4, self.peer_asn,
                                  self.name)
         config["peers"][0]["holdTime"] = f"{self.hold_s}s"
+        if self.health:
+            # vipd's documented defaults for everything else (interval, timeout, rise, fall,
+            # onFailure withdraw, unbindWhenUnhealthy).
+            config["health"] = {"type": "apiserver", "url": self.health.url,
+                                "caFile": self.health.ca_file}
         if self.bfd:
             config["peers"][0]["bfd"] = self.bfd.vipd()
         del config["drain"]  # vipd's defaults: GRACEFUL_SHUTDOWN for 2 s, unbind 1 s after the ack
@@ -185,16 +232,53 @@ class GobgpSpeaker(Speaker):
 
 
 class ExabgpSpeaker(Speaker):
-    kind = "exabgp"
+    kind, supports_health = "exabgp", True
     withdraw_how = "API: withdraw route ... (a line to its API process)"
 
     def _start(self) -> None:
+        if self.health:
+            self._start_healthcheck()
+            return
         self.fifo = self.L.path(f"{self.name}.fifo")
         self.impl = lab.Exabgp(
             self.L, self.node.ns, self.node.v4, self.node.asn,
             [lab.Neighbor(self.peer_v4, self.peer_asn, passive=False, next_hop_v6=self.node.v6)],
             local_address=self.node.v4, origins=ORIGINS(self.node), name=self.name,
             hold_time=self.hold_s, record=False, control_fifo=self.fifo)
+
+    def _start_healthcheck(self) -> None:
+        """ExaBGP whose only API process is its own healthcheck, announcing the IPv4 VIP while
+        the check passes (the VIPs are on lo already: --no-ip-setup)."""
+        hc = self.L.path(f"{self.name}-healthcheck.conf")
+        lines = [f"{k} = {v}" for k, v in HEALTHCHECK_SETTINGS.items()] + [
+            "no-syslog", "no-ack", "no-ip-setup", "withdraw-on-down", f"name = {self.name}",
+            f"ip = {lab.VIP4}", f"community = {' '.join(lab.COMMUNITIES)}",
+            f"large-community = {' '.join(lab.LARGE_COMMUNITIES)}",
+            f"command = {self.health.curl()}"]
+        with open(hc, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        conf = self.L.path(f"{self.name}.conf")
+        c = ["process healthcheck {",
+             f"  run /usr/bin/python3 -m exabgp healthcheck --config {hc};",
+             "  encoder text;",
+             "}",
+             f"neighbor {self.peer_v4} {{",
+             f"  router-id {self.node.v4};",
+             f"  local-address {self.node.v4};",
+             f"  local-as {self.node.asn};",
+             f"  peer-as {self.peer_asn};",
+             f"  hold-time {self.hold_s};",
+             "  passive false;",
+             "  family { ipv4 unicast; ipv6 unicast; }",
+             "  api { processes [ healthcheck ]; }",
+             "}"]
+        with open(conf, "w") as f:
+            f.write("\n".join(c) + "\n")
+        env = {"exabgp_daemon_daemonize": "false", "exabgp_daemon_user": "root",
+               "exabgp_daemon_drop": "false", "exabgp_log_destination": "stdout",
+               "exabgp_api_cli": "false", "exabgp_api_ack": "false"}
+        proc = self.L.start(self.node.ns, self.name, ["exabgp", conf], env=env)
+        self.impl = type("ExabgpHealthcheck", (), {"procs": [proc]})()
 
     def _api(self, *lines: str) -> None:
         deadline = time.monotonic() + 10
@@ -250,7 +334,7 @@ class FrrSpeaker(Speaker):
 
 
 class BirdSpeaker(Speaker):
-    kind, supports_bfd = "bird", True
+    kind, supports_bfd, supports_health = "bird", True, True
     withdraw_how = "birdc disable origin4 (then origin6)"
 
     def _start(self) -> None:
@@ -259,6 +343,10 @@ class BirdSpeaker(Speaker):
             [lab.Neighbor(self.peer_v4, self.peer_asn, passive=False, name="fabric")],
             interfaces=["eth0"], origins=ORIGINS(self.node), next_hop_v6=self.node.v6,
             name=self.name, hold_time=self.hold_s, bfd=self.bfd, import_routes=False)
+        if self.health:
+            self.impl.procs.append(self.L.start(self.node.ns, f"{self.name}-check", [
+                "bash", os.path.join(HERE, "bird_check.sh"), self.impl.sock,
+                str(BIRD_CHECK_INTERVAL_S), self.health.curl()]))
 
     def withdraw(self) -> None:
         self.impl.birdc("disable", "origin4")

@@ -81,8 +81,13 @@ def test_goals() -> None:
                   "table": {"rss_peak_mib": 1000.0}},
         "bird": {"idle": {"rss_mib": {"median": 4.0}}, "table": {"rss_peak_mib": 4.1}}}}
     got = {text: ok for text, ok, _ in report.goals(doc)}
-    want = [False, True, False, False, False, True, False]  # 2.8x; 0; cut 210 ms; 2.5x; ...
+    want = [False, True, False, False, False, True, False, None]  # 2.8x; 0; cut 210 ms; ...
     check(list(got.values()) == want, f"goals: {got}")
+    for median, ok in ((0.009, True), (0.3, True), (0.31, False)):
+        doc["speakers"]["vipd"]["apiserver_kill"] = {"median": median}
+        got = {text: ok for text, ok, _ in report.goals(doc)}
+        check(got["apiserver killed to path gone, median <= 300 ms (goal 50 ms)"] is ok,
+              f"apiserver kill goal at {median}: {got}")
     drain = {"runs": [{"errors": {report.RESET: 1, "Network is unreachable": 2}},
                       {"errors": {report.RESET: 2}}]}
     check(report.resets(drain) == 3, f"resets: {report.resets(drain)}")
@@ -90,7 +95,52 @@ def test_goals() -> None:
           "goals without figures must be 'not measured'")
 
 
+def test_merged_run() -> None:
+    """A separate run of some scenarios: its rows carry its date, the main run's do not, the
+    header says both, and a cell from a different run than the rest of its row is dated alone."""
+    kill = {"median": 0.009, "min": 0.008, "max": 0.012, "n": 3, "requests": 5400,
+            "failed_total": 40, "refused_total": 38}
+    doc = {"machine": {"date": "2026-12-03", "cpu": "cpu", "cores": 2, "memory_gib": 1.0,
+                       "kernel": "k", "os": "os"},
+           "versions": {"vipd": "vipd 1"},
+           "settings": {"quick": False, "reps": 5, "drain_reps": 3, "failover_reps": 3,
+                        "hold_s": 3, "table_prefixes": 1000},
+           "speakers": {"vipd": {"withdraw": {"median": 0.005, "n": 1},
+                                 "apiserver_kill": kill,
+                                 "apiserver_unready": {"median": 2.3, "n": 1}},
+                        "exabgp": {"withdraw": {"median": 0.004, "n": 1},
+                                   "apiserver_kill": dict(kill, median=0.9)},
+                        "gobgp": {"withdraw": {"median": 0.03, "n": 1}}},
+           "partial_runs": [{"date": "2026-12-05 06:00 UTC",
+                             "scenarios": ["apiserver-kill", "apiserver-unready"],
+                             "speakers": ["vipd", "exabgp"], "versions": {"vipd": "vipd 2"},
+                             "settings": {"quick": False, "failover_reps": 3,
+                                          "scenarios": ["apiserver-kill", "apiserver-unready"],
+                                          "apiserver_gates": {"vipd": "defaults"}},
+                             "failures": []}]}
+    md = report.markdown(doc)
+    _, body = report.rows(doc)
+    by = {r[0]: r[1:] for r in body}
+    check("planned withdraw, command to next hop gone, ms" in by, f"main-run row dated: {by}")
+    kill_row = "apiserver killed (SIGKILL), to next hop gone, ms (measured 2026-12-05 06:00 UTC)"
+    check(by.get(kill_row) == ["9.0 (8.0-12)", "n/a", "900 (8.0-12), 100.0x"],
+          f"apiserver kill row: {by.get(kill_row)}")
+    check(any(k.startswith("failed HTTPS requests") and v[0] == "40 of 5400 (38)"
+              for k, v in by.items()), f"failed requests row: {by}")
+    check("Measured 2026-12-03" in md and "Measured 2026-12-05 06:00 UTC in a separate run" in md
+          and "vipd 2" in md and "Goals (each from the run that measured its figures)" in md,
+          f"header: {md}")
+    # A later run of vipd alone: the row's cells now come from two runs.
+    doc["partial_runs"].append(dict(doc["partial_runs"][0], date="2026-12-06 01:00 UTC",
+                                    speakers=["vipd"]))
+    _, body = report.rows(doc)
+    row = next(r for r in body if r[0] == "apiserver killed (SIGKILL), to next hop gone, ms")
+    check(row[1].endswith("(measured 2026-12-06 01:00 UTC)") and row[2] == "n/a"
+          and row[3].endswith("(measured 2026-12-05 06:00 UTC)"), f"mixed row: {row}")
+
+
 if __name__ == "__main__":
+    test_merged_run()
     test_monitor_parse()
     test_summary_and_cells()
     test_goals()
