@@ -7,6 +7,7 @@ Like kube-apiserver (Go net/http) it keeps HTTP/1.1 connections alive (idle time
 the client asks to close. /readyz reads --mode-file on every request:
   ok       200 text/plain "ok"
   unready  500 with kube-apiserver's "[-]etcd failed" check list
+  slow     "ok" after 3 s (longer than any check's timeout: an overloaded apiserver)
 Any other path answers 200 text/plain with --node (which node served a client request).
 Kill it with SIGKILL and the kernel closes its connections and refuses its port, as for a
 crashed apiserver. Logs nothing per request (200 requests a second).
@@ -47,6 +48,8 @@ def main() -> int:
                         mode = f.read().strip()
                 except OSError:
                     mode = "ok"
+                if mode == "slow":
+                    time.sleep(3)
                 code, body = (500, UNREADY) if mode == "unready" else (200, "ok")
             else:
                 code, body = 200, args.node + "\n"

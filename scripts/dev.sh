@@ -42,6 +42,8 @@ packages=(
   libssl-dev openssl util-linux iproute2 procps tcpdump nftables bird2 frr gobgpd exabgp
   # bench/: the failover plot.
   gnuplot-nox
+  # bench/ apiserver scenarios: the BIRD speaker's check script probes /readyz with curl.
+  curl
   # tests/monitoring: a real Prometheus scraping lab vipd nodes, and promtool (rules, metrics).
   prometheus
   # The manifest tests: PyYAML, and kubectl for `kubectl kustomize`: Debian's kubernetes-client,

@@ -316,6 +316,17 @@ Metrics::HealthFamilies Metrics::healthFamilies(prometheus::Registry& registry) 
       // vipd_health_check_failures_total. Reads: health.failures.
       .failures =
           counter(registry, "vipd_health_check_failures_total", "Health checks that failed."),
+      // vipd_health_check_hard_failures_total: of those, the ones that say the apiserver is
+      // gone (refused, reset, TLS failure, not an apiserver). Reads: health.hardFailures.
+      .hardFailures = counter(registry, "vipd_health_check_hard_failures_total",
+                              "Health checks that failed with hard evidence (connection "
+                              "refused or reset, TLS failure, an answer not from an "
+                              "apiserver)."),
+      // vipd_health_held_connection: 1 while the last successful check's connection is held
+      // open, so its close starts a check at once. Reads: health.heldConnection.
+      .heldConnection = gauge(registry, "vipd_health_held_connection",
+                              "1 while the health check holds its keep-alive connection to "
+                              "the apiserver open, 0 otherwise."),
       // vipd_health_degraded: 1 while health.onFailure is degrade and the check fails, so the
       // node announces the worse path. Reads: health.degraded.
       .degraded = gauge(registry, "vipd_health_degraded",
@@ -621,6 +632,12 @@ void Metrics::updateHealth(const json& health) {
   }
   if (auto n = number(health, "failures")) {
     advance(health_.failures, {}, *n);
+  }
+  if (auto n = number(health, "hardFailures")) {
+    advance(health_.hardFailures, {}, *n);
+  }
+  if (auto held = boolean(health, "heldConnection")) {
+    health_.heldConnection.Add({}).Set(flag(*held));
   }
   if (auto degraded = boolean(health, "degraded")) {
     health_.degraded.Add({}).Set(flag(*degraded));

@@ -117,6 +117,8 @@ class Metrics {
     GaugeFamily& latency;
     CounterFamily& checks;
     CounterFamily& failures;
+    CounterFamily& hardFailures;
+    GaugeFamily& heldConnection;
     GaugeFamily& degraded;
     GaugeFamily& vipsUnbound;
   };

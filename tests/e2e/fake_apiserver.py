@@ -7,8 +7,11 @@ HTTPS (python ssl) on --listen with --cert/--key. Each request reads --mode-file
   other     200 with a body that is not "ok"
   slow      "ok" after 2 s
   version   200 application/json {"gitVersion": ...} (an apiserver's /version)
-Every request, every handshake's TLS server name (SNI; "-" when the client sent none) and every
-failed TLS handshake is logged to stdout with a wall-clock timestamp.
+  unready   500 with the apiserver's own failed-check body ("[-]etcd failed ...")
+HTTP/1.1 with keep-alive, as a real apiserver (Go's net/http) answers: a client may hold the
+connection and send its next request on it; an idle connection is closed after --idle-timeout.
+Every request, every handshake's TLS server name (SNI; "-" when the client sent none), every
+failed TLS handshake and every closed connection is logged to stdout with a wall-clock timestamp.
 """
 import argparse
 import http.server
@@ -25,6 +28,11 @@ ANSWERS = {
     "other": (200, "application/json", '{"status": "ok"}'),
     "version": (200, "application/json",
                 '{"major": "1", "minor": "30", "gitVersion": "v1.30.2", "platform": "linux/amd64"}'),
+    # kube-apiserver's /readyz while etcd is unreachable: every check listed, then the verdict.
+    "unready": (500, "text/plain; charset=utf-8",
+                "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[+]etcd-readiness ok\n"
+                "[+]informer-sync ok\n[+]poststarthook/start-apiextensions-controllers ok\n"
+                "readyz check failed\n"),
 }
 
 
@@ -38,6 +46,8 @@ def main() -> None:
     ap.add_argument("--key", required=True)
     ap.add_argument("--listen", default="127.0.0.1:6443")
     ap.add_argument("--mode-file", required=True)
+    ap.add_argument("--idle-timeout", type=float, default=60.0,
+                    help="seconds an idle keep-alive connection stays open")
     args = ap.parse_args()
     host, port = args.listen.rsplit(":", 1)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -49,7 +59,8 @@ def main() -> None:
     ctx.sni_callback = on_server_name
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        timeout = 5
+        protocol_version = "HTTP/1.1"  # keep-alive unless the client asks to close
+        timeout = args.idle_timeout
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             try:
@@ -65,9 +76,12 @@ def main() -> None:
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(data)))
-            self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(data)
+
+        def finish(self) -> None:
+            log(f"{self.client_address[0]} connection closed")
+            super().finish()
 
         def log_message(self, fmt: str, *a) -> None:  # noqa: A003
             log(f"{self.client_address[0]} {fmt % a}")

@@ -65,7 +65,9 @@ class FakeApiserver:
       proxy502 502 with an HTML error page (a proxy in front of a dead apiserver)
       other    200 with a body that is not "ok"
       slow     answers "ok" after 2 s (longer than any probe timeout)
-      version  200 JSON with gitVersion (an apiserver's /version)"""
+      version  200 JSON with gitVersion (an apiserver's /version)
+      unready  500 with the "[-]etcd failed" check list of an apiserver that is not ready
+    Connections are HTTP/1.1 keep-alive (as a real apiserver's), closed after --idle-timeout."""
     binaries = ["openssl"]
 
     def __init__(self, lab: Lab, ns: Namespace, cert: tuple[str, str], mode: str = "ok",
