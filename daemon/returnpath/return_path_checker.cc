@@ -329,6 +329,7 @@ void ReturnPathChecker::stop() {
     return;
   }
   running_ = false;
+  roundOpen_ = false;
   roundTimer_.cancel();
   answerTimer_.cancel();
   relayRetry_.cancel();
@@ -397,9 +398,12 @@ void ReturnPathChecker::startRound() {
     checkFor(vip).announcedAtStart = hooks_.announced(vip);
   }
   sendProbes(vips);
+  roundOpen_ = true;
   answerTimer_.expires_after(settings_.timeout);
-  answerTimer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) {
+  answerTimer_.async_wait([this, round = sequence_](const boost::system::error_code& ec) {
+    // Not when the round already ended early (finishIfAllAnswered) and this expiry was queued
+    // before the cancel reached it.
+    if (!ec && roundOpen_ && round == sequence_) {
       finishRound();
     }
   });
@@ -468,6 +472,7 @@ void ReturnPathChecker::onEchoReply(const EchoReply& reply) {
       } else {
         ++counters_.nodeAnswered;
       }
+      finishIfAllAnswered();
     }
     return;
   }
@@ -548,9 +553,25 @@ void ReturnPathChecker::onRelay(uint64_t nonce) {
   ++counters_.vipAnswered;
   ++counters_.vipAnsweredRelayed;
   trusted_.insert(it->second.target);
+  finishIfAllAnswered();
+}
+
+void ReturnPathChecker::finishIfAllAnswered() {
+  // Once every probe is answered the round's verdicts cannot change (an answered VIP-sourced
+  // probe is a passing round whatever else happens), so waiting out returnPath.timeout only
+  // costs a wake-up per round. A round with a silent probe still waits for it until the timeout,
+  // so failures are judged exactly as before.
+  if (!roundOpen_ || pending_.empty() ||
+      std::any_of(pending_.begin(), pending_.end(),
+                  [](const auto& entry) { return !entry.second.answered; })) {
+    return;
+  }
+  answerTimer_.cancel();
+  finishRound();
 }
 
 void ReturnPathChecker::finishRound() {
+  roundOpen_ = false;
   bool changed = false;
   const auto all = targets();
   for (auto& [vip, check] : checks_) {
