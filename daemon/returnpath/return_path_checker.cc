@@ -241,6 +241,7 @@ tl::expected<void, std::string> ReturnPathChecker::start() {
   // The relay port: dual-stack where the kernel has IPv6, so one socket takes both families.
   boost::system::error_code ec;
   relaySocket_.open(asio::ip::udp::v6(), ec);
+  relayV6_ = !ec;
   if (!ec) {
     relaySocket_.set_option(asio::ip::v6_only(false), ec);
     relaySocket_.bind({asio::ip::address_v6::any(), settings_.relayPort}, ec);
@@ -498,12 +499,11 @@ void ReturnPathChecker::relay(const EchoReply& reply) {
   }
   auto datagram = returnpath::buildRelay(reply.data.nonce);
   auto to = toAsio(reply.data.relayAddress);
-  boost::system::error_code ec;
-  const auto local = relaySocket_.local_endpoint(ec);
-  if (ec) {
+  if (!relaySocket_.is_open()) {
     return;
   }
-  if (local.address().is_v6() && to.is_v4()) {
+  boost::system::error_code ec;
+  if (relayV6_ && to.is_v4()) {
     to = asio::ip::make_address_v6(asio::ip::v4_mapped, to.to_v4());
   }
   relaySocket_.send_to(asio::buffer(datagram), {to, reply.data.relayPort}, 0, ec);

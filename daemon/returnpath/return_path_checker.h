@@ -126,6 +126,7 @@ class ReturnPathChecker {
   // The raw sockets' read loops (each re-arms itself through a weak reference to its entry).
   std::vector<std::shared_ptr<std::function<void()>>> waits_;
   asio::ip::udp::socket relaySocket_;
+  bool relayV6_ = false;  // the relay socket is IPv6 (dual-stack): IPv4 peers as v4-mapped
   std::array<uint8_t, 64> relayBuffer_{};
   asio::ip::udp::endpoint relaySender_;
   asio::steady_timer relayRetry_;
