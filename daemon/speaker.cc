@@ -131,7 +131,7 @@ tl::expected<void, std::string> Speaker::start() {
   }
   // Only read the kernel here: binding is the Active instance's job (startSpeaking()).
   vips_.start();
-  scheduleHousekeeping();
+  scheduleHousekeeping(kHousekeepingInterval);
   if (auto checking = health_.start(); !checking) {
     return checking;
   }
@@ -409,14 +409,15 @@ void Speaker::unbindForHealthOnceAcknowledged(std::chrono::steady_clock::time_po
   });
 }
 
-void Speaker::scheduleHousekeeping() {
-  housekeepingTimer_.expires_after(kHousekeepingInterval);
+void Speaker::scheduleHousekeeping(std::chrono::steady_clock::duration after) {
+  housekeepingTimer_.expires_after(after);
   housekeepingTimer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || shuttingDown_) {
       return;
     }
-    report_.warnAboutStuckPeers(log_);
-    scheduleHousekeeping();
+    // Sleeps until a session could first be stuck (3 hold times) rather than waking every
+    // second: an idle vipd's wake-ups are its CPU cost.
+    scheduleHousekeeping(report_.warnAboutStuckPeers(log_));
   });
 }
 

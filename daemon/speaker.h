@@ -82,7 +82,7 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   void fitClientLimits();
   // ---- what is announced ----
   std::set<bgp::Prefix> intendedAnnouncements() const;
-  void scheduleHousekeeping();
+  void scheduleHousekeeping(std::chrono::steady_clock::duration after);
   void onHealthChange(bool healthy);
   // health.onFailure degrade and the check failing: announce the worse path.
   bool degradedNow() const;

@@ -18,6 +18,7 @@ constexpr int kStuckHoldTimes = 3;
 // Hold time 0 has no natural bound; use the default hold time's.
 constexpr auto kStuckFloor = 27s;
 constexpr auto kStuckWarningInterval = 60s;
+// The shortest sleep between two checks for stuck sessions.
 constexpr auto kHousekeepingInterval = 1s;
 
 std::string formatDuration(std::chrono::steady_clock::duration d) {
@@ -99,27 +100,36 @@ StatusReport::StatusReport(const config::Config& config,
       drainer_(drainer),
       handoff_(handoff) {}
 
-void StatusReport::warnAboutStuckPeers(const Logger& log) {
+std::chrono::steady_clock::duration StatusReport::warnAboutStuckPeers(const Logger& log) {
   auto now = std::chrono::steady_clock::now();
   lastStuckWarning_.resize(peers_.size());  // the Speaker makes its sessions after this report
+  // An Established session cannot be stuck sooner than a full stuckAfter from now; with no
+  // session at all there is nothing to check (an hour is a sleep without overflow).
+  std::chrono::steady_clock::duration next = std::chrono::hours(1);
   for (size_t i = 0; i < peers_.size(); ++i) {
     auto s = peers_[i]->status();
-    if (s.state == bgp::SessionState::Established ||
-        s.notEstablishedFor <= stuckAfter(config_.peers[i])) {
+    auto bound = stuckAfter(config_.peers[i]);
+    if (s.state == bgp::SessionState::Established || s.notEstablishedFor <= bound) {
       lastStuckWarning_[i] = {};
+      next = std::min(next, s.state == bgp::SessionState::Established
+                                ? bound
+                                : bound - s.notEstablishedFor + std::chrono::milliseconds(1));
       continue;
     }
     if (lastStuckWarning_[i] != std::chrono::steady_clock::time_point{} &&
         now - lastStuckWarning_[i] < kStuckWarningInterval) {
+      next = std::min(next, lastStuckWarning_[i] + kStuckWarningInterval - now);
       continue;
     }
     lastStuckWarning_[i] = now;
+    next = std::min<std::chrono::steady_clock::duration>(next, kStuckWarningInterval);
     log.warn("peer " + s.address,
              "not Established for {} (more than {}x the hold time), now {}; last error: {}; "
              "readiness fails until it is; warning again in 1m",
              formatDuration(s.notEstablishedFor), kStuckHoldTimes, bgp::sessionStateName(s.state),
              s.lastError.empty() ? "none" : s.lastError);
   }
+  return std::max<std::chrono::steady_clock::duration>(next, kHousekeepingInterval);
 }
 
 std::vector<std::string> StatusReport::notReadyReasons(const SpeakerIntent& intent) const {

@@ -57,8 +57,11 @@ class StatusReport {
   // Empty when ready; otherwise one sentence per failing check, in the same order.
   std::vector<std::string> notReadyReasons(const SpeakerIntent& intent) const;
   // Logs, at most once a minute per peer, each session that has not been Established for more
-  // than kStuckHoldTimes hold times. Called every second.
-  void warnAboutStuckPeers(const Logger& log);
+  // than kStuckHoldTimes hold times. Returns how long until it next has something to check
+  // (a session becoming stuck, or a stuck one's next warning), at least one second: the caller
+  // sleeps that long instead of polling every second. Sessions are fixed for the report's life
+  // (a reload never changes peers), so nothing can become due sooner.
+  [[nodiscard]] std::chrono::steady_clock::duration warnAboutStuckPeers(const Logger& log);
 
  private:
   nlohmann::json peersJson() const;

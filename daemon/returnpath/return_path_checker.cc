@@ -241,6 +241,7 @@ tl::expected<void, std::string> ReturnPathChecker::start() {
   // The relay port: dual-stack where the kernel has IPv6, so one socket takes both families.
   boost::system::error_code ec;
   relaySocket_.open(asio::ip::udp::v6(), ec);
+  relayV6_ = !ec;
   if (!ec) {
     relaySocket_.set_option(asio::ip::v6_only(false), ec);
     relaySocket_.bind({asio::ip::address_v6::any(), settings_.relayPort}, ec);
@@ -329,6 +330,7 @@ void ReturnPathChecker::stop() {
     return;
   }
   running_ = false;
+  roundOpen_ = false;
   roundTimer_.cancel();
   answerTimer_.cancel();
   relayRetry_.cancel();
@@ -397,9 +399,12 @@ void ReturnPathChecker::startRound() {
     checkFor(vip).announcedAtStart = hooks_.announced(vip);
   }
   sendProbes(vips);
+  roundOpen_ = true;
   answerTimer_.expires_after(settings_.timeout);
-  answerTimer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) {
+  answerTimer_.async_wait([this, round = sequence_](const boost::system::error_code& ec) {
+    // Not when the round already ended early (finishIfAllAnswered) and this expiry was queued
+    // before the cancel reached it.
+    if (!ec && roundOpen_ && round == sequence_) {
       finishRound();
     }
   });
@@ -468,6 +473,7 @@ void ReturnPathChecker::onEchoReply(const EchoReply& reply) {
       } else {
         ++counters_.nodeAnswered;
       }
+      finishIfAllAnswered();
     }
     return;
   }
@@ -493,12 +499,11 @@ void ReturnPathChecker::relay(const EchoReply& reply) {
   }
   auto datagram = returnpath::buildRelay(reply.data.nonce);
   auto to = toAsio(reply.data.relayAddress);
-  boost::system::error_code ec;
-  const auto local = relaySocket_.local_endpoint(ec);
-  if (ec) {
+  if (!relaySocket_.is_open()) {
     return;
   }
-  if (local.address().is_v6() && to.is_v4()) {
+  boost::system::error_code ec;
+  if (relayV6_ && to.is_v4()) {
     to = asio::ip::make_address_v6(asio::ip::v4_mapped, to.to_v4());
   }
   relaySocket_.send_to(asio::buffer(datagram), {to, reply.data.relayPort}, 0, ec);
@@ -548,9 +553,25 @@ void ReturnPathChecker::onRelay(uint64_t nonce) {
   ++counters_.vipAnswered;
   ++counters_.vipAnsweredRelayed;
   trusted_.insert(it->second.target);
+  finishIfAllAnswered();
+}
+
+void ReturnPathChecker::finishIfAllAnswered() {
+  // Once every probe is answered the round's verdicts cannot change (an answered VIP-sourced
+  // probe is a passing round whatever else happens), so waiting out returnPath.timeout only
+  // costs a wake-up per round. A round with a silent probe still waits for it until the timeout,
+  // so failures are judged exactly as before.
+  if (!roundOpen_ || pending_.empty() ||
+      std::any_of(pending_.begin(), pending_.end(),
+                  [](const auto& entry) { return !entry.second.answered; })) {
+    return;
+  }
+  answerTimer_.cancel();
+  finishRound();
 }
 
 void ReturnPathChecker::finishRound() {
+  roundOpen_ = false;
   bool changed = false;
   const auto all = targets();
   for (auto& [vip, check] : checks_) {

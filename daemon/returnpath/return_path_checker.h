@@ -7,7 +7,8 @@
 // address) of the VIP's family: one ICMP echo from the node's own address (the address the
 // kernel picks for that target) and returnPath.flows echoes from the VIP, each with its own ICMP
 // identifier (fabrics that hash on it spread them). The answers are judged after
-// returnPath.timeout by ReturnPathJudge (return_path_judge.h): node answered and VIP not, while
+// returnPath.timeout, or as soon as every probe of the round is answered (the verdict can no
+// longer change), by ReturnPathJudge (return_path_judge.h): node answered and VIP not, while
 // announced, is "unanswered"; nothing answered is "inconclusive" and never withdraws.
 //
 // Why a relay: the answer to a VIP-sourced echo is addressed to the VIP, so the fabric routes
@@ -103,6 +104,8 @@ class ReturnPathChecker {
 
   void startRound();
   void finishRound();
+  // Ends the round at once when every probe sent in it has been answered.
+  void finishIfAllAnswered();
   void sendProbes(const std::set<bgp::Prefix>& vips);
   void onEchoReply(const returnpath::EchoReply& reply);
   void onRelay(uint64_t nonce);
@@ -123,6 +126,7 @@ class ReturnPathChecker {
   // The raw sockets' read loops (each re-arms itself through a weak reference to its entry).
   std::vector<std::shared_ptr<std::function<void()>>> waits_;
   asio::ip::udp::socket relaySocket_;
+  bool relayV6_ = false;  // the relay socket is IPv6 (dual-stack): IPv4 peers as v4-mapped
   std::array<uint8_t, 64> relayBuffer_{};
   asio::ip::udp::endpoint relaySender_;
   asio::steady_timer relayRetry_;
@@ -130,6 +134,7 @@ class ReturnPathChecker {
   asio::steady_timer roundTimer_;
   asio::steady_timer answerTimer_;
   bool running_ = false;
+  bool roundOpen_ = false;  // probes sent, verdicts not yet recorded
   std::optional<std::string> unavailable_;
   std::unordered_map<uint64_t, Pending> pending_;
   std::map<bgp::Prefix, VipCheck> checks_;
