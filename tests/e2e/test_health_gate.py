@@ -12,10 +12,13 @@ Asserts:
 - healthy ("ok"): both VIPs reach BIRD (time from vipd's start printed; at least rise x
   interval); status healthy with serverName kubernetes, every handshake's SNI kubernetes,
   vipd_health_healthy 1, vipd_vip_announced 1, /readyz 200 "ok";
-- a proxy's 502 HTML page: both VIPs leave BIRD within fall x interval + margin (measured), not
-  before (fall-1) x interval; the session stays up; status lastDetail names the 502;
-  vipd_health_healthy 0; /readyz 200 (every VIP is in its intended, withdrawn, state);
+- a proxy's 502 HTML page (hard evidence: not an apiserver): both VIPs leave BIRD within one
+  interval + margin (hardFall 2: the second check runs at once), with hardFall hard failures in a
+  row; the session stays up; status lastDetail names the 502; vipd_health_healthy 0; /readyz 200
+  (every VIP is in its intended, withdrawn, state);
 - back to "ok": announced again within rise x interval + margin;
+- "not ready" (500 with the apiserver's failed-check list; soft evidence): withdrawn within
+  fall x interval + margin and not before (fall-1) x interval, with no hard failure; back to "ok";
 - 200 with a body other than "ok": withdrawn again;
 - a vipd restarted against an apiserver presenting a certificate from a foreign CA (with the
   same kubeadm names): the session comes up but the VIPs are never announced (watched for a few
@@ -29,7 +32,7 @@ import time
 
 import lab
 
-INTERVAL_S, RISE, FALL = 0.2, 2, 3
+INTERVAL_S, RISE, FALL, HARD_FALL = 0.2, 2, 3, 2  # hardFall: the default
 MARGIN_S = 1.0  # a probe in flight at the switch + BGP UPDATE + BIRD + birdc polling
 FOREIGN_WATCH_S = 4.0
 VIPS = (lab.VIP4, lab.VIP6)
@@ -110,16 +113,17 @@ def test() -> None:
             vipd.http("/readyz")), 5, 0.1, "/readyz 200 once announced")
         lab.check(body.strip() == "ok", f"/readyz body: {body!r}")
 
-        # A proxy's 502 page: withdrawn after fall failures.
-        dt = switch(api, bird, "proxy502", False, FALL * INTERVAL_S + MARGIN_S)
+        # A proxy's 502 page is hard evidence (no apiserver answered): the failed check is
+        # repeated at once, and hardFall of them in a row withdraw, without waiting for fall.
+        dt = switch(api, bird, "proxy502", False, INTERVAL_S + MARGIN_S)
         lab.log(f"proxy 502: both VIPs left BIRD {dt:.3f}s after the switch "
-                f"(fall x interval = {FALL * INTERVAL_S:.1f}s, bound +{MARGIN_S}s)")
-        lab.check(dt >= (FALL - 1) * INTERVAL_S - 0.05,
-                  f"withdrawn after {dt:.3f}s: sooner than {FALL} failures can have happened")
+                f"(hard evidence: hardFall {HARD_FALL}, the next check at most {INTERVAL_S}s "
+                f"away, bound +{MARGIN_S}s)")
         lab.check(bird.neighbor_state(node.v4) == "Established", "the session should stay up")
         h = vipd.status()["health"]
         lab.log(f"health status: {h}")
-        lab.check(h["healthy"] is False and h["consecutiveFailures"] >= FALL, f"health: {h}")
+        lab.check(h["healthy"] is False and h["consecutiveHardFailures"] >= HARD_FALL
+                  and h["hardFailures"] >= HARD_FALL, f"health: {h}")
         lab.check("502" in h["lastDetail"], f"lastDetail should name the 502: {h['lastDetail']!r}")
         v = vipd.vip_status(lab.VIP4)
         lab.check(not v["announced"] and "health" in v["reason"], f"VIP status: {v}")
@@ -133,6 +137,17 @@ def test() -> None:
         lab.log(f"ok again: both VIPs back in BIRD {dt:.3f}s after the switch "
                 f"(rise x interval = {RISE * INTERVAL_S:.1f}s)")
         check_metrics(vipd, 1, 1)
+
+        # "Not ready" is an apiserver's own answer, soft evidence: fall failures, no sooner.
+        dt = switch(api, bird, "unready", False, FALL * INTERVAL_S + MARGIN_S)
+        h = vipd.status()["health"]
+        lab.log(f"unready (500, [-]etcd failed): both VIPs left BIRD {dt:.3f}s after the switch "
+                f"(fall x interval = {FALL * INTERVAL_S:.1f}s); health {h}")
+        lab.check(dt >= (FALL - 1) * INTERVAL_S - 0.05,
+                  f"withdrawn after {dt:.3f}s: sooner than {FALL} failures can have happened")
+        lab.check(h["healthy"] is False and h["consecutiveFailures"] >= FALL
+                  and h["consecutiveHardFailures"] == 0, f"soft failures only: {h}")
+        switch(api, bird, "ok", True, RISE * INTERVAL_S + MARGIN_S)
 
         # 200 with another body is a failure too.
         dt = switch(api, bird, "other", False, FALL * INTERVAL_S + MARGIN_S)
