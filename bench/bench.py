@@ -210,6 +210,9 @@ class Bench:
             port = f"n{node.index}"
             times, backs, lines = [], [], []
             for _ in range(self.args.failover_reps):
+                # Every path present before the clock starts: a node that flapped on its own
+                # (BFD at 50 ms under the sanitizers in CI) would otherwise be "gone" already.
+                f.wait_all(60, f"all paths present before the {what}")
                 time.sleep(0.5)
                 t0 = time.time()
                 if what == "freeze":
