@@ -144,6 +144,11 @@ def lossy_loopbacks(f: benchlab.Fabric) -> None:
 
 def soft_failure(f: benchlab.Fabric, i: int, mode: str) -> None:
     node, api, vipd = f.nodes[i], f.apiservers[i], vipd_of(f, i)
+    # A clean start: a check that failed in the loss window before (CI: one was still counted
+    # when the switch came) would make the run look shorter than fall checks.
+    lab.wait_until(lambda: (lambda h: h["consecutiveFailures"] == 0
+                            and h["consecutiveSuccesses"] >= 2)(vipd.status()["health"]),
+                   10, 0.1, f"node {node.index}'s check passing twice in a row before {mode}")
     t0 = time.time()
     api.set_mode(mode)
     latest = FALL * (INTERVAL_S + TIMEOUT_S) + 2.0
