@@ -1,8 +1,6 @@
 #include "daemon/http/metrics.h"
 
-
 #include <fmt/format.h>
-#include <prometheus/text_serializer.h>
 
 #include <array>
 #include <cstdio>
@@ -16,24 +14,24 @@
 namespace vipd::daemon {
 namespace {
 
+using exposition::Counter;
+using exposition::Family;
+using exposition::Gauge;
+using exposition::Labels;
 using nlohmann::json;
-using prometheus::Counter;
-using prometheus::Family;
-using prometheus::Gauge;
-using prometheus::Labels;
 
 // The RFC 4271 section 8.2.2 states, spelled as bgp::sessionStateName spells them.
 constexpr std::array<std::string_view, 6> kSessionStates = {
     "Idle", "Connect", "Active", "OpenSent", "OpenConfirm", "Established"};
 
-Family<Gauge>& gauge(prometheus::Registry& registry, const std::string& name,
+Family<Gauge>& gauge(exposition::Registry& registry, const std::string& name,
                      const std::string& help) {
-  return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+  return registry.gauge(name, help);
 }
 
-Family<Counter>& counter(prometheus::Registry& registry, const std::string& name,
+Family<Counter>& counter(exposition::Registry& registry, const std::string& name,
                          const std::string& help) {
-  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+  return registry.counter(name, help);
 }
 
 // Field readers: absent fields and fields of another type read as nullopt, never throw.
@@ -50,8 +48,8 @@ std::optional<double> unixSeconds(const std::string& utc) {
   std::tm tm{};
   char zone = 0;
   int consumed = 0;
-  if (std::sscanf(utc.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c%n", &tm.tm_year, &tm.tm_mon,
-                  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &zone, &consumed) != 7 ||
+  if (std::sscanf(utc.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &zone, &consumed) != 7 ||
       zone != 'Z' || static_cast<size_t>(consumed) != utc.size() || tm.tm_mon < 1 ||
       tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
       tm.tm_sec > 60) {
@@ -79,7 +77,7 @@ std::string notificationCodeLabel(const std::string& key) {
 }  // namespace
 
 Metrics::Metrics()
-    : registry_(std::make_unique<prometheus::Registry>()),
+    : registry_(std::make_unique<exposition::Registry>()),
       // vipd_build_info{version} 1. Reads: version.
       buildInfo_{&gauge(*registry_, "vipd_build_info",
                         "Always 1; the version label is the running vipd's version.")},
@@ -180,7 +178,7 @@ Metrics::Metrics()
 
 // The BGP session of each peer, from peers[]: series labelled with the peer's address, created
 // when the peer is first seen.
-Metrics::PeerFamilies Metrics::peerFamilies(prometheus::Registry& registry) {
+Metrics::PeerFamilies Metrics::peerFamilies(exposition::Registry& registry) {
   return {
       // vipd_peer_state{peer,state}: one series per RFC 4271 state, 1 for the current one.
       // Reads: peers[].address, peers[].state. An unknown state name sets all six to 0.
@@ -243,7 +241,7 @@ Metrics::PeerFamilies Metrics::peerFamilies(prometheus::Registry& registry) {
 }
 
 // BFD, from peers[].bfd, for peers with bfd.enabled only (no series for the others).
-Metrics::BfdFamilies Metrics::bfdFamilies(prometheus::Registry& registry) {
+Metrics::BfdFamilies Metrics::bfdFamilies(exposition::Registry& registry) {
   return {
       // vipd_bfd_state{peer,state}: one series per RFC 5880 state, 1 for the current one.
       // Reads: peers[].bfd.enabled, peers[].bfd.state.
@@ -272,7 +270,7 @@ Metrics::BfdFamilies Metrics::bfdFamilies(prometheus::Registry& registry) {
 }
 
 // Each VIP, from vips[]: series labelled with the VIP, created when it is first seen.
-Metrics::VipFamilies Metrics::vipFamilies(prometheus::Registry& registry) {
+Metrics::VipFamilies Metrics::vipFamilies(exposition::Registry& registry) {
   return {
       // vipd_vip_bound{vip,interface}. Reads: vips[].address, vips[].interface, vips[].bound.
       .bound = gauge(registry, "vipd_vip_bound",
@@ -296,7 +294,7 @@ Metrics::VipFamilies Metrics::vipFamilies(prometheus::Registry& registry) {
 }
 
 // The health gate, from health.
-Metrics::HealthFamilies Metrics::healthFamilies(prometheus::Registry& registry) {
+Metrics::HealthFamilies Metrics::healthFamilies(exposition::Registry& registry) {
   return {
       // vipd_health_healthy. Reads: health.healthy. Absent when no health gate is configured.
       .healthy = gauge(registry, "vipd_health_healthy",
@@ -351,7 +349,7 @@ void Metrics::update(const json& status) {
     set(mode_, {{"mode", *mode}}, 1);
   }
   if (auto ready = boolean(status, "ready")) {
-    ready_.Add({}).Set(flag(*ready));
+    ready_.add({}).set(flag(*ready));
   }
   if (const json* peers = member(status, "peers"); peers != nullptr && peers->is_array()) {
     for (const auto& peer : *peers) {
@@ -371,7 +369,7 @@ void Metrics::update(const json& status) {
   }
   if (auto role = string(status, "role")) {
     for (auto name : {"active", "standby", "contending"}) {
-      role_.Add({{"role", name}}).Set(flag(*role == name));
+      role_.add({{"role", name}}).set(flag(*role == name));
     }
   }
   if (const json* handoff = member(status, "handoff"); handoff != nullptr) {
@@ -396,13 +394,13 @@ void Metrics::updateReturnPath(const json& returnPath) {
     return;
   }
   if (auto available = boolean(returnPath, "available")) {
-    returnPathAvailable_.Add({}).Set(flag(*available));
+    returnPathAvailable_.add({}).set(flag(*available));
   }
   if (const json* vips = member(returnPath, "vips"); vips != nullptr && vips->is_object()) {
     for (const auto& [vip, check] : vips->items()) {
       if (auto state = string(check, "state")) {
         for (auto name : {"unverified", "passing", "broken", "retrying"}) {
-          returnPathState_.Add({{"vip", vip}, {"state", name}}).Set(flag(*state == name));
+          returnPathState_.add({{"vip", vip}, {"state", name}}).set(flag(*state == name));
         }
       }
     }
@@ -436,11 +434,11 @@ void Metrics::updateReturnPath(const json& returnPath) {
 
 void Metrics::updateConfigLoads(const json& config) {
   if (auto ok = boolean(config, "lastReloadSuccessful")) {
-    configLastReloadSuccessful_.Add({}).Set(flag(*ok));
+    configLastReloadSuccessful_.add({}).set(flag(*ok));
   }
   if (auto at = string(config, "loadedAt")) {
     if (auto seconds = unixSeconds(*at)) {
-      configLoadedAt_.Add({}).Set(*seconds);
+      configLoadedAt_.add({}).set(*seconds);
     }
   }
   if (auto n = number(config, "reloads")) {
@@ -454,10 +452,10 @@ void Metrics::updateConfigLoads(const json& config) {
 void Metrics::updateListener(const std::string& name, const json& listener) {
   const Labels labels{{"listener", name}};
   if (auto n = number(listener, "open")) {
-    listenerOpen_.Add(labels).Set(*n);
+    listenerOpen_.add(labels).set(*n);
   }
   if (auto n = number(listener, "limit")) {
-    listenerLimit_.Add(labels).Set(*n);
+    listenerLimit_.add(labels).set(*n);
   }
   const std::pair<const char*, const char*> reasons[] = {
       {"limitHits", "limit"}, {"idleTimeouts", "idle"}, {"refused", "refused"}};
@@ -473,7 +471,7 @@ void Metrics::updateListener(const std::string& name, const json& listener) {
 
 void Metrics::updateHandoff(const json& handoff) {
   if (auto refused = boolean(handoff, "refused")) {
-    handoffRefused_.Add({}).Set(flag(*refused));
+    handoffRefused_.add({}).set(flag(*refused));
   }
   const std::pair<const char*, const char*> events[] = {{"tookOver", "took_over"},
                                                         {"yielded", "yielded"},
@@ -495,15 +493,15 @@ void Metrics::updatePeer(const json& peer) {
   auto state = string(peer, "state");
   if (state) {
     for (auto name : kSessionStates) {
-      peer_.state.Add({{"peer", *address}, {"state", std::string(name)}}).Set(flag(*state == name));
+      peer_.state.add({{"peer", *address}, {"state", std::string(name)}}).set(flag(*state == name));
     }
-    peer_.established.Add(labels).Set(flag(*state == "Established"));
+    peer_.established.add(labels).set(flag(*state == "Established"));
   }
   if (auto seconds = number(peer, "stateSeconds")) {
-    peer_.stateSeconds.Add(labels).Set(*seconds);
+    peer_.stateSeconds.add(labels).set(*seconds);
   }
   if (auto tooLong = boolean(peer, "notEstablishedTooLong")) {
-    peer_.notEstablishedTooLong.Add(labels).Set(flag(*tooLong));
+    peer_.notEstablishedTooLong.add(labels).set(flag(*tooLong));
   }
   if (auto transitions = number(peer, "establishedTransitions"); transitions && state) {
     const double up = *state == "Established" ? 1 : 0;
@@ -547,7 +545,7 @@ void Metrics::updatePeer(const json& peer) {
     }
   }
   if (auto n = number(peer, "prefixesAdvertised")) {
-    peer_.prefixesAdvertised.Add(labels).Set(*n);
+    peer_.prefixesAdvertised.add(labels).set(*n);
   }
   if (const json* bfd = member(peer, "bfd"); bfd != nullptr && bfd->is_object()) {
     updateBfd(*address, *bfd);
@@ -561,14 +559,14 @@ void Metrics::updateBfd(const std::string& peer, const json& bfd) {
   const Labels labels{{"peer", peer}};
   if (auto state = string(bfd, "state")) {
     for (auto name : {"AdminDown", "Down", "Init", "Up"}) {
-      bfd_.state.Add({{"peer", peer}, {"state", name}}).Set(flag(*state == name));
+      bfd_.state.add({{"peer", peer}, {"state", name}}).set(flag(*state == name));
     }
   }
   if (auto ms = number(bfd, "detectionTimeMs")) {
-    bfd_.detectionTime.Add(labels).Set(*ms / 1000);
+    bfd_.detectionTime.add(labels).set(*ms / 1000);
   }
   if (auto ms = number(bfd, "txIntervalMs")) {
-    bfd_.txInterval.Add(labels).Set(*ms / 1000);
+    bfd_.txInterval.add(labels).set(*ms / 1000);
   }
   if (const json* to = member(bfd, "transitionsTo"); to != nullptr && to->is_object()) {
     for (const auto& [state, count] : to->items()) {
@@ -597,17 +595,17 @@ void Metrics::updateVip(const json& vip) {
   }
   const Labels labels{{"vip", *address}};
   if (auto bound = boolean(vip, "bound")) {
-    vip_.bound.Add({{"vip", *address}, {"interface", string(vip, "interface").value_or("")}})
-        .Set(flag(*bound));
+    vip_.bound.add({{"vip", *address}, {"interface", string(vip, "interface").value_or("")}})
+        .set(flag(*bound));
   }
   if (auto owned = boolean(vip, "ownedByVipd")) {
-    vip_.owned.Add(labels).Set(flag(*owned));
+    vip_.owned.add(labels).set(flag(*owned));
   }
   if (auto announced = boolean(vip, "announced")) {
-    vip_.announced.Add(labels).Set(flag(*announced));
+    vip_.announced.add(labels).set(flag(*announced));
   }
   if (auto peers = number(vip, "announcedToPeers")) {
-    vip_.announcedPeers.Add(labels).Set(*peers);
+    vip_.announcedPeers.add(labels).set(*peers);
   }
   if (auto lost = number(vip, "lostCount")) {
     advance(vip_.lost, labels, *lost);
@@ -616,16 +614,16 @@ void Metrics::updateVip(const json& vip) {
 
 void Metrics::updateHealth(const json& health) {
   if (auto healthy = boolean(health, "healthy")) {
-    health_.healthy.Add({}).Set(flag(*healthy));
+    health_.healthy.add({}).set(flag(*healthy));
   }
   if (auto n = number(health, "consecutiveSuccesses")) {
-    health_.consecutiveSuccesses.Add({}).Set(*n);
+    health_.consecutiveSuccesses.add({}).set(*n);
   }
   if (auto n = number(health, "consecutiveFailures")) {
-    health_.consecutiveFailures.Add({}).Set(*n);
+    health_.consecutiveFailures.add({}).set(*n);
   }
   if (auto ms = number(health, "lastLatencyMs")) {
-    health_.latency.Add({}).Set(*ms / 1000.0);
+    health_.latency.add({}).set(*ms / 1000.0);
   }
   if (auto n = number(health, "checks")) {
     advance(health_.checks, {}, *n);
@@ -637,13 +635,13 @@ void Metrics::updateHealth(const json& health) {
     advance(health_.hardFailures, {}, *n);
   }
   if (auto held = boolean(health, "heldConnection")) {
-    health_.heldConnection.Add({}).Set(flag(*held));
+    health_.heldConnection.add({}).set(flag(*held));
   }
   if (auto degraded = boolean(health, "degraded")) {
-    health_.degraded.Add({}).Set(flag(*degraded));
+    health_.degraded.add({}).set(flag(*degraded));
   }
   if (auto unbound = boolean(health, "vipsUnbound")) {
-    health_.vipsUnbound.Add({}).Set(flag(*unbound));
+    health_.vipsUnbound.add({}).set(flag(*unbound));
   }
 }
 
@@ -652,41 +650,39 @@ void Metrics::updateWithdrawn(const json& withdrawn) {
   if (!active) {
     return;
   }
-  withdrawn_.Add({}).Set(flag(*active));
+  withdrawn_.add({}).set(flag(*active));
   if (!*active) {
-    withdrawnSince_.Add({}).Set(0);
+    withdrawnSince_.add({}).set(0);
   } else if (auto seconds = unixSeconds(string(withdrawn, "since").value_or(""))) {
-    withdrawnSince_.Add({}).Set(*seconds);
+    withdrawnSince_.add({}).set(*seconds);
   } else {
     // Withdrawn since a time nobody can read (a hand-written withdrawn.json): no series, rather
     // than a 0 that reads as "withdrawn since 1970".
-    withdrawnSince_.Remove(&withdrawnSince_.Add({}));
+    withdrawnSince_.remove(&withdrawnSince_.add({}));
   }
 }
 
 void Metrics::advance(Family<Counter>& family, const Labels& labels, double current) {
-  auto& series = family.Add(labels);
+  auto& series = family.add(labels);
   auto it = lastSeen_.try_emplace(&series, 0.0).first;
   if (current > it->second) {
-    series.Increment(current - it->second);
+    series.increment(current - it->second);
   }
   it->second = current;
 }
 
 void Metrics::set(SingleSeries& series, const Labels& labels, double value) {
   if (series.gauge != nullptr && series.labels != labels) {
-    series.family->Remove(series.gauge);
+    series.family->remove(series.gauge);
     series.gauge = nullptr;
   }
   if (series.gauge == nullptr) {
-    series.gauge = &series.family->Add(labels);
+    series.gauge = &series.family->add(labels);
     series.labels = labels;
   }
-  series.gauge->Set(value);
+  series.gauge->set(value);
 }
 
-std::string Metrics::serialize() const {
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
-}
+std::string Metrics::serialize() const { return registry_->serialize(); }
 
 }  // namespace vipd::daemon

@@ -19,23 +19,18 @@
 // - Not thread-safe: call from the io_context thread, like everything else in daemon/.
 #pragma once
 
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/gauge.h>
-#include <prometheus/labels.h>
-#include <prometheus/registry.h>
-
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
+#include "daemon/exposition/exposition.h"
+
 namespace vipd::daemon {
 
 // Content-Type of serialize()'s output.
-inline constexpr std::string_view kPrometheusContentType =
-    "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr std::string_view kPrometheusContentType = exposition::kContentType;
 
 class Metrics {
  public:
@@ -50,16 +45,16 @@ class Metrics {
   [[nodiscard]] std::string serialize() const;
 
  private:
-  using GaugeFamily = prometheus::Family<prometheus::Gauge>;
-  using CounterFamily = prometheus::Family<prometheus::Counter>;
+  using GaugeFamily = exposition::Family<exposition::Gauge>;
+  using CounterFamily = exposition::Family<exposition::Counter>;
 
   // A family that holds at most one series whose labels change (an "info" style gauge such as
   // vipd_build_info{version}): setting new labels removes the old series, so the family never
   // accumulates series.
   struct SingleSeries {
     GaugeFamily* family;
-    prometheus::Gauge* gauge = nullptr;
-    prometheus::Labels labels;
+    exposition::Gauge* gauge = nullptr;
+    exposition::Labels labels;
   };
 
   void updatePeer(const nlohmann::json& peer);
@@ -73,8 +68,8 @@ class Metrics {
   void updateReturnPath(const nlohmann::json& returnPath);
 
   // Increments the counter by how much `current` grew since the last call for this series.
-  void advance(CounterFamily& family, const prometheus::Labels& labels, double current);
-  static void set(SingleSeries& series, const prometheus::Labels& labels, double value);
+  void advance(CounterFamily& family, const exposition::Labels& labels, double current);
+  static void set(SingleSeries& series, const exposition::Labels& labels, double value);
 
   // One group of families per status section; each group's factory in metrics.cc defines and
   // documents its metrics. Families are registered in the order of the members below, which is
@@ -122,12 +117,12 @@ class Metrics {
     GaugeFamily& degraded;
     GaugeFamily& vipsUnbound;
   };
-  static PeerFamilies peerFamilies(prometheus::Registry& registry);
-  static BfdFamilies bfdFamilies(prometheus::Registry& registry);
-  static VipFamilies vipFamilies(prometheus::Registry& registry);
-  static HealthFamilies healthFamilies(prometheus::Registry& registry);
+  static PeerFamilies peerFamilies(exposition::Registry& registry);
+  static BfdFamilies bfdFamilies(exposition::Registry& registry);
+  static VipFamilies vipFamilies(exposition::Registry& registry);
+  static HealthFamilies healthFamilies(exposition::Registry& registry);
 
-  std::unique_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<exposition::Registry> registry_;
 
   SingleSeries buildInfo_;
   SingleSeries mode_;
@@ -156,7 +151,7 @@ class Metrics {
 
   // Last status value fed into each counter series (the series are owned by their family and
   // never removed, so the pointers stay valid).
-  std::map<const prometheus::Counter*, double> lastSeen_;
+  std::map<const exposition::Counter*, double> lastSeen_;
 };
 
 }  // namespace vipd::daemon
