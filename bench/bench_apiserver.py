@@ -16,9 +16,13 @@ Usage: bench_apiserver.py --cert C --key K --listen ADDR:PORT --mode-file F --no
 """
 import argparse
 import http.server
+import os
 import ssl
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+from apiserver_handler import ModeFileHandler  # noqa: E402
 
 UNREADY = ("[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[+]etcd-readiness ok\n"
            "[+]informer-sync ok\n[+]poststarthook/start-apiserver-admission-initializer ok\n"
@@ -37,29 +41,18 @@ def main() -> int:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, as Go's net/http
+    class Handler(ModeFileHandler):
+        mode_file = args.mode_file
+        slow_s = 3
         timeout = 90  # kube-apiserver's idle timeout
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             if self.path.split("?")[0] == "/readyz":
-                try:
-                    with open(args.mode_file) as f:
-                        mode = f.read().strip()
-                except OSError:
-                    mode = "ok"
-                if mode == "slow":
-                    time.sleep(3)
-                code, body = (500, UNREADY) if mode == "unready" else (200, "ok")
+                code, body = (500, UNREADY) if self.mode() == "unready" else (200, "ok")
             else:
                 code, body = 200, args.node + "\n"
-            data = body.encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.answer(code, "text/plain; charset=utf-8", body,
+                        (("X-Content-Type-Options", "nosniff"),))
 
         def log_message(self, fmt: str, *a) -> None:  # noqa: A003
             pass

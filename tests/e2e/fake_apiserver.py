@@ -19,6 +19,8 @@ import ssl
 import sys
 import time
 
+from apiserver_handler import ModeFileHandler
+
 PROXY_502 = ("<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
              "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n"
              "</body>\r\n</html>\r\n")
@@ -58,26 +60,13 @@ def main() -> None:
 
     ctx.sni_callback = on_server_name
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive unless the client asks to close
+    class Handler(ModeFileHandler):
+        mode_file = args.mode_file
+        slow_s = 2
         timeout = args.idle_timeout
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            try:
-                with open(args.mode_file) as f:
-                    mode = f.read().strip()
-            except OSError:
-                mode = "ok"
-            if mode == "slow":
-                time.sleep(2)
-                mode = "ok"
-            code, ctype, body = ANSWERS.get(mode, ANSWERS["ok"])
-            data = body.encode()
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.answer(*ANSWERS.get(self.mode(), ANSWERS["ok"]))
 
         def finish(self) -> None:
             log(f"{self.client_address[0]} connection closed")
