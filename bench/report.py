@@ -165,6 +165,12 @@ def goals(doc: dict) -> list[tuple[str, Optional[bool], str]]:
                 "n/a" if not (vr and gr) else f"{vr:.1f} MiB vs {gr:.1f} MiB ({gr / vr:.1f}x)"))
     out.append(("idle RSS no more than BIRD's", None if not (vr and br) else vr <= br,
                 "n/a" if not (vr and br) else f"{vr:.1f} MiB vs {br:.1f} MiB"))
+    va, ba = (_get(x, "idle", "rss_anon_mib", "median") for x in (v, b))
+    out.append(("idle RssAnon no more than BIRD's", None if not (va and ba) else va <= ba,
+                "n/a" if not (va and ba) else f"{va:.2f} MiB vs {ba:.2f} MiB"))
+    vc, bc = (_get(x, "idle", "cpu_s_per_hour", "median") for x in (v, b))
+    out.append(("idle CPU no more than BIRD's", None if not (vc and bc) else vc <= bc,
+                "n/a" if not (vc and bc) else f"{vc:.2f} s/h vs {bc:.2f} s/h"))
     vt, gt, bt = (_get(x, "table", "rss_peak_mib") for x in (v, g, b))
     out.append(("RSS with a full table at most a fifth of gobgpd's",
                 None if not (vt and gt) else vt * 5 <= gt,
@@ -217,6 +223,14 @@ def markdown(doc: dict) -> str:
                   "HTTPS connections a second through the VIP during each kill. Gates: "
                   + "; ".join(f"{LABELS.get(k, k)}: {g}" for k, g in gates.items())
                   + "; GoBGP and FRR not run."]
+    norp = _get(doc["speakers"], "vipd-norp", "idle")
+    if norp:
+        run = measured_in(doc, "idle", "vipd-norp")
+        lines += ["", "vipd with returnPath.mode off (the return-path check is a feature no other "
+                  "speaker here has)" + (f", measured {run['date']}" if run else "") + ": idle RSS "
+                  + cell(norp.get("rss_mib"), "MiB") + " MiB, RssAnon "
+                  + cell(norp.get("rss_anon_mib"), "MiB") + " MiB, CPU "
+                  + cell(norp.get("cpu_s_per_hour"), "") + " s per hour."]
     lines += ["", "Goals (same run):" if not doc.get("partial_runs") else
               "Goals (each from the run that measured its figures):", ""]
     for text, ok, fig in goals(doc):

@@ -172,6 +172,7 @@ class Speaker:
 class VipdSpeaker(Speaker):
     kind, supports_bfd, binds_vips, supports_health = "vipd", True, True, True
     withdraw_how = "vipctl withdraw --transient"
+    return_path_mode: Optional[str] = None  # None: vipd's default (enforce)
 
     def _start(self) -> None:
         config = lab.vipd_config(self.L, self.node, self.node.asn, self.peer_v4, self.peer_asn,
@@ -184,6 +185,8 @@ class VipdSpeaker(Speaker):
                                 "caFile": self.health.ca_file}
         if self.bfd:
             config["peers"][0]["bfd"] = self.bfd.vipd()
+        if self.return_path_mode:
+            config["returnPath"] = {"mode": self.return_path_mode}
         del config["drain"]  # vipd's defaults: GRACEFUL_SHUTDOWN for 2 s, unbind 1 s after the ack
         self.impl = lab.Vipd(self.L, self.node.ns, config, build_dir=self.build_dir, name=self.name)
 
@@ -209,6 +212,13 @@ class VipdSpeaker(Speaker):
 
     def undrain(self) -> None:
         self.announce()
+
+
+class VipdNoReturnPathSpeaker(VipdSpeaker):
+    """vipd without its return-path check (returnPath.mode off): what the check, a feature no
+    other speaker here has, costs in the idle figures. Run only when named (--speakers)."""
+    kind = "vipd-norp"
+    return_path_mode = "off"
 
 
 class GobgpSpeaker(Speaker):
@@ -357,9 +367,10 @@ class BirdSpeaker(Speaker):
         self.impl.birdc("enable", "origin6")
 
 
-KINDS = {c.kind: c for c in (VipdSpeaker, GobgpSpeaker, ExabgpSpeaker, FrrSpeaker, BirdSpeaker)}
+KINDS = {c.kind: c for c in (VipdSpeaker, VipdNoReturnPathSpeaker, GobgpSpeaker, ExabgpSpeaker,
+                             FrrSpeaker, BirdSpeaker)}
 
-BINARIES = {"vipd": [], "gobgp": lab.Gobgp.binaries, "exabgp": lab.Exabgp.binaries,
+BINARIES = {"vipd": [], "vipd-norp": [], "gobgp": lab.Gobgp.binaries, "exabgp": lab.Exabgp.binaries,
             "frr": lab.Frr.bfd_binaries, "bird": lab.Bird.binaries}
 
 

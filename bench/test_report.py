@@ -76,12 +76,17 @@ def test_goals() -> None:
         "vipd": {"withdraw": {"median": 0.005}, "drain": {"failed_total": 0, "requests": 4500,
                                                   "runs": [{"errors": {}}]},
                  "failover": {"bfd50": {"freeze": {"max": 0.13}, "cut": {"max": 0.21}}},
-                 "idle": {"rss_mib": {"median": 8.0}}, "table": {"rss_peak_mib": 8.1}},
+                 "idle": {"rss_mib": {"median": 8.0}, "rss_anon_mib": {"median": 0.7},
+                          "cpu_s_per_hour": {"median": 2.0}},
+                 "table": {"rss_peak_mib": 8.1}},
         "gobgp": {"withdraw": {"median": 0.014}, "idle": {"rss_mib": {"median": 20.0}},
                   "table": {"rss_peak_mib": 1000.0}},
-        "bird": {"idle": {"rss_mib": {"median": 4.0}}, "table": {"rss_peak_mib": 4.1}}}}
+        "bird": {"idle": {"rss_mib": {"median": 4.0}, "rss_anon_mib": {"median": 0.8},
+                          "cpu_s_per_hour": {"median": 1.0}},
+                 "table": {"rss_peak_mib": 4.1}}}}
     got = {text: ok for text, ok, _ in report.goals(doc)}
-    want = [False, True, False, False, False, True, False, None]  # 2.8x; 0; cut 210 ms; ...
+    # 2.8x; 0; cut 210 ms; RSS 8.0 vs 20 and 4.0; RssAnon 0.7 vs 0.8; CPU 2.0 vs 1.0; table ...
+    want = [False, True, False, False, False, True, False, True, False, None]
     check(list(got.values()) == want, f"goals: {got}")
     for median, ok in ((0.009, True), (0.3, True), (0.31, False)):
         doc["speakers"]["vipd"]["apiserver_kill"] = {"median": median}
@@ -127,6 +132,15 @@ def test_merged_run() -> None:
           f"apiserver kill row: {by.get(kill_row)}")
     check(any(k.startswith("failed HTTPS requests") and v[0] == "40 of 5400 (38)"
               for k, v in by.items()), f"failed requests row: {by}")
+    check("returnPath.mode off" not in md, f"a line for a speaker that did not run: {md}")
+    doc["speakers"]["vipd-norp"] = {"idle": {"rss_mib": {"median": 9.1, "n": 1},
+                                             "rss_anon_mib": {"median": 0.97, "n": 1},
+                                             "cpu_s_per_hour": {"median": 1.9, "n": 1}}}
+    md = report.markdown(doc)
+    check("vipd with returnPath.mode off" in md and "CPU 1.9 s per hour" in md
+          and "RSS 9.1 MiB" in md, f"returnPath off line: {md}")
+    check(report.rows(doc)[0] == ["", "vipd", "GoBGP", "ExaBGP"],
+          f"vipd-norp must not become a column: {report.rows(doc)[0]}")
     check("Measured 2026-12-03" in md and "Measured 2026-12-05 06:00 UTC in a separate run" in md
           and "vipd 2" in md and "Goals (each from the run that measured its figures)" in md,
           f"header: {md}")
