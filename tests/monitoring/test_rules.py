@@ -100,8 +100,9 @@ def probe_metric_names() -> set[str]:
     """The metric names daemon/probe/probe_metrics.cc registers, with a histogram's series."""
     with open(PROBE_METRICS_SOURCE) as f:
         text = f.read()
-    names = set(re.findall(r'\.Name\("(vipd_\w+)"\)', text))
-    for h in re.findall(r'BuildHistogram\(\)\s*\.Name\("(vipd_\w+)"\)', text):
+    # registry_->gauge("vipd_...", ...), ->counter(...), ->histogram(...) (daemon/exposition)
+    names = set(re.findall(r'->(?:gauge|counter)\(\s*"(vipd_\w+)"', text))
+    for h in re.findall(r'->histogram\(\s*"(vipd_\w+)"', text):
         names |= {h + "_bucket", h + "_count", h + "_sum"}
     return names
 
