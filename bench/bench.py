@@ -439,6 +439,9 @@ class Bench:
                 self.base = json.load(fh)
             self.results = copy.deepcopy(self.base.get("speakers", {}))
         self.started = utc_now()
+        # Before the first write: results.json is tracked, so once written `git describe
+        # --dirty` would call every tree that produced it dirty.
+        self.versions = versions(self.args.build_dir)
         lab.require([b for k in kinds for b in speakers.BINARIES[k]] + lab.Bird.binaries
                     + ["gnuplot"])
         for binary in ("vipd", "vipctl"):
@@ -497,13 +500,13 @@ class Bench:
             runs = [r for r in doc.get("partial_runs", []) if r.get("scenarios") != scen]
             runs.append({"date": self.started, "scenarios": scen,
                          "speakers": self.args.speakers.split(","), "machine": machine(),
-                         "versions": versions(self.args.build_dir),
+                         "versions": self.versions,
                          "settings": self.settings(), "elapsed_s": round(elapsed, 1),
                          "failures": self.failures})
             doc["partial_runs"] = runs
             doc["speakers"] = self.results
         else:
-            doc = {"machine": machine(), "versions": versions(self.args.build_dir),
+            doc = {"machine": machine(), "versions": self.versions,
                    "settings": self.settings(),
                    "elapsed_s": round(elapsed, 1), "speakers": self.results,
                    "failures": self.failures}
