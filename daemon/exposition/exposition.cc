@@ -4,11 +4,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
+#include <cstdio>
+#include <cstdlib>
 #include <type_traits>
 
 namespace vipd::exposition {
 namespace {
+
+// A bad name is a broken invariant of the code that registers metrics (names are literals and
+// label names constants), never input: abort with the name, as STYLE asks of broken invariants.
+[[noreturn]] void brokenInvariant(const std::string& message) {
+  std::fprintf(stderr, "vipd: internal error: %s\n", message.c_str());
+  std::abort();
+}
 
 bool isMetricName(std::string_view name) {
   auto first = [](char c) {
@@ -171,8 +179,7 @@ Metric& Family<Metric>::add(const Labels& labels) {
   }
   for (const auto& [key, value] : labels) {
     if (!isLabelName(key) || (std::is_same_v<Metric, Histogram> && key == "le")) {
-      throw std::invalid_argument(
-          fmt::format("metric {}: '{}' cannot be a label name", name_, key));
+      brokenInvariant(fmt::format("metric {}: '{}' cannot be a label name", name_, key));
     }
   }
   std::unique_ptr<Metric> metric;
@@ -195,12 +202,12 @@ template class Family<Histogram>;
 
 void Registry::claimName(const std::string& name) {
   if (!isMetricName(name)) {
-    throw std::invalid_argument(fmt::format("'{}' cannot be a metric name", name));
+    brokenInvariant(fmt::format("'{}' cannot be a metric name", name));
   }
   for (const auto& family : families_) {
     const bool taken = std::visit([&](const auto& f) { return f->name() == name; }, family);
     if (taken) {
-      throw std::invalid_argument(fmt::format("metric {} is registered twice", name));
+      brokenInvariant(fmt::format("metric {} is registered twice", name));
     }
   }
 }
@@ -226,7 +233,7 @@ Family<Histogram>& Registry::histogram(const std::string& name, const std::strin
   claimName(name);
   for (size_t i = 0; i < buckets.size(); ++i) {
     if (!std::isfinite(buckets[i]) || (i > 0 && buckets[i] <= buckets[i - 1])) {
-      throw std::invalid_argument(
+      brokenInvariant(
           fmt::format("metric {}: bucket bounds must be finite and strictly increasing", name));
     }
   }

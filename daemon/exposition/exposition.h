@@ -12,9 +12,9 @@
 // - Family::add(labels) returns the series with exactly these labels, creating it at 0 (a
 //   histogram with the family's buckets) when absent.
 // - Names are checked at registration ([a-zA-Z_:][a-zA-Z0-9_:]*, unique in the registry) and label
-//   names at add() ([a-zA-Z_][a-zA-Z0-9_]*, not starting "__", never "le" on a histogram): a bad
-//   one is a programming error, std::invalid_argument. Label values are any text; serialize()
-//   escapes them.
+//   names at add() ([a-zA-Z_][a-zA-Z0-9_]*, not starting "__", never "le" on a histogram), and
+//   histogram bounds (finite, strictly increasing): a bad one is a bug in the caller, and vipd
+//   aborts with a message naming it. Label values are any text; serialize() escapes them.
 // - serialize(): families in registration order, a family with no series left out, series sorted
 //   by labels, labels sorted by name. Values as "%.16g" (1, 0.25, 1.5e-05), NaN and infinities as
 //   Prometheus spells them.
