@@ -212,35 +212,33 @@ void Registry::claimName(const std::string& name) {
   }
 }
 
-Family<Gauge>& Registry::gauge(const std::string& name, const std::string& help) {
+template <class Metric>
+Family<Metric>& Registry::registerFamily(const std::string& name, const std::string& help,
+                                         std::vector<double> buckets) {
   claimName(name);
-  auto family = std::make_unique<Family<Gauge>>(name, help);
+  auto family = std::make_unique<Family<Metric>>(name, help, std::move(buckets));
   auto& ref = *family;
   families_.emplace_back(std::move(family));
   return ref;
 }
 
+Family<Gauge>& Registry::gauge(const std::string& name, const std::string& help) {
+  return registerFamily<Gauge>(name, help);
+}
+
 Family<Counter>& Registry::counter(const std::string& name, const std::string& help) {
-  claimName(name);
-  auto family = std::make_unique<Family<Counter>>(name, help);
-  auto& ref = *family;
-  families_.emplace_back(std::move(family));
-  return ref;
+  return registerFamily<Counter>(name, help);
 }
 
 Family<Histogram>& Registry::histogram(const std::string& name, const std::string& help,
                                        const std::vector<double>& buckets) {
-  claimName(name);
   for (size_t i = 0; i < buckets.size(); ++i) {
     if (!std::isfinite(buckets[i]) || (i > 0 && buckets[i] <= buckets[i - 1])) {
       brokenInvariant(
           fmt::format("metric {}: bucket bounds must be finite and strictly increasing", name));
     }
   }
-  auto family = std::make_unique<Family<Histogram>>(name, help, buckets);
-  auto& ref = *family;
-  families_.emplace_back(std::move(family));
-  return ref;
+  return registerFamily<Histogram>(name, help, buckets);
 }
 
 std::string Registry::serialize() const {

@@ -112,6 +112,10 @@ class Registry {
 
  private:
   void claimName(const std::string& name);
+  // Checks the name, creates the family and appends it (the exposition order).
+  template <class Metric>
+  Family<Metric>& registerFamily(const std::string& name, const std::string& help,
+                                 std::vector<double> buckets = {});
 
   std::vector<std::variant<std::unique_ptr<Family<Gauge>>, std::unique_ptr<Family<Counter>>,
                            std::unique_ptr<Family<Histogram>>>>

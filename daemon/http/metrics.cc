@@ -24,16 +24,6 @@ using nlohmann::json;
 constexpr std::array<std::string_view, 6> kSessionStates = {
     "Idle", "Connect", "Active", "OpenSent", "OpenConfirm", "Established"};
 
-Family<Gauge>& gauge(exposition::Registry& registry, const std::string& name,
-                     const std::string& help) {
-  return registry.gauge(name, help);
-}
-
-Family<Counter>& counter(exposition::Registry& registry, const std::string& name,
-                         const std::string& help) {
-  return registry.counter(name, help);
-}
-
 // Field readers: absent fields and fields of another type read as nullopt, never throw.
 using json_fields::boolean;
 using json_fields::member;
@@ -79,24 +69,26 @@ std::string notificationCodeLabel(const std::string& key) {
 Metrics::Metrics()
     : registry_(std::make_unique<exposition::Registry>()),
       // vipd_build_info{version} 1. Reads: version.
-      buildInfo_{&gauge(*registry_, "vipd_build_info",
-                        "Always 1; the version label is the running vipd's version.")},
+      buildInfo_{&registry_->gauge("vipd_build_info",
+                                   "Always 1; the version label is the running vipd's version.")},
       // vipd_mode{mode} 1. Reads: mode. One series: a new mode replaces the old one.
-      mode_{&gauge(*registry_, "vipd_mode",
-                   "Always 1; the mode label is vipd's current operating mode.")},
+      mode_{&registry_->gauge("vipd_mode",
+                              "Always 1; the mode label is vipd's current operating mode.")},
       // vipd_withdrawn: 1 while the operator has withdrawn the node with vipctl (the reason is
       // free text: it is in `vipctl status`, not in a label), 0 otherwise. Reads:
       // withdrawn.active.
-      withdrawn_(gauge(*registry_, "vipd_withdrawn",
-                       "1 while the node is withdrawn by the operator (vipctl withdraw), 0 "
-                       "otherwise; vipctl status gives the reason.")),
+      withdrawn_(
+          registry_->gauge("vipd_withdrawn",
+                           "1 while the node is withdrawn by the operator (vipctl withdraw), 0 "
+                           "otherwise; vipctl status gives the reason.")),
       // vipd_withdrawn_since_timestamp_seconds: when the withdraw began (Unix time), 0 while not
       // withdrawn. Reads: withdrawn.since (absent when it is not vipd's UTC format).
-      withdrawnSince_(gauge(*registry_, "vipd_withdrawn_since_timestamp_seconds",
-                            "Unix time the operator's withdraw began; 0 while not withdrawn.")),
+      withdrawnSince_(
+          registry_->gauge("vipd_withdrawn_since_timestamp_seconds",
+                           "Unix time the operator's withdraw began; 0 while not withdrawn.")),
       // vipd_ready: the /readyz verdict. Reads: ready.
-      ready_(gauge(*registry_, "vipd_ready",
-                   "1 when vipd reports ready (/readyz answers 200), 0 otherwise.")),
+      ready_(registry_->gauge("vipd_ready",
+                              "1 when vipd reports ready (/readyz answers 200), 0 otherwise.")),
       // peers[], peers[].bfd, vips[] and health: documented in their factories below.
       peer_(peerFamilies(*registry_)),
       bfd_(bfdFamilies(*registry_)),
@@ -104,77 +96,86 @@ Metrics::Metrics()
       health_(healthFamilies(*registry_)),
       // vipd_role{role}: one series per role (active, standby, contending), 1 for the current
       // one. Reads: role.
-      role_(gauge(*registry_, "vipd_role",
-                  "1 for this instance's role, 0 for the others: active (speaks BGP), standby "
-                  "(waits to take the node back) or contending (waits to take over).")),
+      role_(registry_->gauge(
+          "vipd_role",
+          "1 for this instance's role, 0 for the others: active (speaks BGP), standby "
+          "(waits to take the node back) or contending (waits to take over).")),
       // vipd_handoff_refused: 1 while the last takeover attempt was refused, 0 otherwise (the
       // refusal, free text, is handoff.lastRefusal in the status). Reads: handoff.refused.
-      handoffRefused_(gauge(*registry_, "vipd_handoff_refused",
-                            "1 while this instance's takeover is refused (vipctl status says "
-                            "why), 0 otherwise.")),
+      handoffRefused_(
+          registry_->gauge("vipd_handoff_refused",
+                           "1 while this instance's takeover is refused (vipctl status says "
+                           "why), 0 otherwise.")),
       // vipd_handoffs_total{event}: took_over, yielded, took_back, refused. Reads:
       // handoff.tookOver, handoff.yielded, handoff.tookBack, handoff.refusals.
-      handoffs_(counter(*registry_, "vipd_handoffs_total",
-                        "Handoffs between this node's vipd instances, by event.")),
+      handoffs_(registry_->counter("vipd_handoffs_total",
+                                   "Handoffs between this node's vipd instances, by event.")),
       // Per listener (listener = control, metrics, bgp), from listeners.<name>:
       // vipd_listener_connections (open), vipd_listener_connection_limit (limit; 0 = none),
       // vipd_listener_closed_total{reason} (limit: closed because the cap was reached (limitHits);
       // idle: sent no request in time (idleTimeouts); refused: not allowed (refused)),
       // vipd_listener_accept_failures_total (acceptFailures).
-      listenerOpen_(gauge(*registry_, "vipd_listener_connections",
-                          "Clients connected to each of vipd's listeners.")),
-      listenerLimit_(gauge(*registry_, "vipd_listener_connection_limit",
-                           "Clients each listener holds at most (0: no cap).")),
-      listenerClosed_(counter(*registry_, "vipd_listener_closed_total",
-                              "Clients a listener closed or turned away, by reason: limit (the "
-                              "cap was reached), idle (no request in time), refused (not "
-                              "allowed).")),
-      listenerAcceptFailures_(counter(*registry_, "vipd_listener_accept_failures_total",
-                                      "accept() failures on each listener (out of file "
-                                      "descriptors, typically).")),
+      listenerOpen_(registry_->gauge("vipd_listener_connections",
+                                     "Clients connected to each of vipd's listeners.")),
+      listenerLimit_(registry_->gauge("vipd_listener_connection_limit",
+                                      "Clients each listener holds at most (0: no cap).")),
+      listenerClosed_(
+          registry_->counter("vipd_listener_closed_total",
+                             "Clients a listener closed or turned away, by reason: limit (the "
+                             "cap was reached), idle (no request in time), refused (not "
+                             "allowed).")),
+      listenerAcceptFailures_(registry_->counter("vipd_listener_accept_failures_total",
+                                                 "accept() failures on each listener (out of file "
+                                                 "descriptors, typically).")),
       // vipd_config_last_reload_successful: 0 after a SIGHUP whose file did not load or
       // validate (vipd runs on with the config loaded before), 1 at start and after a good
       // one. Reads: config.lastReloadSuccessful.
-      configLastReloadSuccessful_(gauge(*registry_, "vipd_config_last_reload_successful",
-                                        "1 unless the last SIGHUP reload failed (the config "
-                                        "running is then the one loaded before).")),
+      configLastReloadSuccessful_(
+          registry_->gauge("vipd_config_last_reload_successful",
+                           "1 unless the last SIGHUP reload failed (the config "
+                           "running is then the one loaded before).")),
       // vipd_config_last_reload_success_timestamp_seconds: when the running config was loaded
       // (start or the last successful reload). Reads: config.loadedAt.
-      configLoadedAt_(gauge(*registry_, "vipd_config_last_reload_success_timestamp_seconds",
-                            "Unix time the running config was loaded (start or last good "
-                            "reload).")),
+      configLoadedAt_(
+          registry_->gauge("vipd_config_last_reload_success_timestamp_seconds",
+                           "Unix time the running config was loaded (start or last good "
+                           "reload).")),
       // vipd_config_reloads_total{result}: SIGHUP reloads, result success or failure. Reads:
       // config.reloads, config.reloadFailures.
-      configReloads_(counter(*registry_, "vipd_config_reloads_total",
-                             "Config reloads (SIGHUP), by result: success, failure.")),
+      configReloads_(registry_->counter("vipd_config_reloads_total",
+                                        "Config reloads (SIGHUP), by result: success, failure.")),
       // The return-path check (issue 19), from returnPath; absent in mode off.
       // vipd_return_path_available: 1 while the check runs (0: no CAP_NET_RAW, say; the status
       // says why). Reads: returnPath.available.
-      returnPathAvailable_(gauge(*registry_, "vipd_return_path_available",
-                                 "1 while the return-path check can run, 0 when it cannot "
-                                 "(vipctl status says why).")),
+      returnPathAvailable_(
+          registry_->gauge("vipd_return_path_available",
+                           "1 while the return-path check can run, 0 when it cannot "
+                           "(vipctl status says why).")),
       // vipd_return_path_state{vip,state}: one series per state (unverified, passing, broken,
       // retrying), 1 for the VIP's current one. Reads: returnPath.vips.<vip>.state.
-      returnPathState_(gauge(*registry_, "vipd_return_path_state",
-                             "1 for each VIP's return-path state: unverified, passing, broken "
-                             "(its packets get no answer; withdrawn in enforce mode) or "
-                             "retrying.")),
+      returnPathState_(
+          registry_->gauge("vipd_return_path_state",
+                           "1 for each VIP's return-path state: unverified, passing, broken "
+                           "(its packets get no answer; withdrawn in enforce mode) or "
+                           "retrying.")),
       // vipd_return_path_probes_total{source}: echoes sent from the node's address (node) and
       // from the VIPs (vip). Reads: returnPath.counters.nodeProbes, vipProbes.
-      returnPathProbes_(counter(*registry_, "vipd_return_path_probes_total",
-                                "Return-path echoes sent, by source: node, vip.")),
+      returnPathProbes_(registry_->counter("vipd_return_path_probes_total",
+                                           "Return-path echoes sent, by source: node, vip.")),
       // vipd_return_path_answers_total{source,via}: of those, answered; via direct (this node
       // got the answer) or relay (another node got it and sent it back). Reads:
       // returnPath.counters.nodeAnswered, vipAnswered, vipAnsweredRelayed.
-      returnPathAnswers_(counter(*registry_, "vipd_return_path_answers_total",
-                                 "Return-path echoes answered, by source (node, vip) and via "
-                                 "(direct, relay).")),
+      returnPathAnswers_(
+          registry_->counter("vipd_return_path_answers_total",
+                             "Return-path echoes answered, by source (node, vip) and via "
+                             "(direct, relay).")),
       // vipd_return_path_relays_total{result}: answers to other nodes' probes this node received
       // and sent back (sent) or dropped over the rate cap (dropped). Reads:
       // returnPath.counters.relaysSent, relaysDropped.
-      returnPathRelays_(counter(*registry_, "vipd_return_path_relays_total",
-                                "Answers to other nodes' return-path probes relayed to them, by "
-                                "result: sent, dropped (rate cap).")) {}
+      returnPathRelays_(
+          registry_->counter("vipd_return_path_relays_total",
+                             "Answers to other nodes' return-path probes relayed to them, by "
+                             "result: sent, dropped (rate cap).")) {}
 
 // The BGP session of each peer, from peers[]: series labelled with the peer's address, created
 // when the peer is first seen.
@@ -182,61 +183,66 @@ Metrics::PeerFamilies Metrics::peerFamilies(exposition::Registry& registry) {
   return {
       // vipd_peer_state{peer,state}: one series per RFC 4271 state, 1 for the current one.
       // Reads: peers[].address, peers[].state. An unknown state name sets all six to 0.
-      .state = gauge(registry, "vipd_peer_state",
-                     "1 for the BGP session's current RFC 4271 state, 0 for the other five."),
+      .state =
+          registry.gauge("vipd_peer_state",
+                         "1 for the BGP session's current RFC 4271 state, 0 for the other five."),
       // vipd_peer_established{peer}. Reads: peers[].state.
-      .established = gauge(registry, "vipd_peer_established",
-                           "1 while the BGP session is Established, 0 otherwise."),
+      .established = registry.gauge("vipd_peer_established",
+                                    "1 while the BGP session is Established, 0 otherwise."),
       // vipd_peer_state_seconds{peer}. Reads: peers[].stateSeconds.
-      .stateSeconds = gauge(registry, "vipd_peer_state_seconds",
-                            "Seconds the BGP session has been in its current state."),
+      .stateSeconds = registry.gauge("vipd_peer_state_seconds",
+                                     "Seconds the BGP session has been in its current state."),
       // vipd_peer_not_established_too_long{peer}. Reads: peers[].notEstablishedTooLong.
-      .notEstablishedTooLong = gauge(
-          registry, "vipd_peer_not_established_too_long",
+      .notEstablishedTooLong = registry.gauge(
+          "vipd_peer_not_established_too_long",
           "1 when the BGP session has been out of Established for longer than vipd tolerates."),
       // vipd_peer_flaps_total{peer}: Established -> down transitions, computed as
       // establishedTransitions - (1 if Established now else 0). Reads: peers[].state,
       // peers[].establishedTransitions.
-      .flaps =
-          counter(registry, "vipd_peer_flaps_total", "Times the BGP session left Established."),
+      .flaps = registry.counter("vipd_peer_flaps_total", "Times the BGP session left Established."),
       // vipd_updates_sent_total{peer}. Reads: peers[].updatesSent.
       .updatesSent =
-          counter(registry, "vipd_updates_sent_total", "BGP UPDATE messages sent to the peer."),
+          registry.counter("vipd_updates_sent_total", "BGP UPDATE messages sent to the peer."),
       // vipd_updates_received_total{peer}. Reads: peers[].updatesReceived.
-      .updatesReceived = counter(registry, "vipd_updates_received_total",
-                                 "BGP UPDATE messages received from the peer."),
+      .updatesReceived = registry.counter("vipd_updates_received_total",
+                                          "BGP UPDATE messages received from the peer."),
       // vipd_prefixes_received_total{peer}. Reads: peers[].prefixesReceived. vipd installs no
       // routes; a peer that sends prefixes is usually misconfigured (missing export filter).
-      .prefixesReceived = counter(registry, "vipd_prefixes_received_total",
-                                  "NLRI prefixes received from the peer (vipd ignores them)."),
+      .prefixesReceived =
+          registry.counter("vipd_prefixes_received_total",
+                           "NLRI prefixes received from the peer (vipd ignores them)."),
       // vipd_withdrawals_received_total{peer}. Reads: peers[].withdrawalsReceived.
-      .withdrawalsReceived = counter(registry, "vipd_withdrawals_received_total",
-                                     "Withdrawn prefixes received from the peer."),
+      .withdrawalsReceived = registry.counter("vipd_withdrawals_received_total",
+                                              "Withdrawn prefixes received from the peer."),
       // vipd_update_errors_total{peer,handling}: malformed UPDATEs handled without resetting the
       // session (RFC 7606), by handling: "treat-as-withdraw" (peers[].treatAsWithdraw) or
       // "attribute-discard" (peers[].attributeDiscard).
-      .updateErrors = counter(registry, "vipd_update_errors_total",
-                              "Malformed UPDATE messages handled per RFC 7606 without a session "
-                              "reset, by handling."),
+      .updateErrors =
+          registry.counter("vipd_update_errors_total",
+                           "Malformed UPDATE messages handled per RFC 7606 without a session "
+                           "reset, by handling."),
       // vipd_end_of_rib_received_total{peer}. Reads: peers[].endOfRibReceived.
-      .endOfRibReceived = counter(registry, "vipd_end_of_rib_received_total",
-                                  "End-of-RIB markers (RFC 4724) received from the peer."),
+      .endOfRibReceived = registry.counter("vipd_end_of_rib_received_total",
+                                           "End-of-RIB markers (RFC 4724) received from the peer."),
       // vipd_route_refresh_received_total{peer}. Reads: peers[].routeRefreshReceived.
-      .routeRefreshReceived = counter(registry, "vipd_route_refresh_received_total",
-                                      "ROUTE-REFRESH messages (RFC 2918) received from the peer."),
+      .routeRefreshReceived =
+          registry.counter("vipd_route_refresh_received_total",
+                           "ROUTE-REFRESH messages (RFC 2918) received from the peer."),
       // vipd_notifications_sent_total{peer,code}: code is "code/subcode" as in RFC 4271 section
       // 4.5, e.g. "6/2". Reads: peers[].notificationsSentByCode (an object code -> count).
-      .notificationsSent = counter(registry, "vipd_notifications_sent_total",
-                                   "BGP NOTIFICATION messages sent to the peer, by code/subcode."),
+      .notificationsSent =
+          registry.counter("vipd_notifications_sent_total",
+                           "BGP NOTIFICATION messages sent to the peer, by code/subcode."),
       // vipd_notifications_received_total{peer,code}. Reads: peers[].notificationsReceivedByCode.
       // The codes come from the peer: anything but code 1-7 with subcode 0-15 is code="other"
       // (at most 113 series per peer).
-      .notificationsReceived = counter(registry, "vipd_notifications_received_total",
-                                       "BGP NOTIFICATION messages received from the peer, by "
-                                       "code/subcode."),
+      .notificationsReceived =
+          registry.counter("vipd_notifications_received_total",
+                           "BGP NOTIFICATION messages received from the peer, by "
+                           "code/subcode."),
       // vipd_prefixes_advertised{peer}. Reads: peers[].prefixesAdvertised.
-      .prefixesAdvertised = gauge(registry, "vipd_prefixes_advertised",
-                                  "Prefixes (VIPs) currently advertised to the peer."),
+      .prefixesAdvertised = registry.gauge("vipd_prefixes_advertised",
+                                           "Prefixes (VIPs) currently advertised to the peer."),
   };
 }
 
@@ -245,27 +251,28 @@ Metrics::BfdFamilies Metrics::bfdFamilies(exposition::Registry& registry) {
   return {
       // vipd_bfd_state{peer,state}: one series per RFC 5880 state, 1 for the current one.
       // Reads: peers[].bfd.enabled, peers[].bfd.state.
-      .state = gauge(registry, "vipd_bfd_state",
-                     "BFD session state towards the peer: 1 for the current state."),
+      .state = registry.gauge("vipd_bfd_state",
+                              "BFD session state towards the peer: 1 for the current state."),
       // vipd_bfd_detection_time_seconds{peer}: the detection time this end applies (RFC 5880
       // section 6.8.4). Reads: peers[].bfd.detectionTimeMs.
-      .detectionTime = gauge(registry, "vipd_bfd_detection_time_seconds",
-                             "BFD detection time: the peer is declared down after this long "
-                             "without a packet."),
+      .detectionTime =
+          registry.gauge("vipd_bfd_detection_time_seconds",
+                         "BFD detection time: the peer is declared down after this long "
+                         "without a packet."),
       // vipd_bfd_tx_interval_seconds{peer}: the negotiated transmit interval before jitter.
       // Reads: peers[].bfd.txIntervalMs.
-      .txInterval = gauge(registry, "vipd_bfd_tx_interval_seconds",
-                          "Negotiated BFD transmit interval (before jitter)."),
+      .txInterval = registry.gauge("vipd_bfd_tx_interval_seconds",
+                                   "Negotiated BFD transmit interval (before jitter)."),
       // vipd_bfd_transitions_total{peer,to}: state changes by new state (AdminDown, Down, Init,
       // Up). Reads: peers[].bfd.transitionsTo.
-      .transitions = counter(registry, "vipd_bfd_transitions_total",
-                             "BFD session state changes, by the state entered."),
+      .transitions = registry.counter("vipd_bfd_transitions_total",
+                                      "BFD session state changes, by the state entered."),
       // vipd_bfd_packets_total{peer,direction}: sent, received (accepted by the session) and
       // dropped (failed a check: wrong discriminator, TTL, malformed). Reads:
       // peers[].bfd.packetsSent, packetsReceived, packetsDropped + malformedReceived +
       // ttlDropped.
-      .packets = counter(registry, "vipd_bfd_packets_total",
-                         "BFD control packets, by direction (sent, received, dropped)."),
+      .packets = registry.counter("vipd_bfd_packets_total",
+                                  "BFD control packets, by direction (sent, received, dropped)."),
   };
 }
 
@@ -273,23 +280,25 @@ Metrics::BfdFamilies Metrics::bfdFamilies(exposition::Registry& registry) {
 Metrics::VipFamilies Metrics::vipFamilies(exposition::Registry& registry) {
   return {
       // vipd_vip_bound{vip,interface}. Reads: vips[].address, vips[].interface, vips[].bound.
-      .bound = gauge(registry, "vipd_vip_bound",
-                     "1 while the VIP address is present on its interface, 0 otherwise."),
+      .bound = registry.gauge("vipd_vip_bound",
+                              "1 while the VIP address is present on its interface, 0 otherwise."),
       // vipd_vip_owned_by_vipd{vip}. Reads: vips[].ownedByVipd.
-      .owned = gauge(registry, "vipd_vip_owned_by_vipd",
-                     "1 when vipd added the VIP address (and will remove it), 0 when it found "
-                     "it already present."),
+      .owned =
+          registry.gauge("vipd_vip_owned_by_vipd",
+                         "1 when vipd added the VIP address (and will remove it), 0 when it found "
+                         "it already present."),
       // vipd_vip_announced{vip}. Reads: vips[].announced.
-      .announced = gauge(registry, "vipd_vip_announced",
-                         "1 while the VIP is advertised to at least one peer, 0 otherwise."),
+      .announced = registry.gauge(
+          "vipd_vip_announced", "1 while the VIP is advertised to at least one peer, 0 otherwise."),
       // vipd_vip_announced_peers{vip}. Reads: vips[].announcedToPeers.
-      .announcedPeers = gauge(registry, "vipd_vip_announced_peers",
-                              "Number of peers the VIP is currently advertised to."),
+      .announcedPeers = registry.gauge("vipd_vip_announced_peers",
+                                       "Number of peers the VIP is currently advertised to."),
       // vipd_vip_lost_total{vip}: someone else removed the address and vipd put it back.
       // Reads: vips[].lostCount.
-      .lost = counter(registry, "vipd_vip_lost_total",
-                      "Times the VIP address disappeared from its interface while vipd held "
-                      "it."),
+      .lost =
+          registry.counter("vipd_vip_lost_total",
+                           "Times the VIP address disappeared from its interface while vipd held "
+                           "it."),
   };
 }
 
@@ -297,44 +306,47 @@ Metrics::VipFamilies Metrics::vipFamilies(exposition::Registry& registry) {
 Metrics::HealthFamilies Metrics::healthFamilies(exposition::Registry& registry) {
   return {
       // vipd_health_healthy. Reads: health.healthy. Absent when no health gate is configured.
-      .healthy = gauge(registry, "vipd_health_healthy",
-                       "1 while the local control-plane health check passes, 0 otherwise."),
+      .healthy =
+          registry.gauge("vipd_health_healthy",
+                         "1 while the local control-plane health check passes, 0 otherwise."),
       // vipd_health_consecutive_successes. Reads: health.consecutiveSuccesses.
       .consecutiveSuccesses =
-          gauge(registry, "vipd_health_consecutive_successes", "Health checks passed in a row."),
+          registry.gauge("vipd_health_consecutive_successes", "Health checks passed in a row."),
       // vipd_health_consecutive_failures. Reads: health.consecutiveFailures.
       .consecutiveFailures =
-          gauge(registry, "vipd_health_consecutive_failures", "Health checks failed in a row."),
+          registry.gauge("vipd_health_consecutive_failures", "Health checks failed in a row."),
       // vipd_health_check_latency_seconds: a gauge of the most recent check, not a histogram:
       // metrics only see snapshots, not every check. Reads: health.lastLatencyMs.
-      .latency = gauge(registry, "vipd_health_check_latency_seconds",
-                       "Duration of the most recent health check, in seconds."),
+      .latency = registry.gauge("vipd_health_check_latency_seconds",
+                                "Duration of the most recent health check, in seconds."),
       // vipd_health_checks_total. Reads: health.checks.
-      .checks = counter(registry, "vipd_health_checks_total", "Health checks run."),
+      .checks = registry.counter("vipd_health_checks_total", "Health checks run."),
       // vipd_health_check_failures_total. Reads: health.failures.
       .failures =
-          counter(registry, "vipd_health_check_failures_total", "Health checks that failed."),
+          registry.counter("vipd_health_check_failures_total", "Health checks that failed."),
       // vipd_health_check_hard_failures_total: of those, the ones that say the apiserver is
       // gone (refused, reset, TLS failure, not an apiserver). Reads: health.hardFailures.
-      .hardFailures = counter(registry, "vipd_health_check_hard_failures_total",
-                              "Health checks that failed with hard evidence (connection "
-                              "refused or reset, TLS failure, an answer not from an "
-                              "apiserver)."),
+      .hardFailures = registry.counter("vipd_health_check_hard_failures_total",
+                                       "Health checks that failed with hard evidence (connection "
+                                       "refused or reset, TLS failure, an answer not from an "
+                                       "apiserver)."),
       // vipd_health_held_connection: 1 while the last successful check's connection is held
       // open, so its close starts a check at once. Reads: health.heldConnection.
-      .heldConnection = gauge(registry, "vipd_health_held_connection",
-                              "1 while the health check holds its keep-alive connection to "
-                              "the apiserver open, 0 otherwise."),
+      .heldConnection =
+          registry.gauge("vipd_health_held_connection",
+                         "1 while the health check holds its keep-alive connection to "
+                         "the apiserver open, 0 otherwise."),
       // vipd_health_degraded: 1 while health.onFailure is degrade and the check fails, so the
       // node announces the worse path. Reads: health.degraded.
-      .degraded = gauge(registry, "vipd_health_degraded",
-                        "1 while the node announces a degraded path (health.onFailure degrade "
-                        "and the check failing), 0 otherwise."),
+      .degraded =
+          registry.gauge("vipd_health_degraded",
+                         "1 while the node announces a degraded path (health.onFailure degrade "
+                         "and the check failing), 0 otherwise."),
       // vipd_health_vips_unbound: 1 while the VIPs are kept off the node because the check
       // fails (health.unbindWhenUnhealthy). Reads: health.vipsUnbound.
-      .vipsUnbound = gauge(registry, "vipd_health_vips_unbound",
-                           "1 while the VIPs are unbound because the health check fails "
-                           "(health.unbindWhenUnhealthy), 0 otherwise."),
+      .vipsUnbound = registry.gauge("vipd_health_vips_unbound",
+                                    "1 while the VIPs are unbound because the health check fails "
+                                    "(health.unbindWhenUnhealthy), 0 otherwise."),
   };
 }
 
