@@ -128,6 +128,7 @@ nlohmann::json HealthChecker::status() const {
       {"inconclusive", inconclusive_},
       {"heldConnection", held_ != nullptr},
       {"heldConnectionCloses", heldCloses_},
+      {"connectResends", connectResends_},
   };
   if (health_.type == config::Health::Type::Apiserver) {
     status["serverName"] = target_.serverName;
@@ -179,6 +180,9 @@ void HealthChecker::onProbeDone(const ProbeResult& result) {
     held_ = std::move(probe_);
   }
   probe_.reset();
+  if (result.connectAttempts > 1) {
+    connectResends_ += result.connectAttempts - 1;
+  }
   if (stopped_) {
     return;
   }

@@ -77,9 +77,9 @@ class HealthChecker {
   const ProbeResult& last() const;
   // {"type","target","healthy","consecutiveSuccesses","consecutiveFailures",
   //  "consecutiveHardFailures","lastResult","lastDetail","lastLatencyMs","checks","failures",
-  //  "hardFailures","inconclusive","heldConnection","heldConnectionCloses"}, and for type
-  // apiserver "serverName" (the name the certificate must carry; empty before start());
-  // lastResult is "success", "failure", or "pending" before the first probe has finished.
+  //  "hardFailures","inconclusive","heldConnection","heldConnectionCloses","connectResends"},
+  // and for type apiserver "serverName" (the name the certificate must carry; empty before
+  // start()); lastResult is "success", "failure", or "pending" before the first probe has finished.
   nlohmann::json status() const;
 
  private:
@@ -109,6 +109,9 @@ class HealthChecker {
   // When a held connection's close last started a probe: at most one such probe per interval.
   std::optional<std::chrono::steady_clock::time_point> lastCloseProbe_;
   uint64_t heldCloses_ = 0;
+  // Connects that went unanswered and were raced by a fresh one (ProbeResult::connectAttempts):
+  // a lossy path to the apiserver that the probes rode out.
+  uint64_t connectResends_ = 0;
   ProbeResult last_;
   bool haveResult_ = false;
   std::string lastFailureLogged_;

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "daemon/base/version.h"
 #include "daemon/health/apiserver_answer.h"
@@ -37,6 +38,10 @@ std::string formatDuration(milliseconds d) {
 }
 
 namespace {
+
+// See ProbeExchange::connect(): when an unanswered connect is raced by a new one.
+constexpr milliseconds kConnectResendAfter{200};
+constexpr size_t kMaxConnectAttempts = 3;
 
 // One message for a failed TLS handshake: OpenSSL's reason, and for a rejected certificate the
 // verifier's reason ("unable to get local issuer certificate", "hostname mismatch"). A name
@@ -84,6 +89,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
         done_(std::move(done)),
         heldClosed_(std::move(heldClosed)),
         resolver_(io),
+        resendTimer_(io),
         socket_(io),
         deadline_(io) {}
 
@@ -94,20 +100,19 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
       if (ec || self->finished_) {
         return;
       }
-      self->finish(false, fmt::format("timed out after {} ({})", formatDuration(self->timeout_),
-                                      self->stage_),
+      std::string stage = self->stage_;
+      if (!self->connected_ && self->attemptsStarted_ > 1) {
+        stage += fmt::format(", {} attempts", self->attemptsStarted_);
+      }
+      self->finish(false,
+                   fmt::format("timed out after {} ({})", formatDuration(self->timeout_), stage),
                    ProbeFailure::Timeout);
     });
 
-    stage_ = fmt::format("connecting to {}", target_.authority);
     boost::system::error_code ec;
     auto address = asio::ip::make_address(target_.host, ec);
     if (!ec) {
-      tcp::endpoint endpoint(address, static_cast<uint16_t>(std::stoi(target_.port)));
-      socket_.async_connect(endpoint,
-                            [self = shared_from_this()](const boost::system::error_code& ec) {
-                              self->onConnect(ec);
-                            });
+      connect({tcp::endpoint(address, static_cast<uint16_t>(std::stoi(target_.port)))});
       return;
     }
     resolve();
@@ -137,16 +142,55 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
                          ProbeFailure::Resolve);
             return;
           }
-          self->stage_ = fmt::format("connecting to {}", self->target_.authority);
-          asio::async_connect(self->socket_, results,
-                              [self](const boost::system::error_code& ec, const tcp::endpoint&) {
-                                self->onConnect(ec);
-                              });
+          std::vector<tcp::endpoint> endpoints;
+          for (const auto& entry : results) {
+            endpoints.push_back(entry.endpoint());
+          }
+          self->connect(std::move(endpoints));
         });
   }
 
-  void onConnect(const boost::system::error_code& ec) {
-    if (finished_) {
+  // Linux resends a lost SYN (or the server a lost SYN-ACK) only after 1 s, the default
+  // timeout: one dropped packet would fail the probe. So a connect not done after
+  // kConnectResendAfter is raced by a fresh one (a new SYN from a new port), up to
+  // kMaxConnectAttempts in all; the first to connect carries the probe and the others close.
+  // On loopback an answered SYN takes microseconds, so a resend means a packet was lost.
+  // Each attempt walks the whole endpoint list in order, as a plain connect would.
+  void connect(std::vector<tcp::endpoint> endpoints) {
+    stage_ = fmt::format("connecting to {}", target_.authority);
+    endpoints_ = std::move(endpoints);
+    startAttempt();
+  }
+
+  void startAttempt() {
+    const size_t index = attemptsStarted_++;
+    attempts_[index].emplace(socket_.get_executor());
+    asio::async_connect(*attempts_[index], endpoints_,
+                        [self = shared_from_this(), index](const boost::system::error_code& ec,
+                                                           const tcp::endpoint&) {
+                          self->onConnect(index, ec);
+                        });
+    if (attemptsStarted_ < kMaxConnectAttempts &&
+        steady_clock::now() + kConnectResendAfter < started_ + timeout_) {
+      resendTimer_.expires_after(kConnectResendAfter);
+      resendTimer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+        if (ec || self->finished_ || self->connected_) {
+          return;
+        }
+        self->startAttempt();
+      });
+    }
+  }
+
+  void onConnect(size_t index, const boost::system::error_code& ec) {
+    if (finished_ || connected_) {
+      return;
+    }
+    if (ec && index > 0 && isLocalResourceShortage(ec)) {
+      // No descriptor for the extra attempt: the first one is still pending (any failure of an
+      // earlier attempt would have ended the probe) and may yet connect.
+      boost::system::error_code ignored;
+      attempts_[index]->close(ignored);
       return;
     }
     if (ec) {
@@ -157,6 +201,10 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
                                                      : ProbeFailure::Connect);
       return;
     }
+    connected_ = true;
+    resendTimer_.cancel();
+    socket_ = std::move(*attempts_[index]);
+    closeAttempts();  // the slower attempts
     if (!tls_) {
       finish(true, fmt::format("connected to {}", target_.authority));
       return;
@@ -287,9 +335,21 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
     finish(verdict.ok, std::move(verdict.detail), failureOf(verdict.fault));
   }
 
+  // The connect attempts still pending (all of them, or the losers once one connected).
+  void closeAttempts() {
+    boost::system::error_code ignored;
+    for (auto& attempt : attempts_) {
+      if (attempt) {
+        attempt->close(ignored);
+      }
+    }
+  }
+
   void closeTransport() {
     boost::system::error_code ignored;
     resolver_.cancel();
+    resendTimer_.cancel();
+    closeAttempts();
     if (stream_) {
       stream_->lowest_layer().close(ignored);
     } else {
@@ -329,6 +389,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
         ok, std::move(detail),
         std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - started_),
         inconclusive_, ok ? ProbeFailure::None : failure, hold};
+    result.connectAttempts = static_cast<unsigned>(attemptsStarted_);
     if (auto done = std::exchange(done_, nullptr)) {
       done(result);
     }
@@ -381,7 +442,12 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
   bool keepAlive_ = true;  // the answer allows keep-alive (a TCP probe has no answer)
   std::array<char, 512> holdBuffer_{};
   tcp::resolver resolver_;
-  tcp::socket socket_;  // until the TLS stream takes it over
+  std::vector<tcp::endpoint> endpoints_;
+  std::array<std::optional<tcp::socket>, kMaxConnectAttempts> attempts_;
+  size_t attemptsStarted_ = 0;
+  bool connected_ = false;
+  asio::steady_timer resendTimer_;
+  tcp::socket socket_;  // the attempt that connected, until the TLS stream takes it over
   std::optional<ssl::stream<tcp::socket>> stream_;
   asio::steady_timer deadline_;
   beast::flat_buffer buffer_;

@@ -53,6 +53,9 @@ struct ProbeResult {
   // A successful probe that keeps its connection open (HealthProbe::start with heldClosed):
   // the probe object stays alive, idle, until the connection ends or abandon().
   bool held = false;
+  // TCP connects started: more than one when a connect went unanswered for a while and was
+  // raced by a fresh one (a lost SYN or SYN-ACK; see health_probe.cc). 0 before connecting.
+  unsigned connectAttempts = 0;
 };
 
 // Whether a failure is hard evidence that nothing apiserver-like serves the target (issue 20):

@@ -330,6 +330,13 @@ Metrics::HealthFamilies Metrics::healthFamilies(exposition::Registry& registry) 
                                        "Health checks that failed with hard evidence (connection "
                                        "refused or reset, TLS failure, an answer not from an "
                                        "apiserver)."),
+      // vipd_health_connect_resends_total: connects that went unanswered and were raced by a
+      // fresh one (a lost SYN or SYN-ACK on the way to the apiserver). Reads:
+      // health.connectResends.
+      .connectResends = registry.counter(
+          "vipd_health_connect_resends_total",
+          "Health check connects that went unanswered for 200 ms and were raced by a new "
+          "connect (a SYN or SYN-ACK lost on the way to the apiserver)."),
       // vipd_health_held_connection: 1 while the last successful check's connection is held
       // open, so its close starts a check at once. Reads: health.heldConnection.
       .heldConnection =
@@ -645,6 +652,9 @@ void Metrics::updateHealth(const json& health) {
   }
   if (auto n = number(health, "hardFailures")) {
     advance(health_.hardFailures, {}, *n);
+  }
+  if (auto n = number(health, "connectResends")) {
+    advance(health_.connectResends, {}, *n);
   }
   if (auto held = boolean(health, "heldConnection")) {
     health_.heldConnection.add({}).set(flag(*held));

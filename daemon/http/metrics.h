@@ -113,6 +113,7 @@ class Metrics {
     CounterFamily& checks;
     CounterFamily& failures;
     CounterFamily& hardFailures;
+    CounterFamily& connectResends;
     GaugeFamily& heldConnection;
     GaugeFamily& degraded;
     GaugeFamily& vipsUnbound;

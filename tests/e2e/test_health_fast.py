@@ -19,7 +19,11 @@ vipd runs with health type apiserver and the documented defaults for everything 
 - restart: node 1's path is back after rise checks;
 - loss: 5% of the packets on every node's loopback dropped at random for LOSS_S seconds
   (nftables `numgen random` in the input hook: this kernel has no netem): lost segments only
-  delay or time out a check (soft evidence), so no path leaves the fabric, not once;
+  delay or time out a check (soft evidence), so no path leaves the fabric, not once; a lost SYN
+  or SYN-ACK is ridden out by a raced connect (below), so checks rarely fail at all;
+- lost SYNs: every other SYN to node 1's apiserver on its loopback is dropped for SYN_LOSS_S:
+  each check races a new connect 200 ms after an unanswered one (Linux resends a SYN only after
+  1 s, the timeout), so none fails and vipd_health_connect_resends_total counts them;
 - slow: node 2's apiserver answers /readyz after 3 s (each check times out, soft): the path
   leaves no sooner than (fall - 1) x interval, as the rise/fall rules allow, and not much later
   than fall x (interval + timeout);
@@ -41,6 +45,7 @@ KILL_BOUND_S = 1.0  # sanitized CI builds included; the release build takes a fe
 LOAD_RATE, LOAD_TIMEOUT_S = 100.0, 1.0
 LEAD_S, TAIL_S = 1.5, 2.5
 LOSS_S, LOSS_PERCENT = 30, 5
+SYN_LOSS_S = 10
 
 
 def vipd_of(f: benchlab.Fabric, i: int) -> lab.Vipd:
@@ -129,17 +134,57 @@ def lossy_loopbacks(f: benchlab.Fabric) -> None:
     checks = [vipd_of(f, i).status()["health"] for i in range(3)]
     summary = [(c["checks"] - c0["checks"], c["failures"] - c0["failures"],
                 c["hardFailures"] - c0["hardFailures"]) for c, c0 in zip(checks, checks0)]
+    resends = [c["connectResends"] - c0["connectResends"] for c, c0 in zip(checks, checks0)]
     packets = [line.split("packets")[1].split()[0] for d in dropped for line in d.splitlines()
                if "packets" in line]
     lab.log(f"{LOSS_PERCENT}% loss on the loopbacks for {LOSS_S}s: packets dropped per node "
-            f"{packets}; (checks, failed, hard) per node {summary}; fabric route changes "
-            f"{changes}")
+            f"{packets}; (checks, failed, hard) per node {summary}; connects raced for a lost "
+            f"SYN or SYN-ACK per node {resends}; fabric route changes {changes}")
     lab.check(all(int(p) > 0 for p in packets), f"the loss rule dropped packets: {packets}")
     lab.check(not changes, f"no route change while the loopbacks were lossy: {changes}")
     lab.check(len(f.monitor.timeline(0, time.time() + 1)) == changes_before,
               "no route change at all")
     lab.check(all(h == 0 for _, _, h in summary), f"loss is never hard evidence: {summary}")
-    print(f"FIGURES loss checks_failed_hard={summary}", flush=True)
+    print(f"FIGURES loss checks_failed_hard={summary} resends={resends}", flush=True)
+
+
+def lost_syns(f: benchlab.Fabric) -> None:
+    """Every other SYN to the apiserver on node 1's loopback is dropped: Linux would resend it
+    only after 1 s (the check's timeout), so without the raced connect every check times out.
+    Each check must ride it out with one extra connect and none may fail."""
+    node, vipd = f.nodes[0], vipd_of(f, 0)
+    h0 = vipd.status()["health"]
+    resends0 = vipd.metric("vipd_health_connect_resends_total") or 0
+    lab.run(node.ns.argv(["nft", "-f", "-"]), input=(
+        "table inet lostsyn {\n chain in {\n  type filter hook input priority 0; "
+        "policy accept;\n"
+        "  iifname \"lo\" tcp dport 6443 tcp flags & (syn | ack) == syn "
+        "numgen inc mod 2 == 0 counter drop\n }\n}\n"))
+    t0 = time.time()
+    try:
+        deadline = time.monotonic() + SYN_LOSS_S
+        while time.monotonic() < deadline:
+            lab.check(f.hops() == sorted(n.v4 for n in f.nodes),
+                      f"every path stays in the fabric while every other SYN is lost: "
+                      f"{f.fabric.route_show(lab.VIP4)}")
+            time.sleep(0.2)
+    finally:
+        dropped = node.ns.run(["nft", "list", "table", "inet", "lostsyn"]).stdout
+        node.ns.run(["nft", "delete", "table", "inet", "lostsyn"])
+    h = vipd.status()["health"]
+    checks, failed = h["checks"] - h0["checks"], h["failures"] - h0["failures"]
+    resends = h["connectResends"] - h0["connectResends"]
+    lab.log(f"every other SYN lost for {SYN_LOSS_S}s on node 1: {checks} checks, {failed} "
+            f"failed, {resends} connects raced; nft: {' '.join(dropped.split())}")
+    lab.check(checks >= SYN_LOSS_S - 2, f"the checks ran: {checks}")
+    lab.check(failed == 0, f"no check failed for a lost SYN: {failed} of {checks} "
+              f"(last: {h['lastDetail']!r})")
+    lab.check(resends >= checks - 2, f"the checks raced a new connect ({resends}) for the "
+              f"SYNs that were lost")
+    lab.check((vipd.metric("vipd_health_connect_resends_total") or 0) >= resends0 + resends,
+              "vipd_health_connect_resends_total moved with the status")
+    lab.check(not f.monitor.timeline(t0, time.time()), "no route change while SYNs were lost")
+    print(f"FIGURES lost_syn checks={checks} failed={failed} resends={resends}", flush=True)
 
 
 def soft_failure(f: benchlab.Fabric, i: int, mode: str) -> None:
@@ -177,6 +222,7 @@ def test() -> None:
                       for i in range(3)), "vipd_health_held_connection 1 on every node")
         kill_under_load(f)
         lossy_loopbacks(f)
+        lost_syns(f)
         soft_failure(f, 1, "slow")
         soft_failure(f, 2, "unready")
 

@@ -715,6 +715,76 @@ TEST_F(HealthCheckerTest, TcpConnectRefusedFails) {
   EXPECT_EQ(checker.status()["failures"], 2);
 }
 
+// A listener whose accept queue is full: Linux drops the SYNs that reach it (and the client
+// would resend one only after 1 s), as a lossy path to the apiserver would.
+struct FullListener {
+  explicit FullListener(asio::io_context& io) : acceptor(io), queued(io) {
+    acceptor.open(tcp::v4());
+    acceptor.bind({asio::ip::make_address("127.0.0.1"), 0});
+    acceptor.listen(0);  // room for one connection, which `queued` takes
+    queued.connect(acceptor.local_endpoint());
+  }
+  std::string address() const {
+    return "127.0.0.1:" + std::to_string(acceptor.local_endpoint().port());
+  }
+  tcp::acceptor acceptor;
+  tcp::socket queued;
+};
+
+config::Health tcpCheck(const std::string& address, std::chrono::milliseconds timeout) {
+  config::Health health;
+  health.type = config::Health::Type::Tcp;
+  health.address = address;
+  health.interval = 5000ms;  // one probe per test
+  health.timeout = timeout;
+  return health;
+}
+
+TEST_F(HealthCheckerTest, UnansweredConnectIsRacedByNewOnesUntilTheTimeout) {
+  FullListener listener(io_);
+  auto& checker = make(tcpCheck(listener.address(), 700ms));
+  ASSERT_TRUE(checker.start().has_value());
+  ASSERT_TRUE(runUntil([&] { return checks() >= 1; }));
+  const ProbeResult& r = checker.last();
+  EXPECT_FALSE(r.ok);
+  // Started at 0, 200 and 400 ms; a fourth would not be answered before the timeout either.
+  EXPECT_EQ(r.detail, "timed out after 700ms (connecting to " + listener.address() +
+                          ", 3 attempts)");
+  EXPECT_EQ(r.connectAttempts, 3u);
+  EXPECT_EQ(r.failure, ProbeFailure::Timeout);
+  EXPECT_EQ(checker.status()["connectResends"], 2);
+}
+
+TEST_F(HealthCheckerTest, RacedConnectCarriesTheProbeWhenTheFirstSynIsLost) {
+  FullListener listener(io_);
+  auto& checker = make(tcpCheck(listener.address(), 1000ms));
+  ASSERT_TRUE(checker.start().has_value());
+  // Two attempts are out, their SYNs dropped; then the queue makes room for the third (400 ms),
+  // long before the kernel would resend the first SYN (1 s).
+  auto started = std::chrono::steady_clock::now();
+  runUntil([&] { return std::chrono::steady_clock::now() - started >= 300ms; }, 300ms);
+  ASSERT_EQ(checks(), 0u);
+  listener.acceptor.accept().close();
+  ASSERT_TRUE(runUntil([&] { return checks() >= 1; }));
+  const ProbeResult& r = checker.last();
+  EXPECT_TRUE(r.ok) << r.detail;
+  EXPECT_EQ(r.connectAttempts, 3u);
+  EXPECT_GE(r.latency, 400ms);
+  EXPECT_LT(r.latency, 1000ms);
+  EXPECT_EQ(checker.status()["connectResends"], 2);
+}
+
+TEST_F(HealthCheckerTest, AnsweredConnectIsNotRaced) {
+  tcp::acceptor listener(io_, {asio::ip::make_address("127.0.0.1"), 0});
+  auto& checker =
+      make(tcpCheck("127.0.0.1:" + std::to_string(listener.local_endpoint().port()), 1000ms));
+  ASSERT_TRUE(checker.start().has_value());
+  ASSERT_TRUE(runUntil([&] { return checks() >= 1; }));
+  EXPECT_TRUE(checker.last().ok);
+  EXPECT_EQ(checker.last().connectAttempts, 1u);
+  EXPECT_EQ(checker.status()["connectResends"], 0);
+}
+
 TEST_F(HealthCheckerTest, TcpAddressWithoutPortIsAnError) {
   config::Health health;
   health.type = config::Health::Type::Tcp;
