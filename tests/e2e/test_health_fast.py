@@ -109,27 +109,37 @@ def kill_under_load(f: benchlab.Fabric) -> None:
     f.wait_all(30, "all three paths after the restart")
 
 
+def drop_on_loopbacks(f: benchlab.Fabric, nodes: list, table: str, rule: str, seconds: float,
+                      while_what: str) -> list[str]:
+    """Installs nftables table `table` with `rule` in the input hook of each of `nodes`, checks
+    every 0.2 s for `seconds` that every path stays in the fabric, then removes the tables and
+    returns their listings (with the rule's counter)."""
+    for n in nodes:
+        lab.run(n.ns.argv(["nft", "-f", "-"]), input=(
+            f"table inet {table} {{\n chain in {{\n  type filter hook input priority 0; "
+            f"policy accept;\n  {rule}\n }}\n}}\n"))
+    try:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            lab.check(f.hops() == sorted(n.v4 for n in f.nodes),
+                      f"every path stays in the fabric {while_what}: "
+                      f"{f.fabric.route_show(lab.VIP4)}")
+            time.sleep(0.2)
+    finally:
+        listings = []
+        for n in nodes:
+            listings.append(n.ns.run(["nft", "list", "table", "inet", table]).stdout)
+            n.ns.run(["nft", "delete", "table", "inet", table])
+    return listings
+
+
 def lossy_loopbacks(f: benchlab.Fabric) -> None:
     changes_before = len(f.monitor.timeline(0, time.time() + 1))
     checks0 = [vipd_of(f, i).status()["health"] for i in range(3)]
-    for n in f.nodes:
-        lab.run(n.ns.argv(["nft", "-f", "-"]), input=(
-            "table inet lossy {\n chain in {\n  type filter hook input priority 0; "
-            "policy accept;\n"
-            f"  iifname \"lo\" numgen random mod 100 < {LOSS_PERCENT} counter drop\n }}\n}}\n"))
     t0 = time.time()
-    try:
-        deadline = time.monotonic() + LOSS_S
-        while time.monotonic() < deadline:
-            lab.check(f.hops() == sorted(n.v4 for n in f.nodes),
-                      f"every path stays in the fabric with {LOSS_PERCENT}% loss on the "
-                      f"loopbacks: {f.fabric.route_show(lab.VIP4)}")
-            time.sleep(0.2)
-    finally:
-        dropped = []
-        for n in f.nodes:
-            dropped.append(n.ns.run(["nft", "list", "table", "inet", "lossy"]).stdout)
-            n.ns.run(["nft", "delete", "table", "inet", "lossy"])
+    dropped = drop_on_loopbacks(
+        f, f.nodes, "lossy", f"iifname \"lo\" numgen random mod 100 < {LOSS_PERCENT} counter drop",
+        LOSS_S, f"with {LOSS_PERCENT}% loss on the loopbacks")
     changes = f.monitor.timeline(t0, time.time())
     checks = [vipd_of(f, i).status()["health"] for i in range(3)]
     summary = [(c["checks"] - c0["checks"], c["failures"] - c0["failures"],
@@ -155,22 +165,10 @@ def lost_syns(f: benchlab.Fabric) -> None:
     node, vipd = f.nodes[0], vipd_of(f, 0)
     h0 = vipd.status()["health"]
     resends0 = vipd.metric("vipd_health_connect_resends_total") or 0
-    lab.run(node.ns.argv(["nft", "-f", "-"]), input=(
-        "table inet lostsyn {\n chain in {\n  type filter hook input priority 0; "
-        "policy accept;\n"
-        "  iifname \"lo\" tcp dport 6443 tcp flags & (syn | ack) == syn "
-        "numgen inc mod 2 == 0 counter drop\n }\n}\n"))
     t0 = time.time()
-    try:
-        deadline = time.monotonic() + SYN_LOSS_S
-        while time.monotonic() < deadline:
-            lab.check(f.hops() == sorted(n.v4 for n in f.nodes),
-                      f"every path stays in the fabric while every other SYN is lost: "
-                      f"{f.fabric.route_show(lab.VIP4)}")
-            time.sleep(0.2)
-    finally:
-        dropped = node.ns.run(["nft", "list", "table", "inet", "lostsyn"]).stdout
-        node.ns.run(["nft", "delete", "table", "inet", "lostsyn"])
+    (dropped,) = drop_on_loopbacks(
+        f, [node], "lostsyn", "iifname \"lo\" tcp dport 6443 tcp flags & (syn | ack) == syn "
+        "numgen inc mod 2 == 0 counter drop", SYN_LOSS_S, "while every other SYN is lost")
     h = vipd.status()["health"]
     checks, failed = h["checks"] - h0["checks"], h["failures"] - h0["failures"]
     resends = h["connectResends"] - h0["connectResends"]
