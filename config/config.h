@@ -235,9 +235,26 @@ struct ReturnPath {
   // gateway). Empty: every peer's address, each trusted only once it has answered a
   // VIP-sourced probe (a route reflector that does not route the VIP never is).
   std::vector<bgp::IpAddress> targets;
+  // Where this node relays answers to other nodes' probes (issue 28): the networks the other
+  // nodes' addresses are on. Empty: the connected prefixes the peers (and targets) are reached
+  // over. Set it when nodes sit in different subnets (racks behind their own ToRs).
+  std::vector<bgp::Prefix> relayNetworks;
   auto operator<=>(const ReturnPath&) const = default;
 };
 std::string_view returnPathModeName(ReturnPath::Mode mode);
+
+// The fabric's view and the withdraw guard (issue 28). Cluster-wide settings: written in the
+// cluster file.
+struct Guard {
+  // vipctl withdraw refuses to leave fewer than this many other nodes announcing a VIP this node
+  // announces (unless --force); 0 turns the guard off. Applied only where the fabric's view is
+  // available (the peers send every path back: ADD-PATH).
+  uint32_t minAnnouncers = 1;
+  // How many nodes should announce each VIP (the control-plane size): exported as
+  // vipd_fabric_expected_announcers, so an alert fires when fewer do. 0: not set.
+  uint32_t expectedAnnouncers = 0;
+  auto operator<=>(const Guard&) const = default;
+};
 
 struct Config {
   std::string apiVersion;  // "vipd.io/v1alpha1"
@@ -259,6 +276,7 @@ struct Config {
   Mode mode = Mode::Standalone;
   Handoff handoff;  // used only when mode is not standalone
   ReturnPath returnPath;
+  Guard guard;
   auto operator<=>(const Config&) const = default;
 };
 

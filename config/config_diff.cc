@@ -21,6 +21,7 @@ std::string show(uint16_t value) { return fmt::format("{}", value); }
 std::string show(uint32_t value) { return fmt::format("{}", value); }
 std::string show(milliseconds value) { return formatDuration(value); }
 std::string show(const bgp::IpAddress& value) { return value.toString(); }
+std::string show(const bgp::Prefix& value) { return value.toString(); }
 std::string show(const ListenAddress& value) {
   return value.address.isV6() ? fmt::format("[{}]:{}", value.address.toString(), value.port)
                               : fmt::format("{}:{}", value.address.toString(), value.port);
@@ -210,6 +211,9 @@ void walkFields(Visitor& d, const Config& a, const Config& b) {
   d.field("returnPath.rise", a.returnPath.rise, b.returnPath.rise);
   d.field("returnPath.relayPort", a.returnPath.relayPort, b.returnPath.relayPort);
   d.field("returnPath.targets", a.returnPath.targets, b.returnPath.targets);
+  d.field("returnPath.relayNetworks", a.returnPath.relayNetworks, b.returnPath.relayNetworks);
+  d.field("guard.minAnnouncers", a.guard.minAnnouncers, b.guard.minAnnouncers);
+  d.field("guard.expectedAnnouncers", a.guard.expectedAnnouncers, b.guard.expectedAnnouncers);
   diffList(
       d, "peers", a.peers, b.peers, [](const Peer& p) { return p.address; },
       [](const Peer& p) { return p.address.toString(); }, diffPeer<Visitor>);

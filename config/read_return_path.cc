@@ -20,7 +20,7 @@ void ConfigReader::readReturnPath(const Field& f, const std::vector<Vip>& vips,
                                   ReturnPath& returnPath) {
   auto m = readMapping(f.value, f.path,
                        {"mode", "interval", "timeout", "flows", "fall", "rise", "relayPort",
-                        "targets"});
+                        "targets", "relayNetworks"});
   if (!m) {
     return;
   }
@@ -110,6 +110,41 @@ void ConfigReader::readReturnPath(const Field& f, const std::vector<Vip>& vips,
         error(item, fmt::format("{} is listed twice", address->toString()));
       } else {
         returnPath.targets.push_back(*address);
+      }
+    }
+  }
+  if (const Field* n = m->find("relayNetworks")) {
+    auto list = readList(*n);
+    if (!list) {
+      return;
+    }
+    for (size_t i = 0; i < list->size(); ++i) {
+      Field item{YAML::Node(), (*list)[i], indexPath(n->path, i)};
+      if (!item.value.IsScalar()) {
+        error(item, fmt::format("expected a network such as 192.0.2.0/24, got {}",
+                                describe(item.value)));
+        continue;
+      }
+      auto prefix = bgp::Prefix::parse(item.value.Scalar());
+      if (!prefix) {
+        error(item, fmt::format("'{}' is not a network such as 192.0.2.0/24 or 2001:db8::/64",
+                                item.value.Scalar()));
+        continue;
+      }
+      auto network = *prefix;
+      for (size_t bit = network.length; bit < size_t{network.maxLength()}; ++bit) {
+        network.address.bytes[bit / 8] &= static_cast<uint8_t>(~(0x80u >> (bit % 8)));
+      }
+      if (network != *prefix) {
+        error(item, fmt::format("{} has host bits set; write the network, {}",
+                                prefix->toString(), network.toString()));
+      } else if (isMulticast(network.address) || isLoopback(network.address) ||
+                 (network.length == 0)) {
+        error(item, fmt::format("{} is not a node network; relays go only to the nodes' "
+                                "unicast addresses",
+                                network.toString()));
+      } else {
+        returnPath.relayNetworks.push_back(network);
       }
     }
   }

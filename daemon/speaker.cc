@@ -1,6 +1,7 @@
 #include "daemon/speaker.h"
 
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +36,38 @@ std::vector<bgp::IpAddress> peerAddresses(const config::Config& config) {
   return out;
 }
 
+std::vector<bgp::IpAddress> vipAddresses(const config::Config& config) {
+  std::vector<bgp::IpAddress> out;
+  for (const auto& vip : config.vips) {
+    out.push_back(vip.prefix.address);
+  }
+  return out;
+}
+
+// Every address of this node with its prefix length (for the return-path relay policy: the
+// node networks and this node's own addresses). Empty when the kernel cannot be read.
+std::vector<bgp::Prefix> interfacePrefixes(netlink::AddressTable& table) {
+  std::vector<bgp::Prefix> out;
+  auto addresses = table.addresses();
+  if (!addresses) {
+    return out;
+  }
+  for (const auto& entry : *addresses) {
+    const auto& a = entry.address;
+    bgp::Prefix p;
+    if (a.family == AF_INET) {
+      p.address = bgp::IpAddress::v4({a.bytes[0], a.bytes[1], a.bytes[2], a.bytes[3]});
+    } else if (a.family == AF_INET6) {
+      p.address = bgp::IpAddress::v6(a.bytes);
+    } else {
+      continue;
+    }
+    p.length = a.prefixLength;
+    out.push_back(p);
+  }
+  return out;
+}
+
 }  // namespace
 
 Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTable& table,
@@ -64,10 +97,12 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       drainer_(io, config_.drain, config_.control.stateDir, log, *this),
       handoff_(io, config_, log, *this),
       healthUnbindTimer_(io),
-      returnPath_(io, config_.returnPath, peerAddresses(config_), log,
+      returnPath_(io, config_.returnPath, peerAddresses(config_), vipAddresses(config_), log,
                   {.vips = [this] { return vips_.binder().announceable(); },
                    .announced = [this](const bgp::Prefix& vip) { return announced(vip); },
-                   .onChange = [this] { pushAnnouncements(); }}),
+                   .onChange = [this] { pushAnnouncements(); },
+                   .interfaceAddresses = [this] { return interfacePrefixes(table_); },
+                   .fabricAnnouncers = nullptr}),
       bfd_(io, log, bfdPeers(), [this](const BfdStateChange& change) { onBfdChange(change); }),
       deferredStartTimer_(io),
       report_(config_, peers_, vips_.binder(), health_, bfd_, drainer_, handoff_) {
@@ -463,7 +498,10 @@ void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply 
   }
   if ((command == "withdraw" || command == "announce") && !handoff_.active()) {
     auto holder = handoff_.holder();
-    reply({{"error",
+    log_.warn("control", "refused vipctl {}: this instance is {} and announces nothing",
+              command, handoff_.roleName());
+    reply({{"refused", "role"},
+           {"error",
             fmt::format("this {} instance is {} and announces nothing; run vipctl against the "
                         "instance that speaks BGP{}",
                         config::modeName(config_.mode), handoff_.roleName(),

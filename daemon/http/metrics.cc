@@ -170,12 +170,39 @@ Metrics::Metrics()
                              "Return-path echoes answered, by source (node, vip) and via "
                              "(direct, relay).")),
       // vipd_return_path_relays_total{result}: answers to other nodes' probes this node received
-      // and sent back (sent) or dropped over the rate cap (dropped). Reads:
+      // and sent back (sent) or did not relay (dropped, for any reason). Reads:
       // returnPath.counters.relaysSent, relaysDropped.
       returnPathRelays_(
           registry_->counter("vipd_return_path_relays_total",
                              "Answers to other nodes' return-path probes relayed to them, by "
-                             "result: sent, dropped (rate cap).")) {}
+                             "result: sent, dropped.")),
+      // vipd_return_path_relay_drops_total{reason}: echo replies not relayed (issue 28), by
+      // reason: source (not from a peer or target), destination (not to a VIP), relay_address
+      // (not a node on a node network), relay_port, duplicate (nonce relayed already), budget
+      // (the named prober's relay budget spent: a flood), malformed (vipd's probe magic in a
+      // truncated or garbled packet). Reads: returnPath.counters.relaysDroppedByReason,
+      // malformedReplies.
+      returnPathRelayDrops_(
+          registry_->counter("vipd_return_path_relay_drops_total",
+                             "Echo replies carrying vipd probe data that were not relayed, by "
+                             "reason: source, destination, relay_address, relay_port, "
+                             "duplicate, budget, malformed.")),
+      // vipd_return_path_witness_total{event}: witness queries (issue 28): query_sent (this
+      // node asked whether answers still reach another), answer_received, query_answered
+      // (another node asked this one), query_refused (not from a node network, or over the
+      // rate). Reads: returnPath.counters.witness*.
+      returnPathWitness_(
+          registry_->counter("vipd_return_path_witness_total",
+                             "Return-path witness queries, by event: query_sent, "
+                             "answer_received, query_answered, query_refused.")),
+      // vipd_return_path_silences_uncounted_total: rounds in which the VIP's echoes went
+      // unanswered but nothing said this node alone loses them (the node that relayed its
+      // answers froze or left), so the round was not counted against it. Reads:
+      // returnPath.counters.silencesUncounted.
+      returnPathSilences_(
+          registry_->counter("vipd_return_path_silences_uncounted_total",
+                             "Rounds with unanswered VIP echoes not counted against this node: "
+                             "no evidence that it alone loses them.")) {}
 
 // The BGP session of each peer, from peers[]: series labelled with the peer's address, created
 // when the peer is first seen.
@@ -448,6 +475,32 @@ void Metrics::updateReturnPath(const json& returnPath) {
   }
   if (auto n = number(*c, "relaysDropped")) {
     advance(returnPathRelays_, {{"result", "dropped"}}, *n);
+  }
+  if (const json* reasons = member(*c, "relaysDroppedByReason");
+      reasons != nullptr && reasons->is_object()) {
+    for (const auto& [reason, count] : reasons->items()) {
+      if (count.is_number_unsigned()) {
+        advance(returnPathRelayDrops_, {{"reason", reason}}, count.get<uint64_t>());
+      }
+    }
+  }
+  if (auto n = number(*c, "witnessQueriesSent")) {
+    advance(returnPathWitness_, {{"event", "query_sent"}}, *n);
+  }
+  if (auto n = number(*c, "witnessAnswersReceived")) {
+    advance(returnPathWitness_, {{"event", "answer_received"}}, *n);
+  }
+  if (auto n = number(*c, "witnessQueriesAnswered")) {
+    advance(returnPathWitness_, {{"event", "query_answered"}}, *n);
+  }
+  if (auto n = number(*c, "witnessQueriesRefused")) {
+    advance(returnPathWitness_, {{"event", "query_refused"}}, *n);
+  }
+  if (auto n = number(*c, "silencesUncounted")) {
+    advance(returnPathSilences_, {}, *n);
+  }
+  if (auto n = number(*c, "malformedReplies")) {
+    advance(returnPathRelayDrops_, {{"reason", "malformed"}}, *n);
   }
 }
 

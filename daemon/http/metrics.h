@@ -149,6 +149,9 @@ class Metrics {
   CounterFamily& returnPathProbes_;
   CounterFamily& returnPathAnswers_;
   CounterFamily& returnPathRelays_;
+  CounterFamily& returnPathRelayDrops_;
+  CounterFamily& returnPathWitness_;
+  CounterFamily& returnPathSilences_;
 
   // Last status value fed into each counter series (the series are owned by their family and
   // never removed, so the pointers stay valid).

@@ -2,6 +2,7 @@
 
 #include <netinet/icmp6.h>
 #include <netinet/in.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,7 +33,9 @@ constexpr int kIcmpFilterOption = 1;
 constexpr uint32_t kIcmpV4EchoReplyType = 0;
 // Answers read per wake-up, so a flood of echo replies cannot hold the io_context thread.
 constexpr int kMaxReadsPerWakeup = 64;
-constexpr uint32_t kMaxRelaysPerSecond = 100;
+// Witnesses asked per VIP in a round: the nodes that relayed its answers and the fabric's
+// announcers are a handful; a bound keeps a forged fabric view from turning into a flood.
+constexpr size_t kMaxWitnesses = 8;
 
 std::string describe(const std::set<bgp::IpAddress>& addresses) {
   std::vector<std::string> out;
@@ -56,6 +59,25 @@ sockaddr_storage toSockaddr(const bgp::IpAddress& a, uint16_t port, socklen_t& l
     sin6->sin6_port = htons(port);
     std::memcpy(&sin6->sin6_addr, a.bytes.data(), 16);
     length = sizeof(sockaddr_in6);
+  }
+  return out;
+}
+
+// A nonce from the kernel's random source (getrandom): 64 bits an off-path host cannot predict.
+uint64_t randomNonce() {
+  uint64_t out = 0;
+  if (::getrandom(&out, sizeof(out), 0) == static_cast<ssize_t>(sizeof(out))) {
+    return out;
+  }
+  std::random_device entropy;  // also the kernel's source on Linux; getrandom never fails there
+  return (uint64_t{entropy()} << 32) | entropy();
+}
+
+// The network `address` lies in (the host bits cleared), for status and the relay policy.
+bgp::Prefix networkOf(const bgp::Prefix& address) {
+  bgp::Prefix out = address;
+  for (size_t bit = address.length; bit < size_t{address.maxLength()}; ++bit) {
+    out.address.bytes[bit / 8] &= static_cast<uint8_t>(~(0x80u >> (bit % 8)));
   }
   return out;
 }
@@ -170,9 +192,10 @@ class ReturnPathChecker::RawSocket {
                            });
   }
 
-  // Reads what is queued (bounded), passing each vipd echo reply to `onReply`.
+  // Reads what is queued (bounded), passing each vipd echo reply to `onReply` and counting in
+  // `malformed` each packet that carries vipd's probe magic but does not parse.
   template <typename OnReply>
-  void readAvailable(OnReply onReply) {
+  void readAvailable(OnReply onReply, uint64_t& malformed) {
     std::array<uint8_t, 1500> buffer{};
     for (int i = 0; i < kMaxReadsPerWakeup; ++i) {
       sockaddr_in6 from{};
@@ -208,6 +231,8 @@ class ReturnPathChecker::RawSocket {
       }
       if (reply) {
         onReply(*reply);
+      } else if (returnpath::carriesProbeMagic(packet, !v6_)) {
+        ++malformed;
       }
     }
   }
@@ -220,17 +245,21 @@ class ReturnPathChecker::RawSocket {
 };
 
 ReturnPathChecker::ReturnPathChecker(asio::io_context& io, const config::ReturnPath& settings,
-                                     std::vector<bgp::IpAddress> peers, const Logger& log,
+                                     std::vector<bgp::IpAddress> peers,
+                                     std::vector<bgp::IpAddress> vips, const Logger& log,
                                      Hooks hooks)
     : io_(io),
       settings_(settings),
       peers_(std::move(peers)),
+      vipAddresses_(std::move(vips)),
       log_(log),
       hooks_(std::move(hooks)),
       relaySocket_(io),
       relayRetry_(io),
       roundTimer_(io),
-      answerTimer_(io) {}
+      answerTimer_(io),
+      witnessTimer_(io),
+      relayPolicy_(settings.relayPort) {}
 
 ReturnPathChecker::~ReturnPathChecker() = default;
 
@@ -292,8 +321,7 @@ tl::expected<void, std::string> ReturnPathChecker::start() {
     unavailable_.reset();
   }
   running_ = true;
-  std::random_device entropy;
-  idBase_ = static_cast<uint16_t>(entropy());
+  idBase_ = static_cast<uint16_t>(randomNonce());
   receiveRelays();
   for (RawSocket* raw : {icmp4_.get(), icmp6_.get()}) {
     if (raw == nullptr) {
@@ -305,7 +333,8 @@ tl::expected<void, std::string> ReturnPathChecker::start() {
       if (alive.expired() || !running_) {
         return;
       }
-      raw->readAvailable([this](const EchoReply& reply) { onEchoReply(reply); });
+      raw->readAvailable([this](const EchoReply& reply) { onEchoReply(reply); },
+                         counters_.malformedReplies);
       if (auto again = weakWait.lock()) {
         raw->waitReadable(*again);
       }
@@ -333,6 +362,8 @@ void ReturnPathChecker::stop() {
   roundOpen_ = false;
   roundTimer_.cancel();
   answerTimer_.cancel();
+  witnessTimer_.cancel();
+  judging_.reset();
   relayRetry_.cancel();
   boost::system::error_code ignored;
   relaySocket_.close(ignored);
@@ -372,6 +403,10 @@ void ReturnPathChecker::startRound() {
       startRound();
     }
   });
+  if (judging_) {
+    recordRound();  // witnesses late beyond witnessWait(): judge without them
+  }
+  refreshRelayPolicy();
   if (unavailable_) {
     return;
   }
@@ -395,6 +430,7 @@ void ReturnPathChecker::startRound() {
   ++counters_.rounds;
   ++sequence_;
   pending_.clear();
+  roundStart_ = Clock::now();
   for (const auto& vip : vips) {
     checkFor(vip).announcedAtStart = hooks_.announced(vip);
   }
@@ -411,7 +447,6 @@ void ReturnPathChecker::startRound() {
 }
 
 void ReturnPathChecker::sendProbes(const std::set<bgp::Prefix>& vips) {
-  std::mt19937_64 random{std::random_device{}()};
   auto send = [&](RawSocket* raw, const bgp::IpAddress& source, const bgp::IpAddress& target,
                   uint16_t id, const ProbeData& data) {
     if (raw == nullptr) {
@@ -444,7 +479,7 @@ void ReturnPathChecker::sendProbes(const std::set<bgp::Prefix>& vips) {
       }
       anyVip = true;
       for (uint32_t flow = 0; flow < settings_.flows; ++flow) {
-        ProbeData data{ProbeKind::VipSourced, random(), *source, settings_.relayPort};
+        ProbeData data{ProbeKind::VipSourced, randomNonce(), *source, settings_.relayPort};
         if (send(raw, vip.address, target, static_cast<uint16_t>(idBase_ + 1 + flow), data)) {
           ++counters_.vipProbes;
           pending_[data.nonce] = {vip, target, ProbeKind::VipSourced};
@@ -452,7 +487,7 @@ void ReturnPathChecker::sendProbes(const std::set<bgp::Prefix>& vips) {
       }
     }
     if (anyVip) {
-      ProbeData data{ProbeKind::NodeSourced, random(), *source, settings_.relayPort};
+      ProbeData data{ProbeKind::NodeSourced, randomNonce(), *source, settings_.relayPort};
       if (send(raw, *source, target, idBase_, data)) {
         ++counters_.nodeProbes;
         pending_[data.nonce] = {bgp::Prefix{}, target, ProbeKind::NodeSourced};
@@ -470,6 +505,7 @@ void ReturnPathChecker::onEchoReply(const EchoReply& reply) {
       if (reply.data.kind == ProbeKind::VipSourced) {
         ++counters_.vipAnswered;
         trusted_.insert(reply.from);
+        relayPolicy_.noteOwnAnswer(reply.from, Clock::now());
       } else {
         ++counters_.nodeAnswered;
       }
@@ -480,36 +516,90 @@ void ReturnPathChecker::onEchoReply(const EchoReply& reply) {
   if (reply.data.kind != ProbeKind::VipSourced) {
     return;  // another node's node-sourced answer never comes here; nothing to relay
   }
-  // An answer to another node's VIP-sourced probe: this target routes the VIP (to us).
-  if (std::find(peers_.begin(), peers_.end(), reply.from) != peers_.end()) {
-    trusted_.insert(reply.from);
-  }
+  // An answer to another node's VIP-sourced probe, or a forgery: the relay policy decides. Its
+  // source says nothing about trust (issue 28): only this node's own nonces do.
   relay(reply);
 }
 
 void ReturnPathChecker::relay(const EchoReply& reply) {
-  const auto now = std::chrono::steady_clock::now();
-  if (now - relayWindow_ >= std::chrono::seconds(1)) {
-    relayWindow_ = now;
-    relaysInWindow_ = 0;
-  }
-  if (++relaysInWindow_ > kMaxRelaysPerSecond) {
-    ++counters_.relaysDropped;
+  if (auto drop = relayPolicy_.judge(reply, Clock::now()); drop != returnpath::RelayDrop::None) {
+    countDrop(drop, reply);
     return;
   }
-  auto datagram = returnpath::buildRelay(reply.data.nonce);
-  auto to = toAsio(reply.data.relayAddress);
+  sendDatagram(returnpath::buildRelay(reply.data.nonce), reply.data.relayAddress);
+  ++counters_.relaysSent;
+}
+
+void ReturnPathChecker::countDrop(returnpath::RelayDrop drop, const EchoReply& reply) {
+  ++counters_.relaysDropped[drop];
+  ++dropsSinceLog_[drop];
+  if (auto n = dropLog_.add(Clock::now())) {
+    std::vector<std::string> reasons;
+    for (const auto& [reason, count] : dropsSinceLog_) {
+      reasons.push_back(fmt::format("{} {}", returnpath::relayDropName(reason), count));
+    }
+    dropsSinceLog_.clear();
+    log_.warn("return-path", "not relaying {} echo repl{} in the last 10s ({}); the last from {} "
+              "to {} naming {} port {}: vipd relays only answers from its peers and targets, "
+              "addressed to a VIP, to a node address on its node networks, within a budget per "
+              "node",
+              *n, *n == 1 ? "y" : "ies", fmt::join(reasons, ", "), reply.from.toString(),
+              reply.to.toString(), reply.data.relayAddress.toString(), reply.data.relayPort);
+  }
+}
+
+void ReturnPathChecker::sendDatagram(std::span<const uint8_t> bytes, const bgp::IpAddress& to) {
   if (!relaySocket_.is_open()) {
     return;
   }
+  auto address = toAsio(to);
+  if (relayV6_ && address.is_v4()) {
+    address = asio::ip::make_address_v6(asio::ip::v4_mapped, address.to_v4());
+  } else if (!relayV6_ && address.is_v6()) {
+    return;  // an IPv4-only relay socket cannot reach an IPv6 node
+  }
   boost::system::error_code ec;
-  if (relayV6_ && to.is_v4()) {
-    to = asio::ip::make_address_v6(asio::ip::v4_mapped, to.to_v4());
+  relaySocket_.send_to(asio::buffer(bytes.data(), bytes.size()), {address, settings_.relayPort},
+                       0, ec);
+}
+
+void ReturnPathChecker::refreshRelayPolicy() {
+  returnpath::RelayPolicy::Node node;
+  for (const auto& a : peers_) {
+    node.sources.insert(a);
   }
-  relaySocket_.send_to(asio::buffer(datagram), {to, reply.data.relayPort}, 0, ec);
-  if (!ec) {
-    ++counters_.relaysSent;
+  for (const auto& a : settings_.targets) {
+    node.sources.insert(a);
   }
+  node.vips.insert(vipAddresses_.begin(), vipAddresses_.end());
+  auto interfaces = hooks_.interfaceAddresses ? hooks_.interfaceAddresses()
+                                              : std::vector<bgp::Prefix>{};
+  for (const auto& a : interfaces) {
+    if (node.vips.count(a.address) == 0) {
+      node.own.insert(a.address);
+    }
+  }
+  if (!settings_.relayNetworks.empty()) {
+    node.networks = settings_.relayNetworks;
+  } else {
+    // The connected prefixes the peers (and targets) are reached over.
+    for (const auto& t : node.sources) {
+      auto source = kernelSourceFor(t);
+      if (!source) {
+        continue;
+      }
+      for (const auto& a : interfaces) {
+        if (a.address == *source && !a.isHost()) {
+          auto network = networkOf(a);
+          if (std::find(node.networks.begin(), node.networks.end(), network) ==
+              node.networks.end()) {
+            node.networks.push_back(network);
+          }
+        }
+      }
+    }
+  }
+  relayPolicy_.setNode(std::move(node));
 }
 
 void ReturnPathChecker::receiveRelays() {
@@ -521,8 +611,14 @@ void ReturnPathChecker::receiveRelays() {
           return;
         }
         if (!ec) {
-          if (auto nonce = returnpath::parseRelay({relayBuffer_.data(), n})) {
-            onRelay(*nonce);
+          std::span<const uint8_t> datagram(relayBuffer_.data(), n);
+          const auto from = fromAsio(relaySender_.address());
+          if (auto nonce = returnpath::parseRelay(datagram)) {
+            onRelay(*nonce, from);
+          } else if (auto query = returnpath::parseWitnessQuery(datagram)) {
+            onWitnessQuery(*query, relaySender_);
+          } else if (auto answer = returnpath::parseWitnessAnswer(datagram)) {
+            onWitnessAnswer(*answer, from);
           }
           receiveRelays();
           return;
@@ -544,16 +640,51 @@ void ReturnPathChecker::receiveRelays() {
       });
 }
 
-void ReturnPathChecker::onRelay(uint64_t nonce) {
+void ReturnPathChecker::onRelay(uint64_t nonce, const bgp::IpAddress& from) {
   auto it = pending_.find(nonce);
   if (it == pending_.end() || it->second.kind != ProbeKind::VipSourced || it->second.answered) {
     return;  // late, forged or a duplicate
   }
   it->second.answered = true;
+  it->second.relayedBy = from;
   ++counters_.vipAnswered;
   ++counters_.vipAnsweredRelayed;
   trusted_.insert(it->second.target);
   finishIfAllAnswered();
+}
+
+void ReturnPathChecker::onWitnessQuery(const returnpath::WitnessQuery& query,
+                                       const asio::ip::udp::endpoint& from) {
+  const auto querier = fromAsio(from.address());
+  const auto now = Clock::now();
+  // Answered only to a vipd (the relay port) on a node network, at a bounded rate: the answer
+  // is no larger than the query, and goes nowhere a forged source could aim it.
+  if (from.port() != settings_.relayPort || !relayPolicy_.mayAnswerWitness(querier, now)) {
+    ++counters_.witnessQueriesRefused;
+    return;
+  }
+  sendDatagram(returnpath::buildWitnessAnswer(relayPolicy_.witness(query, querier, now)),
+               querier);
+  ++counters_.witnessQueriesAnswered;
+}
+
+void ReturnPathChecker::onWitnessAnswer(const returnpath::WitnessAnswer& answer,
+                                        const bgp::IpAddress& from) {
+  if (!judging_) {
+    return;
+  }
+  auto it = judging_->queries.find(answer.nonce);
+  if (it == judging_->queries.end() || it->second.witness != from || it->second.answered) {
+    return;  // late, forged or a duplicate
+  }
+  it->second.answered = true;
+  it->second.answer = answer;
+  ++counters_.witnessAnswersReceived;
+  if (std::all_of(judging_->queries.begin(), judging_->queries.end(),
+                  [](const auto& q) { return q.second.answered; })) {
+    witnessTimer_.cancel();
+    recordRound();
+  }
 }
 
 void ReturnPathChecker::finishIfAllAnswered() {
@@ -570,10 +701,19 @@ void ReturnPathChecker::finishIfAllAnswered() {
   finishRound();
 }
 
+std::chrono::milliseconds ReturnPathChecker::witnessWait() const {
+  // Witnesses are other vipd nodes on the node network: milliseconds away. The wait ends well
+  // before the next round.
+  return std::min(std::chrono::milliseconds(500), (settings_.interval - settings_.timeout) / 2);
+}
+
 void ReturnPathChecker::finishRound() {
   roundOpen_ = false;
-  bool changed = false;
+  Judging judging;
   const auto all = targets();
+  // Answers from a target to other nodes' probes count as evidence when they reached this node
+  // within one interval: the other nodes probe on their own schedule.
+  const auto evidenceSince = roundStart_ - settings_.interval;
   for (auto& [vip, check] : checks_) {
     if (std::none_of(all.begin(), all.end(), [&](const bgp::IpAddress& t) {
           return t.family == vip.address.family;
@@ -587,12 +727,19 @@ void ReturnPathChecker::finishRound() {
     std::set<bgp::IpAddress> nodeAnsweredBy;
     std::set<bgp::IpAddress> vipAnsweredBy;
     std::set<bgp::IpAddress> untrusted;
+    std::set<bgp::IpAddress> relayers;
+    bool direct = false;
     for (const auto& [nonce, p] : pending_) {
       if (p.target.family != vip.address.family || !p.answered) {
         continue;
       }
       if (p.kind == ProbeKind::VipSourced && p.vip == vip) {
         vipAnsweredBy.insert(p.target);
+        if (p.relayedBy) {
+          relayers.insert(*p.relayedBy);
+        } else {
+          direct = true;
+        }
       } else if (p.kind == ProbeKind::NodeSourced) {
         (trusted(p.target) ? nodeAnsweredBy : untrusted).insert(p.target);
       }
@@ -600,30 +747,165 @@ void ReturnPathChecker::finishRound() {
     round.vipAnswered = !vipAnsweredBy.empty();
     round.nodeAnswered = !nodeAnsweredBy.empty();
     round.announcedThroughout = check.announcedAtStart && hooks_.announced(vip);
+    std::string detail;
+    if (round.vipAnswered) {
+      check.lastDirect = direct;
+      check.lastRelayers = direct ? std::set<bgp::IpAddress>{} : relayers;
+      detail = fmt::format("VIP-sourced echoes answered by {}{}", describe(vipAnsweredBy),
+                           direct ? "" : fmt::format(" (relayed by {})", describe(relayers)));
+    } else if (round.nodeAnswered) {
+      detail = fmt::format("{} answered the node's address but not the VIP",
+                           describe(nodeAnsweredBy));
+    } else if (!untrusted.empty()) {
+      detail = fmt::format("{} answered the node's address; not yet trusted as evidence: none of "
+                           "this node's VIP-sourced echoes to it has ever been answered (does it "
+                           "route the VIP?)",
+                           describe(untrusted));
+    } else {
+      detail = "no target answered the node's address either";
+    }
+    const bool candidate = !round.vipAnswered && round.nodeAnswered &&
+                           (round.announcedThroughout ||
+                            check.judge.state() == ReturnPathState::Broken);
+    if (candidate) {
+      std::set<bgp::IpAddress> seen;
+      for (const auto& t : nodeAnsweredBy) {
+        if (relayPolicy_.othersAnswersSince(t, evidenceSince) > 0) {
+          seen.insert(t);
+        }
+      }
+      if (!seen.empty()) {
+        round.aloneEvidence = true;
+        detail += fmt::format(", while its answers to other nodes' echoes reached this node");
+      } else {
+        judging.candidates[vip] = {round, nodeAnsweredBy, detail};
+        continue;
+      }
+    }
+    judging.settled[vip] = {round, detail};
+  }
+  pending_.clear();
+  judging_ = std::move(judging);
+  askWitnesses();
+}
+
+void ReturnPathChecker::askWitnesses() {
+  auto& judging = *judging_;
+  const auto window = std::chrono::duration_cast<std::chrono::milliseconds>(
+      Clock::now() - roundStart_ + settings_.interval + witnessWait());
+  const auto& own = relayPolicy_.node().own;
+  std::map<std::pair<bgp::IpAddress, bgp::IpAddress>, uint64_t> asked;
+  for (const auto& [vip, candidate] : judging.candidates) {
+    const auto& check = checks_.at(vip);
+    std::set<bgp::IpAddress> witnesses = check.lastRelayers;
+    if (hooks_.fabricAnnouncers) {
+      for (const auto& a : hooks_.fabricAnnouncers(vip)) {
+        if (witnesses.size() < kMaxWitnesses) {
+          witnesses.insert(a);
+        }
+      }
+    }
+    for (const auto& w : witnesses) {
+      if (own.count(w) != 0 || !relayPolicy_.relayDestination(w)) {
+        continue;
+      }
+      for (const auto& t : candidate.targets) {
+        if (asked.count({w, t}) != 0) {
+          continue;
+        }
+        const uint64_t nonce = randomNonce();
+        asked[{w, t}] = nonce;
+        judging.queries[nonce] = {w, t};
+        sendDatagram(returnpath::buildWitnessQuery(
+                         {nonce, static_cast<uint32_t>(window.count()), t}),
+                     w);
+        ++counters_.witnessQueriesSent;
+      }
+    }
+  }
+  if (judging.queries.empty()) {
+    recordRound();
+    return;
+  }
+  witnessTimer_.expires_after(witnessWait());
+  std::weak_ptr<int> alive = alive_;
+  witnessTimer_.async_wait([this, alive](const boost::system::error_code& ec) {
+    if (!ec && !alive.expired() && running_ && judging_) {
+      recordRound();
+    }
+  });
+}
+
+void ReturnPathChecker::recordRound() {
+  Judging judging = std::move(*judging_);
+  judging_.reset();
+  // Candidates: silence this node cannot yet call its own; the witnesses decide.
+  for (auto& [vip, candidate] : judging.candidates) {
+    std::vector<std::string> dropped;
+    std::vector<std::string> saw;
+    std::vector<std::string> sawNothing;
+    std::vector<std::string> silent;
+    for (const auto& [nonce, q] : judging.queries) {
+      if (candidate.targets.count(q.target) == 0) {
+        continue;
+      }
+      const auto who = q.witness.toString();
+      if (!q.answered) {
+        silent.push_back(who);
+      } else if (q.answer.dropped > 0) {
+        dropped.push_back(fmt::format("{} ({} for its relay budget)", who, q.answer.dropped));
+      } else if (q.answer.answers > 0) {
+        saw.push_back(fmt::format("{} ({} from {})", who, q.answer.answers, q.target.toString()));
+      } else {
+        sawNothing.push_back(who);
+      }
+    }
+    auto outcome = candidate.outcome;
+    std::string detail = candidate.detail;
+    if (dropped.empty() && !saw.empty()) {
+      outcome.aloneEvidence = true;
+      detail += fmt::format(", while answers to other nodes' echoes still reach {}",
+                            fmt::join(saw, ", "));
+    } else {
+      ++counters_.silencesExplained;
+      std::string why;
+      if (!dropped.empty()) {
+        why = fmt::format("{} dropped this node's answers (a flood?)", fmt::join(dropped, ", "));
+      } else if (judging.queries.empty()) {
+        why = "no node relayed its answers before and no other node's answers reached this node";
+      } else {
+        std::vector<std::string> parts;
+        if (!silent.empty()) {
+          parts.push_back(fmt::format("{} did not answer (frozen or gone?)",
+                                      fmt::join(silent, ", ")));
+        }
+        if (!sawNothing.empty()) {
+          parts.push_back(fmt::format("answers no longer reach {}", fmt::join(sawNothing, ", ")));
+        }
+        why = fmt::format("{}", fmt::join(parts, "; "));
+      }
+      detail += fmt::format("; not counted against this node: nothing says it alone loses its "
+                            "answers ({})",
+                            why);
+    }
+    judging.settled[vip] = {outcome, detail};
+  }
+  bool changed = false;
+  for (auto& [vip, check] : checks_) {
+    auto it = judging.settled.find(vip);
+    if (it == judging.settled.end()) {
+      continue;  // not judged this round (no target of its family, or bound since it began)
+    }
+    const auto& [round, detail] = it->second;
     const auto before = check.judge.state();
     const bool blockedBefore = check.judge.blocks();
     check.judge.record(round);
-    switch (check.judge.lastVerdict()) {
-      case RoundVerdict::Answered:
-        check.detail = fmt::format("VIP-sourced echoes answered by {}", describe(vipAnsweredBy));
-        break;
-      case RoundVerdict::Unanswered:
-        check.detail = fmt::format("{} answered the node's address but not the VIP",
-                                   describe(nodeAnsweredBy));
-        break;
-      case RoundVerdict::Inconclusive:
-        if (round.nodeAnswered) {
-          check.detail = "no VIP-sourced answer while the VIP is not announced (an answer can "
-                         "only come back through a node that announces it)";
-        } else if (!untrusted.empty()) {
-          check.detail = fmt::format("{} answered the node's address; not yet trusted as "
-                                     "evidence: no VIP-sourced echo to it has ever been answered "
-                                     "(does it route the VIP?)",
-                                     describe(untrusted));
-        } else {
-          check.detail = "no target answered the node's address either";
-        }
-        break;
+    check.detail = detail;
+    if (check.judge.lastVerdict() == RoundVerdict::Inconclusive && round.nodeAnswered &&
+        !round.vipAnswered && !round.announcedThroughout &&
+        before != ReturnPathState::Broken) {
+      check.detail = "no VIP-sourced answer while the VIP is not announced (an answer can only "
+                     "come back through a node that announces it)";
     }
     const auto after = check.judge.state();
     if (after != before) {
@@ -648,7 +930,6 @@ void ReturnPathChecker::finishRound() {
     }
     changed = changed || blockedBefore != check.judge.blocks();
   }
-  pending_.clear();
   if (changed) {
     hooks_.onChange();
   }
@@ -708,6 +989,11 @@ nlohmann::json ReturnPathChecker::status() const {
     out["unavailableReason"] = *unavailable_;
   }
   out["relayPort"] = settings_.relayPort;
+  nlohmann::json networks = nlohmann::json::array();
+  for (const auto& n : relayPolicy_.node().networks) {
+    networks.push_back(n.toString());
+  }
+  out["relayNetworks"] = std::move(networks);
   nlohmann::json targets = nlohmann::json::array();
   for (const auto& t : this->targets()) {
     targets.push_back({{"address", t.toString()},
@@ -725,9 +1011,20 @@ nlohmann::json ReturnPathChecker::status() const {
         {"reason", reasonFor(vip, check)},
         {"consecutiveUnanswered", check.judge.consecutiveUnanswered()},
         {"consecutiveAnswered", check.judge.consecutiveAnswered()},
-        {"rounds", check.judge.rounds()}};
+        {"rounds", check.judge.rounds()},
+        {"lastDelivery", check.lastDirect           ? std::string("direct")
+                         : check.lastRelayers.empty() ? std::string("none yet")
+                                                      : "relayed by " + describe(check.lastRelayers)}};
   }
   out["vips"] = std::move(vips);
+  uint64_t dropped = 0;
+  nlohmann::json byReason = nlohmann::json::object();
+  for (auto reason : returnpath::kRelayDrops) {
+    auto it = counters_.relaysDropped.find(reason);
+    const uint64_t n = it == counters_.relaysDropped.end() ? 0 : it->second;
+    byReason[std::string(returnpath::relayDropName(reason))] = n;
+    dropped += n;
+  }
   out["counters"] = {{"rounds", counters_.rounds},
                      {"nodeProbes", counters_.nodeProbes},
                      {"nodeAnswered", counters_.nodeAnswered},
@@ -735,7 +1032,14 @@ nlohmann::json ReturnPathChecker::status() const {
                      {"vipAnswered", counters_.vipAnswered},
                      {"vipAnsweredRelayed", counters_.vipAnsweredRelayed},
                      {"relaysSent", counters_.relaysSent},
-                     {"relaysDropped", counters_.relaysDropped},
+                     {"relaysDropped", dropped},
+                     {"relaysDroppedByReason", std::move(byReason)},
+                     {"malformedReplies", counters_.malformedReplies},
+                     {"witnessQueriesSent", counters_.witnessQueriesSent},
+                     {"witnessAnswersReceived", counters_.witnessAnswersReceived},
+                     {"witnessQueriesAnswered", counters_.witnessQueriesAnswered},
+                     {"witnessQueriesRefused", counters_.witnessQueriesRefused},
+                     {"silencesUncounted", counters_.silencesExplained},
                      {"relayErrors", counters_.relayErrors},
                      {"sendErrors", counters_.sendErrors}};
   return out;

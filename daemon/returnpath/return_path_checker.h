@@ -20,11 +20,25 @@
 // the relay is one UDP datagram over the node network, which the VIP's filter does not touch.
 // A prober matches answers, direct or relayed, by a random 64-bit nonce per probe.
 //
-// Trust: a target that does not route the VIP at all (a route reflector that installs no routes)
-// answers the node and never the VIP, exactly like a filter. So a peer counts as evidence only
-// once some VIP-sourced echo to it was answered (here or relayed); configured targets are
-// trusted from the start. A target never trusted leaves the check inconclusive, reported in the
-// status, never a withdraw.
+// Trust (issue 28): a target that does not route the VIP at all (a route reflector that installs
+// no routes) answers the node and never the VIP, exactly like a filter. So a peer counts as
+// evidence only once one of this node's own VIP-sourced echoes to it was answered (directly, or
+// relayed with this node's nonce); never because of who sent an unmatched packet. Configured
+// targets are trusted from the start. A target never trusted leaves the check inconclusive,
+// reported in the status, never a withdraw.
+//
+// Whose silence (issue 28): with address-only ECMP hashing every node's answers land on one node,
+// which relays them. When that node freezes or dies, every other node's answers stop at once,
+// which looks exactly like each of them being filtered. So silence counts against this node only
+// with evidence that it is this node's alone: answers from the same target to other nodes' probes
+// reached this node during the round, or a node that relayed this node's answers before (or that
+// the fabric's view names as an announcer) answers a witness query (return_path_packet.h) saying
+// answers from the target still reach it and it dropped none of this node's. No evidence, or a
+// witness that dropped this node's answers for its relay budget (a flood), is inconclusive.
+//
+// Relays (relay_policy.h): only answers from configured peers and targets, addressed to a VIP,
+// to a unicast address on a node network and the relay port, each nonce once, within a budget
+// per prober; the rest are dropped and counted by reason.
 //
 // Needs CAP_NET_RAW for the raw sockets. Without it the check cannot run: status, /readyz (in
 // enforce and warn modes) and vipd_return_path_available say so, and nothing is withdrawn.
@@ -36,6 +50,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -49,6 +64,7 @@
 #include "daemon/base/logger.h"
 #include "daemon/base/throttled_count.h"
 #include "daemon/returnpath/return_path_judge.h"
+#include "daemon/returnpath/relay_policy.h"
 #include "daemon/returnpath/return_path_packet.h"
 
 namespace vipd::daemon {
@@ -65,11 +81,19 @@ class ReturnPathChecker {
     std::function<bool(const bgp::Prefix& vip)> announced;
     // Called when blocks() changed for some VIP; the owner re-computes its announcements.
     std::function<void()> onChange;
+    // This node's interface addresses with their prefix lengths (VIPs included or not): the
+    // node networks and this node's own addresses, for the relay policy. Read once a round.
+    std::function<std::vector<bgp::Prefix>()> interfaceAddresses;
+    // Node addresses of the other nodes the fabric holds a path from for `vip` (the fabric's
+    // view), asked as witnesses besides the nodes that relayed this node's answers. May be unset.
+    std::function<std::vector<bgp::IpAddress>(const bgp::Prefix& vip)> fabricAnnouncers;
   };
 
-  // `peers` are the BGP peers' addresses, the default targets. `log` must outlive the checker.
+  // `peers` are the BGP peers' addresses, the default targets; `vips` every configured VIP.
+  // `log` must outlive the checker.
   ReturnPathChecker(asio::io_context& io, const config::ReturnPath& settings,
-                    std::vector<bgp::IpAddress> peers, const Logger& log, Hooks hooks);
+                    std::vector<bgp::IpAddress> peers, std::vector<bgp::IpAddress> vips,
+                    const Logger& log, Hooks hooks);
   ~ReturnPathChecker();
   ReturnPathChecker(const ReturnPathChecker&) = delete;
   ReturnPathChecker& operator=(const ReturnPathChecker&) = delete;
@@ -89,16 +113,38 @@ class ReturnPathChecker {
   nlohmann::json status() const;
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Pending {
     bgp::Prefix vip;  // for VIP-sourced probes
     bgp::IpAddress target;
     returnpath::ProbeKind kind;
     bool answered = false;
+    std::optional<bgp::IpAddress> relayedBy;  // the node whose relay brought the answer
   };
   struct VipCheck {
     returnpath::ReturnPathJudge judge;
     bool announcedAtStart = false;
     std::string detail;  // what the last round saw, for status and logs
+    // How this node's answers came back last: "direct", or relayed by these nodes.
+    bool lastDirect = false;
+    std::set<bgp::IpAddress> lastRelayers;
+  };
+  // A round whose verdict waits for witness answers (at most witnessWait()).
+  struct Judging {
+    struct Candidate {
+      returnpath::RoundOutcome outcome;
+      std::set<bgp::IpAddress> targets;  // trusted targets that answered the node, not the VIP
+      std::string detail;
+    };
+    std::map<bgp::Prefix, Candidate> candidates;
+    std::map<bgp::Prefix, std::pair<returnpath::RoundOutcome, std::string>> settled;
+    struct Query {
+      bgp::IpAddress witness;
+      bgp::IpAddress target;
+      bool answered = false;
+      returnpath::WitnessAnswer answer;
+    };
+    std::unordered_map<uint64_t, Query> queries;
   };
   class RawSocket;
 
@@ -108,17 +154,28 @@ class ReturnPathChecker {
   void finishIfAllAnswered();
   void sendProbes(const std::set<bgp::Prefix>& vips);
   void onEchoReply(const returnpath::EchoReply& reply);
-  void onRelay(uint64_t nonce);
+  void onRelay(uint64_t nonce, const bgp::IpAddress& from);
+  void onWitnessQuery(const returnpath::WitnessQuery& query, const asio::ip::udp::endpoint& from);
+  void onWitnessAnswer(const returnpath::WitnessAnswer& answer, const bgp::IpAddress& from);
   void relay(const returnpath::EchoReply& reply);
   void receiveRelays();
+  void sendDatagram(std::span<const uint8_t> bytes, const bgp::IpAddress& to);
+  void refreshRelayPolicy();
+  // Sends witness queries for the round's candidates; records the round now if there are none.
+  void askWitnesses();
+  // Records every VIP's verdict of the round being judged (witness answers in, or time up).
+  void recordRound();
+  std::chrono::milliseconds witnessWait() const;
   std::vector<bgp::IpAddress> targets() const;
   bool trusted(const bgp::IpAddress& target) const;
   std::string reasonFor(const bgp::Prefix& vip, const VipCheck& check) const;
   VipCheck& checkFor(const bgp::Prefix& vip);
+  void countDrop(returnpath::RelayDrop drop, const returnpath::EchoReply& reply);
 
   asio::io_context& io_;
   const config::ReturnPath& settings_;
   std::vector<bgp::IpAddress> peers_;
+  std::vector<bgp::IpAddress> vipAddresses_;
   const Logger& log_;
   Hooks hooks_;
   std::unique_ptr<RawSocket> icmp4_;
@@ -133,17 +190,20 @@ class ReturnPathChecker {
   ThrottledCount relayErrors_;
   asio::steady_timer roundTimer_;
   asio::steady_timer answerTimer_;
+  asio::steady_timer witnessTimer_;
   bool running_ = false;
   bool roundOpen_ = false;  // probes sent, verdicts not yet recorded
+  Clock::time_point roundStart_{};
+  std::optional<Judging> judging_;
   std::optional<std::string> unavailable_;
   std::unordered_map<uint64_t, Pending> pending_;
   std::map<bgp::Prefix, VipCheck> checks_;
-  std::set<bgp::IpAddress> trusted_;  // peers that answered a VIP-sourced echo
+  std::set<bgp::IpAddress> trusted_;  // targets that answered one of this node's VIP echoes
   uint16_t sequence_ = 0;
   uint16_t idBase_ = 0;
-  // Relays sent per second, capped: a forged echo reply must not turn vipd into a reflector.
-  std::chrono::steady_clock::time_point relayWindow_{};
-  uint32_t relaysInWindow_ = 0;
+  returnpath::RelayPolicy relayPolicy_;
+  ThrottledCount dropLog_;
+  std::map<returnpath::RelayDrop, uint64_t> dropsSinceLog_;
   ThrottledCount sendErrors_;
   struct Counters {
     uint64_t rounds = 0;
@@ -153,9 +213,15 @@ class ReturnPathChecker {
     uint64_t vipAnswered = 0;         // direct or relayed
     uint64_t vipAnsweredRelayed = 0;  // of which relayed by another node
     uint64_t relaysSent = 0;          // answers to other nodes' probes sent back to them
-    uint64_t relaysDropped = 0;       // over the rate cap
+    std::map<returnpath::RelayDrop, uint64_t> relaysDropped;  // by reason
     uint64_t sendErrors = 0;
     uint64_t relayErrors = 0;         // receive errors on the relay port
+    uint64_t witnessQueriesSent = 0;
+    uint64_t witnessAnswersReceived = 0;
+    uint64_t witnessQueriesAnswered = 0;  // other nodes' queries this node answered
+    uint64_t witnessQueriesRefused = 0;   // not from a node network, or over the rate
+    uint64_t silencesExplained = 0;
+    uint64_t malformedReplies = 0;    // vipd's probe magic, but truncated or garbled   // silent rounds judged inconclusive for want of evidence
   } counters_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };

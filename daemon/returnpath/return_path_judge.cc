@@ -32,7 +32,7 @@ RoundVerdict ReturnPathJudge::verdictOf(const RoundOutcome& round) const {
   if (round.vipAnswered) {
     return RoundVerdict::Answered;
   }
-  if (round.nodeAnswered &&
+  if (round.nodeAnswered && round.aloneEvidence &&
       (round.announcedThroughout || state_ == ReturnPathState::Broken)) {
     return RoundVerdict::Unanswered;
   }

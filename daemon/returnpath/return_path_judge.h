@@ -4,13 +4,19 @@
 // A round is one echo from the node's address and `flows` echoes from the VIP to each target.
 // Its verdict:
 //   answered      a VIP-sourced echo was answered (here, or relayed by the node that got it)
-//   unanswered    a trusted target answered the node-sourced echo and none answered the VIP:
-//                 the VIP's packets (or their answers) are dropped. Counted only while the VIP
-//                 was announced from the round's start to its end, or while already broken:
-//                 before this node announces, the answer can come back only if another node
-//                 announces, so silence proves nothing.
-//   inconclusive  nothing answered at all (the target or the link is down), or silence before
-//                 announcing. Never a reason to withdraw.
+//   unanswered    a trusted target answered the node-sourced echo and none answered the VIP,
+//                 and something says this node alone loses them (`aloneEvidence`: answers from
+//                 that target to other nodes' VIP-sourced echoes reached this node in the
+//                 round, or a node that relayed this node's answers before says they still
+//                 reach it and it dropped none for this node): the VIP's packets (or their
+//                 answers) are dropped. Counted only while the VIP was announced from the
+//                 round's start to its end, or while already broken: before this node
+//                 announces, the answer can come back only if another node announces, so
+//                 silence proves nothing.
+//   inconclusive  nothing answered at all (the target or the link is down), silence before
+//                 announcing, or silence with no evidence that it is this node's alone (the
+//                 node that relayed its answers froze or died, issue 28). Never a reason to
+//                 withdraw.
 //
 // States: unverified (no verdict yet) -> passing on an answered round; broken after `fall`
 // unanswered rounds in a row; passing again after `rise` answered rounds. Inconclusive rounds
@@ -37,6 +43,7 @@ struct RoundOutcome {
   bool vipAnswered = false;    // some VIP-sourced echo was answered
   bool nodeAnswered = false;   // some trusted target answered the node-sourced echo
   bool announcedThroughout = false;  // the VIP was announced at the round's start and end
+  bool aloneEvidence = false;  // answers from the target reached the fleet, none of this node's
 };
 
 class ReturnPathJudge {

@@ -8,6 +8,9 @@ namespace {
 
 constexpr std::array<uint8_t, 6> kProbeMagic{'v', 'i', 'p', 'd', 'R', 'P'};
 constexpr std::array<uint8_t, 6> kRelayMagic{'v', 'i', 'p', 'd', 'R', 'R'};
+constexpr std::array<uint8_t, 6> kWitnessMagic{'v', 'i', 'p', 'd', 'R', 'W'};
+constexpr uint8_t kWitnessQueryType = 1;
+constexpr uint8_t kWitnessAnswerType = 2;
 constexpr uint8_t kIcmpV4EchoReply = 0;
 constexpr uint8_t kIcmpV4EchoRequest = 8;
 constexpr uint8_t kIcmpV6EchoRequest = 128;
@@ -22,6 +25,45 @@ void put16(std::vector<uint8_t>& out, uint16_t v) {
 
 uint16_t get16(std::span<const uint8_t> b, size_t at) {
   return static_cast<uint16_t>((b[at] << 8) | b[at + 1]);
+}
+
+uint32_t get32(std::span<const uint8_t> b, size_t at) {
+  return (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) | (uint32_t{b[at + 2]} << 8) |
+         b[at + 3];
+}
+
+uint64_t get64(std::span<const uint8_t> b, size_t at) {
+  uint64_t out = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    out = (out << 8) | b[at + i];
+  }
+  return out;
+}
+
+template <size_t N>
+void put32At(std::array<uint8_t, N>& out, size_t at, uint32_t v) {
+  for (size_t i = 0; i < 4; ++i) {
+    out[at + i] = static_cast<uint8_t>(v >> (24 - 8 * i));
+  }
+}
+
+template <size_t N>
+void put64At(std::array<uint8_t, N>& out, size_t at, uint64_t v) {
+  for (size_t i = 0; i < 8; ++i) {
+    out[at + i] = static_cast<uint8_t>(v >> (56 - 8 * i));
+  }
+}
+
+// The witness messages' common header: magic, version, type, nonce. nullopt when `datagram` is
+// not of `size` bytes with this header and `type`.
+std::optional<uint64_t> witnessNonce(std::span<const uint8_t> datagram, size_t size,
+                                     uint8_t type) {
+  if (datagram.size() != size ||
+      !std::equal(kWitnessMagic.begin(), kWitnessMagic.end(), datagram.begin()) ||
+      datagram[6] != kProbeVersion || datagram[7] != type) {
+    return std::nullopt;
+  }
+  return get64(datagram, 8);
 }
 
 std::vector<uint8_t> buildEcho(uint8_t type, uint16_t id, uint16_t sequence,
@@ -147,13 +189,24 @@ std::optional<EchoReply> parseEchoReplyV6(std::span<const uint8_t> message,
   return EchoReply{from, to, echo->first, echo->second};
 }
 
+bool carriesProbeMagic(std::span<const uint8_t> packet, bool ipv4Header) {
+  size_t icmp = 0;
+  if (ipv4Header) {
+    if (packet.empty()) {
+      return false;
+    }
+    icmp = size_t{packet[0] & 0x0Fu} * 4;
+  }
+  const size_t magic = icmp + kIcmpHeaderSize;
+  return packet.size() >= magic + kProbeMagic.size() &&
+         std::equal(kProbeMagic.begin(), kProbeMagic.end(), packet.begin() + magic);
+}
+
 std::array<uint8_t, kRelaySize> buildRelay(uint64_t nonce) {
   std::array<uint8_t, kRelaySize> out{};
   std::copy(kRelayMagic.begin(), kRelayMagic.end(), out.begin());
   out[6] = kProbeVersion;
-  for (size_t i = 0; i < 8; ++i) {
-    out[8 + i] = static_cast<uint8_t>(nonce >> (56 - 8 * i));
-  }
+  put64At(out, 8, nonce);
   return out;
 }
 
@@ -163,11 +216,59 @@ std::optional<uint64_t> parseRelay(std::span<const uint8_t> datagram) {
       datagram[6] != kProbeVersion || datagram[7] != 0) {
     return std::nullopt;
   }
-  uint64_t nonce = 0;
-  for (size_t i = 0; i < 8; ++i) {
-    nonce = (nonce << 8) | datagram[8 + i];
+  return get64(datagram, 8);
+}
+
+std::array<uint8_t, kWitnessQuerySize> buildWitnessQuery(const WitnessQuery& query) {
+  std::array<uint8_t, kWitnessQuerySize> out{};
+  std::copy(kWitnessMagic.begin(), kWitnessMagic.end(), out.begin());
+  out[6] = kProbeVersion;
+  out[7] = kWitnessQueryType;
+  put64At(out, 8, query.nonce);
+  put32At(out, 16, query.windowMs);
+  out[20] = query.target.isV4() ? 4 : 6;
+  std::copy_n(query.target.bytes.begin(), query.target.size(), out.begin() + 24);
+  return out;
+}
+
+std::array<uint8_t, kWitnessAnswerSize> buildWitnessAnswer(const WitnessAnswer& answer) {
+  std::array<uint8_t, kWitnessAnswerSize> out{};
+  std::copy(kWitnessMagic.begin(), kWitnessMagic.end(), out.begin());
+  out[6] = kProbeVersion;
+  out[7] = kWitnessAnswerType;
+  put64At(out, 8, answer.nonce);
+  put32At(out, 16, answer.answers);
+  put32At(out, 20, answer.dropped);
+  return out;
+}
+
+std::optional<WitnessQuery> parseWitnessQuery(std::span<const uint8_t> datagram) {
+  auto nonce = witnessNonce(datagram, kWitnessQuerySize, kWitnessQueryType);
+  if (!nonce || datagram[21] != 0 || datagram[22] != 0 || datagram[23] != 0) {
+    return std::nullopt;
   }
-  return nonce;
+  WitnessQuery out{*nonce, get32(datagram, 16), {}};
+  if (datagram[20] == 4) {
+    if (std::any_of(datagram.begin() + 28, datagram.end(), [](uint8_t b) { return b != 0; })) {
+      return std::nullopt;
+    }
+    out.target = bgp::IpAddress::v4({datagram[24], datagram[25], datagram[26], datagram[27]});
+  } else if (datagram[20] == 6) {
+    std::array<uint8_t, 16> bytes{};
+    std::copy_n(datagram.begin() + 24, 16, bytes.begin());
+    out.target = bgp::IpAddress::v6(bytes);
+  } else {
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::optional<WitnessAnswer> parseWitnessAnswer(std::span<const uint8_t> datagram) {
+  auto nonce = witnessNonce(datagram, kWitnessAnswerSize, kWitnessAnswerType);
+  if (!nonce) {
+    return std::nullopt;
+  }
+  return WitnessAnswer{*nonce, get32(datagram, 16), get32(datagram, 20)};
 }
 
 }  // namespace vipd::daemon::returnpath

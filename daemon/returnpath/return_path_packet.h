@@ -13,6 +13,18 @@
 //
 // Relay: one UDP datagram from the node that received a VIP-sourced answer to the prober:
 //   "vipdRR" 6 bytes magic, version 1 byte, zero 1 byte, nonce 8 bytes (16 bytes in all).
+//
+// Witness query and answer (issue 28), on the relay port between vipd nodes: a prober whose
+// VIP-sourced echoes went unanswered asks a node that relayed its answers before whether answers
+// from the same target still reach it. Query (40 bytes):
+//   "vipdRW" 6 bytes magic, version 1 byte, type 1 byte (1 query), nonce 8 bytes (random, the
+//   answer must carry it back), window 4 bytes (milliseconds: how far back to count), family
+//   1 byte (4 or 6), zero 3 bytes, target address 16 bytes (IPv4 in the first 4).
+// Answer (24 bytes):
+//   "vipdRW", version, type (2 answer), the query's nonce, answers 4 bytes (VIP-sourced answers
+//   from the target that reached the witness within the window, for any prober), dropped
+//   4 bytes (answers for the querier the witness received but did not relay within the window:
+//   its relay budget was spent, so the querier's silence proves nothing).
 #pragma once
 
 #include <array>
@@ -28,6 +40,8 @@ namespace vipd::daemon::returnpath {
 inline constexpr uint8_t kProbeVersion = 1;
 inline constexpr size_t kProbeDataSize = 36;
 inline constexpr size_t kRelaySize = 16;
+inline constexpr size_t kWitnessQuerySize = 40;
+inline constexpr size_t kWitnessAnswerSize = 24;
 
 enum class ProbeKind : uint8_t { NodeSourced = 1, VipSourced = 2 };
 
@@ -62,9 +76,33 @@ std::optional<EchoReply> parseEchoReplyV4(std::span<const uint8_t> packet);
 std::optional<EchoReply> parseEchoReplyV6(std::span<const uint8_t> message,
                                           const bgp::IpAddress& from, const bgp::IpAddress& to);
 
+// Whether a packet that parseEchoReplyV4 (ipv4Header: the IPv4 header first) or
+// parseEchoReplyV6 refused still starts its echo data with vipd's probe magic: a truncated,
+// garbled or forged vipd answer rather than someone else's ping. Counted, never acted on.
+bool carriesProbeMagic(std::span<const uint8_t> packet, bool ipv4Header);
+
 std::array<uint8_t, kRelaySize> buildRelay(uint64_t nonce);
 // The nonce of a relay datagram; nullopt for anything else.
 std::optional<uint64_t> parseRelay(std::span<const uint8_t> datagram);
+
+struct WitnessQuery {
+  uint64_t nonce = 0;
+  uint32_t windowMs = 0;
+  bgp::IpAddress target;
+  auto operator<=>(const WitnessQuery&) const = default;
+};
+struct WitnessAnswer {
+  uint64_t nonce = 0;
+  uint32_t answers = 0;
+  uint32_t dropped = 0;
+  auto operator<=>(const WitnessAnswer&) const = default;
+};
+
+std::array<uint8_t, kWitnessQuerySize> buildWitnessQuery(const WitnessQuery& query);
+std::array<uint8_t, kWitnessAnswerSize> buildWitnessAnswer(const WitnessAnswer& answer);
+// nullopt for anything but an intact query (or answer) of this version.
+std::optional<WitnessQuery> parseWitnessQuery(std::span<const uint8_t> datagram);
+std::optional<WitnessAnswer> parseWitnessAnswer(std::span<const uint8_t> datagram);
 
 // The Internet checksum (RFC 1071) of `bytes`.
 uint16_t internetChecksum(std::span<const uint8_t> bytes);

@@ -1,9 +1,12 @@
-// The return-path check's pure parts (issue 19): the probe and relay wire formats, byte for byte,
-// and the judge's verdicts over sequences of rounds.
+// The return-path check's pure parts (issues 19, 28): the probe, relay and witness wire formats,
+// byte for byte; the judge's verdicts over sequences of rounds; the relay policy against forged
+// answers and floods.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "daemon/returnpath/relay_policy.h"
 #include "daemon/returnpath/return_path_judge.h"
 #include "daemon/returnpath/return_path_packet.h"
 
@@ -133,9 +136,14 @@ TEST(ReturnPathPacket, RelayRoundTripsAndRejectsGarbage) {
 constexpr RoundOutcome kAnswered{.vipAnswered = true, .nodeAnswered = true,
                                  .announcedThroughout = true};
 constexpr RoundOutcome kFiltered{.vipAnswered = false, .nodeAnswered = true,
-                                 .announcedThroughout = true};
+                                 .announcedThroughout = true, .aloneEvidence = true};
 constexpr RoundOutcome kFilteredNotAnnounced{.vipAnswered = false, .nodeAnswered = true,
-                                             .announcedThroughout = false};
+                                             .announcedThroughout = false,
+                                             .aloneEvidence = true};
+// The node answers, the VIP does not, and nothing says this node alone is affected: the node
+// that relayed its answers froze (issue 28).
+constexpr RoundOutcome kRelayerGone{.vipAnswered = false, .nodeAnswered = true,
+                                    .announcedThroughout = true, .aloneEvidence = false};
 constexpr RoundOutcome kSilence{.vipAnswered = false, .nodeAnswered = false,
                                 .announcedThroughout = true};
 
@@ -172,6 +180,28 @@ TEST(ReturnPathJudge, SilenceIsNeverAReasonToWithdraw) {
   judge.record(kFiltered);
   judge.record(kFiltered);
   EXPECT_EQ(judge.state(), ReturnPathState::Passing);
+}
+
+TEST(ReturnPathJudge, SilenceWithoutEvidenceThatItIsThisNodesAloneIsNeverCounted) {
+  // Issue 28: every node's answers land on one node; it freezes; every other node's answers stop
+  // at once. Without evidence that this node alone loses them, no round counts against it.
+  ReturnPathJudge judge(3, 2);
+  judge.record(kAnswered);
+  for (int i = 0; i < 100; ++i) {
+    judge.record(kRelayerGone);
+    EXPECT_EQ(judge.lastVerdict(), RoundVerdict::Inconclusive);
+  }
+  EXPECT_EQ(judge.state(), ReturnPathState::Passing);
+  EXPECT_FALSE(judge.blocks());
+  // And it breaks a run of counted ones.
+  judge.record(kFiltered);
+  judge.record(kFiltered);
+  judge.record(kRelayerGone);
+  judge.record(kFiltered);
+  judge.record(kFiltered);
+  EXPECT_EQ(judge.state(), ReturnPathState::Passing);
+  judge.record(kFiltered);
+  EXPECT_EQ(judge.state(), ReturnPathState::Broken);
 }
 
 TEST(ReturnPathJudge, SilenceBeforeAnnouncingProvesNothing) {
@@ -249,6 +279,241 @@ TEST(ReturnPathJudge, BackoffIsCapped) {
     EXPECT_LE(judge.roundsUntilRetry(), ReturnPathJudge::kMaxRetryRounds);
   }
   EXPECT_EQ(judge.roundsUntilRetry(), ReturnPathJudge::kMaxRetryRounds);
+}
+
+// ---- witness messages (issue 28) ----
+
+TEST(ReturnPathPacket, WitnessQueryIsByteExactBothFamilies) {
+  const WitnessQuery query{0x0102030405060708ull, 3500, v4("192.0.2.1")};
+  const std::array<uint8_t, kWitnessQuerySize> expected = {
+      'v', 'i', 'p', 'd', 'R', 'W',  // magic
+      0x01,                          // version
+      0x01,                          // type: query
+      1, 2, 3, 4, 5, 6, 7, 8,        // nonce
+      0x00, 0x00, 0x0d, 0xac,        // window 3500 ms
+      0x04, 0x00, 0x00, 0x00,        // family 4, zero
+      192, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  // target, padded to 16
+  };
+  EXPECT_EQ(buildWitnessQuery(query), expected);
+  EXPECT_EQ(parseWitnessQuery(expected), query);
+  const WitnessQuery query6{7, 1, *bgp::IpAddress::parse("2001:db8::1")};
+  auto bytes6 = buildWitnessQuery(query6);
+  EXPECT_EQ(bytes6[20], 6);
+  EXPECT_EQ(bytes6[24], 0x20);
+  EXPECT_EQ(bytes6[39], 0x01);
+  EXPECT_EQ(parseWitnessQuery(bytes6), query6);
+}
+
+TEST(ReturnPathPacket, WitnessAnswerIsByteExact) {
+  const WitnessAnswer answer{0x0102030405060708ull, 12, 3};
+  const std::array<uint8_t, kWitnessAnswerSize> expected = {
+      'v', 'i', 'p', 'd', 'R', 'W', 0x01,
+      0x02,                    // type: answer
+      1, 2, 3, 4, 5, 6, 7, 8,  // the query's nonce
+      0, 0, 0, 12,             // answers from the target within the window
+      0, 0, 0, 3,              // answers for the querier dropped for its budget
+  };
+  EXPECT_EQ(buildWitnessAnswer(answer), expected);
+  EXPECT_EQ(parseWitnessAnswer(expected), answer);
+}
+
+TEST(ReturnPathPacket, WitnessMessagesRejectEverythingElse) {
+  auto query = buildWitnessQuery({1, 2, v4("192.0.2.1")});
+  auto answer = buildWitnessAnswer({1, 2, 3});
+  // Each one as the other, truncated, lengthened, with a wrong version, family or padding.
+  EXPECT_FALSE(parseWitnessAnswer(query));
+  EXPECT_FALSE(parseWitnessQuery(answer));
+  EXPECT_FALSE(parseRelay(query));
+  EXPECT_FALSE(parseWitnessQuery(std::span(query.data(), query.size() - 1)));
+  EXPECT_FALSE(parseWitnessAnswer(std::span(answer.data(), answer.size() - 1)));
+  std::vector<uint8_t> longer(query.begin(), query.end());
+  longer.push_back(0);
+  EXPECT_FALSE(parseWitnessQuery(longer));
+  for (size_t at : {size_t{6}, size_t{20}, size_t{21}, size_t{30}}) {
+    auto bad = query;
+    bad[at] ^= 0x09;
+    EXPECT_FALSE(parseWitnessQuery(bad)) << "byte " << at;
+  }
+  // Every truncation of every message parses as nothing, never as something else.
+  for (size_t n = 0; n < query.size(); ++n) {
+    EXPECT_FALSE(parseWitnessQuery(std::span(query.data(), n)));
+    EXPECT_FALSE(parseWitnessAnswer(std::span(query.data(), n)));
+    EXPECT_FALSE(parseRelay(std::span(query.data(), n)));
+  }
+}
+
+// ---- the relay policy (issue 28) ----
+
+using Clock = RelayPolicy::Clock;
+const Clock::time_point kT0 = Clock::time_point() + std::chrono::hours(1);
+
+bgp::Prefix prefix(const char* text) { return *bgp::Prefix::parse(text); }
+
+// Node 1 (192.0.2.11 on 192.0.2.0/24), peer and target 192.0.2.1, VIP 203.0.113.10.
+RelayPolicy labPolicy(RelayPolicy::Limits limits = {}) {
+  RelayPolicy policy(9475, limits);
+  policy.setNode({.sources = {v4("192.0.2.1")},
+                  .vips = {v4("203.0.113.10"), *bgp::IpAddress::parse("2001:db8:ffff::10")},
+                  .own = {v4("192.0.2.11"), v4("127.0.0.1")},
+                  .networks = {prefix("192.0.2.0/24"), prefix("2001:db8:1::/64")}});
+  return policy;
+}
+
+// An answer from `from` to `to` to a VIP-sourced probe that names `relay`:`port`.
+EchoReply answer(const char* from, const char* to, const char* relay, uint16_t port = 9475,
+                 uint64_t nonce = 1) {
+  return {*bgp::IpAddress::parse(from), *bgp::IpAddress::parse(to), 1,
+          {ProbeKind::VipSourced, nonce, *bgp::IpAddress::parse(relay), port}};
+}
+
+TEST(RelayPolicy, RelaysAGenuineAnswerToAnotherNode) {
+  auto policy = labPolicy();
+  EXPECT_EQ(policy.judge(answer("192.0.2.1", "203.0.113.10", "192.0.2.12"), kT0), RelayDrop::None);
+}
+
+TEST(RelayPolicy, DropsAnswersFromAnyoneButAPeerOrTarget) {
+  auto policy = labPolicy();
+  // A host that is no peer, sending from its own address (issue 28's flood).
+  EXPECT_EQ(policy.judge(answer("192.0.2.99", "203.0.113.10", "192.0.2.12"), kT0),
+            RelayDrop::Source);
+  // ... and answers it sends to the node's own address rather than a VIP.
+  EXPECT_EQ(policy.judge(answer("192.0.2.1", "192.0.2.11", "192.0.2.12"), kT0),
+            RelayDrop::Destination);
+  // Neither reached the ledger: a witness query is told nothing arrived.
+  EXPECT_EQ(policy.witness({1, 5000, v4("192.0.2.99")}, v4("192.0.2.12"), kT0).answers, 0u);
+  EXPECT_EQ(policy.othersAnswersSince(v4("192.0.2.1"), kT0), 0u);
+}
+
+TEST(RelayPolicy, RelaysOnlyToUnicastNodeAddressesOnTheNodeNetworksAndTheRelayPort) {
+  auto policy = labPolicy();
+  uint64_t nonce = 100;
+  auto judge = [&](const char* relay, uint16_t port = 9475) {
+    return policy.judge(answer("192.0.2.1", "203.0.113.10", relay, port, ++nonce), kT0);
+  };
+  EXPECT_EQ(judge("198.51.100.7"), RelayDrop::RelayAddress);   // another host, off the networks
+  EXPECT_EQ(judge("224.0.0.1"), RelayDrop::RelayAddress);      // multicast
+  EXPECT_EQ(judge("255.255.255.255"), RelayDrop::RelayAddress);  // limited broadcast
+  EXPECT_EQ(judge("192.0.2.255"), RelayDrop::RelayAddress);    // the network's broadcast
+  EXPECT_EQ(judge("192.0.2.0"), RelayDrop::RelayAddress);      // the network address
+  EXPECT_EQ(judge("127.0.0.1"), RelayDrop::RelayAddress);      // loopback
+  EXPECT_EQ(judge("0.0.0.0"), RelayDrop::RelayAddress);        // unspecified
+  EXPECT_EQ(judge("203.0.113.10"), RelayDrop::RelayAddress);   // a VIP
+  EXPECT_EQ(judge("192.0.2.11"), RelayDrop::RelayAddress);     // this node (a late own answer)
+  EXPECT_EQ(judge("ff02::1"), RelayDrop::RelayAddress);        // IPv6 multicast
+  EXPECT_EQ(judge("::1"), RelayDrop::RelayAddress);            // IPv6 loopback
+  EXPECT_EQ(judge("fe80::1"), RelayDrop::RelayAddress);        // link-local: no scope
+  EXPECT_EQ(judge("::ffff:192.0.2.12"), RelayDrop::RelayAddress);  // IPv4-mapped
+  EXPECT_EQ(judge("2001:db8:2::12"), RelayDrop::RelayAddress);  // another IPv6 network
+  EXPECT_EQ(judge("192.0.2.12", 53), RelayDrop::RelayPort);      // any other port
+  EXPECT_EQ(judge("192.0.2.12", 9476), RelayDrop::RelayPort);
+  EXPECT_EQ(judge("192.0.2.12"), RelayDrop::None);
+  EXPECT_EQ(judge("2001:db8:1::12"), RelayDrop::None);
+}
+
+TEST(RelayPolicy, RelaysEachNonceOnce) {
+  auto policy = labPolicy();
+  auto a = answer("192.0.2.1", "203.0.113.10", "192.0.2.12", 9475, 42);
+  EXPECT_EQ(policy.judge(a, kT0), RelayDrop::None);
+  EXPECT_EQ(policy.judge(a, kT0), RelayDrop::Duplicate);
+}
+
+TEST(RelayPolicy, AFloodNamingOneProberSpendsOnlyThatProbersBudget) {
+  RelayPolicy::Limits limits;
+  limits.burst = 10;
+  limits.perSecond = 5;
+  auto policy = labPolicy(limits);
+  uint64_t nonce = 0;
+  // 1000 forged answers in one second, all naming node 3.
+  int relayed = 0;
+  int dropped = 0;
+  for (int i = 0; i < 1000; ++i) {
+    auto when = kT0 + std::chrono::milliseconds(i);
+    auto drop = policy.judge(answer("192.0.2.1", "203.0.113.10", "192.0.2.13", 9475, ++nonce),
+                             when);
+    (drop == RelayDrop::None ? relayed : dropped)++;
+    EXPECT_TRUE(drop == RelayDrop::None || drop == RelayDrop::Budget);
+  }
+  EXPECT_LE(relayed, 10 + 5 + 1);
+  EXPECT_GE(dropped, 1000 - 16);
+  // Node 2's genuine answers in the same second are all relayed.
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(policy.judge(answer("192.0.2.1", "203.0.113.10", "192.0.2.12", 9475, ++nonce),
+                           kT0 + std::chrono::milliseconds(999)),
+              RelayDrop::None);
+  }
+  // Node 3, asking as a witness, learns its answers were dropped: its silence proves nothing.
+  // (The ledger keeps at most ledgerPerKey entries per node: bounded memory under a flood.)
+  auto told = policy.witness({7, 2000, v4("192.0.2.1")}, v4("192.0.2.13"),
+                             kT0 + std::chrono::seconds(1));
+  EXPECT_EQ(told.dropped, limits.ledgerPerKey);
+  EXPECT_EQ(policy.witness({7, 2000, v4("192.0.2.1")}, v4("192.0.2.12"),
+                           kT0 + std::chrono::seconds(1)).dropped,
+            0u);
+  // The budget refills.
+  EXPECT_EQ(policy.judge(answer("192.0.2.1", "203.0.113.10", "192.0.2.13", 9475, ++nonce),
+                         kT0 + std::chrono::seconds(5)),
+            RelayDrop::None);
+}
+
+TEST(RelayPolicy, ManyProbersKeepTheBucketsBounded) {
+  RelayPolicy::Limits limits;
+  limits.maxProbers = 16;
+  auto policy = labPolicy(limits);
+  uint64_t nonce = 0;
+  for (int host = 1; host < 250; ++host) {
+    auto relay = fmt::format("192.0.2.{}", host == 11 ? 12 : host);
+    auto a = answer("192.0.2.1", "203.0.113.10", relay.c_str(), 9475, ++nonce);
+    EXPECT_EQ(policy.judge(a, kT0), RelayDrop::None) << relay;
+  }
+}
+
+TEST(RelayPolicy, TheLedgerTellsWitnessesWhatReachedThisNodeWithinTheWindow) {
+  auto policy = labPolicy();
+  const auto target = v4("192.0.2.1");
+  policy.noteOwnAnswer(target, kT0);
+  EXPECT_EQ(policy.othersAnswersSince(target, kT0), 0u);  // its own answers are no evidence
+  policy.judge(answer("192.0.2.1", "203.0.113.10", "192.0.2.12", 9475, 5),
+               kT0 + std::chrono::seconds(1));
+  EXPECT_EQ(policy.othersAnswersSince(target, kT0), 1u);
+  EXPECT_EQ(policy.witness({1, 3000, target}, v4("192.0.2.12"), kT0 + std::chrono::seconds(2))
+                .answers,
+            2u);
+  EXPECT_EQ(policy.witness({1, 1500, target}, v4("192.0.2.12"), kT0 + std::chrono::seconds(2))
+                .answers,
+            1u);
+  // A window beyond the ledger's is cut to it; old entries expire.
+  EXPECT_EQ(policy.witness({1, 0xFFFFFFFF, target}, v4("192.0.2.12"),
+                           kT0 + std::chrono::seconds(40))
+                .answers,
+            0u);
+  EXPECT_EQ(policy.witness({9, 3000, target}, v4("192.0.2.12"), kT0).nonce, 9u);
+}
+
+TEST(RelayPolicy, WitnessQueriesAreAnsweredOnlyToNodesAndAtABoundedRate) {
+  auto policy = labPolicy();
+  EXPECT_FALSE(policy.mayAnswerWitness(v4("198.51.100.7"), kT0));  // off the node networks
+  EXPECT_FALSE(policy.mayAnswerWitness(v4("192.0.2.255"), kT0));
+  EXPECT_FALSE(policy.mayAnswerWitness(v4("203.0.113.10"), kT0));
+  EXPECT_FALSE(policy.mayAnswerWitness(v4("224.0.0.5"), kT0));
+  int answered = 0;
+  for (int i = 0; i < 1000; ++i) {
+    answered += policy.mayAnswerWitness(v4("192.0.2.12"), kT0 + std::chrono::milliseconds(i));
+  }
+  EXPECT_LE(answered, 41);
+  EXPECT_GE(answered, 20);
+}
+
+TEST(RelayPolicy, PrefixContainsAndUnicastNodeAddress) {
+  EXPECT_TRUE(prefixContains(prefix("192.0.2.0/24"), v4("192.0.2.200")));
+  EXPECT_FALSE(prefixContains(prefix("192.0.2.0/25"), v4("192.0.2.200")));
+  EXPECT_TRUE(prefixContains(prefix("0.0.0.0/0"), v4("198.51.100.1")));
+  EXPECT_FALSE(prefixContains(prefix("2001:db8::/32"), v4("192.0.2.1")));
+  EXPECT_TRUE(prefixContains(prefix("2001:db8::/33"), *bgp::IpAddress::parse("2001:db8:7fff::1")));
+  EXPECT_FALSE(prefixContains(prefix("2001:db8::/33"), *bgp::IpAddress::parse("2001:db8:8000::1")));
+  EXPECT_TRUE(unicastNodeAddress(v4("192.0.2.1")));
+  EXPECT_FALSE(unicastNodeAddress(v4("169.254.1.1")));
+  EXPECT_FALSE(unicastNodeAddress(v4("240.0.0.1")));
+  EXPECT_TRUE(unicastNodeAddress(*bgp::IpAddress::parse("2001:db8::1")));
 }
 
 }  // namespace
