@@ -1,7 +1,7 @@
 // vipctl: talks to a running vipd over its control socket.
 //
 //   vipctl [--socket PATH] status [--json]
-//   vipctl [--socket PATH] withdraw [--wait] [--timeout DUR] [--reason TEXT] [--transient]
+//   vipctl [--socket PATH] withdraw [--wait] [--timeout DUR] [--reason TEXT] [--transient] [--force]
 //   vipctl [--socket PATH] announce
 //   vipctl --version
 #include <cstdio>
@@ -28,14 +28,21 @@ using json = nlohmann::json;
 
 constexpr const char* kExitCodes =
     "exit codes:\n"
-    "  0  success (withdraw --wait: the peers acknowledged the withdraw)\n"
-    "  1  vipd answered with an error (withdraw --wait: the peers did not acknowledge in time;\n"
-    "     the node is withdrawn all the same)\n"
+    "  0  done (withdraw --wait: withdrawn, and every Established peer acknowledged it)\n"
+    "  1  withdraw --wait: withdrawn, but the peers did not acknowledge in time\n"
     "  2  usage error\n"
-    "  3  vipd is not running, or its socket cannot be reached or refused this user\n";
+    "  3  vipd is not running, its socket cannot be reached or refused this user, or it\n"
+    "     closed the connection without an answer (the outcome is unknown)\n"
+    "  4  withdraw refused by the guard: this node is among the last announcers of a VIP\n"
+    "     (guard.minAnnouncers); it is still announcing (--force overrides)\n"
+    "  5  refused for any other reason (the message says why); a refused withdraw leaves\n"
+    "     the node announcing\n";
 
-constexpr int kExitError = 1;
+// One code per outcome a replacement script must tell apart (docs/operations.md).
+constexpr int kExitNotAcknowledged = 1;
 constexpr int kExitUnreachable = 3;
+constexpr int kExitRefusedByGuard = 4;
+constexpr int kExitRefused = 5;
 
 std::string str(const json& j, const char* key) {
   if (!j.contains(key)) {
@@ -177,6 +184,7 @@ struct Options {
   bool asJson = false;
   bool wait = false;
   bool transient = false;
+  bool force = false;
   std::optional<std::chrono::milliseconds> timeout;
   std::optional<std::string> reason;
 };
@@ -230,6 +238,9 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
                      "drain this running instance only; nothing is persisted, so the next start "
                      "announces again (a pod's preStop hook: a persisted withdraw there would "
                      "leave every replaced pod withdrawn)");
+  withdraw->add_flag("--force", options.force,
+                     "withdraw even when this node is among the last guard.minAnnouncers nodes "
+                     "announcing a VIP (the guard refuses that otherwise, exit 4)");
   app.add_subcommand("announce", "clear the withdrawn state and announce again (once healthy)");
   if (auto exitCode = vipd::cli::parse(app, std::vector<std::string>(argv + 1, argv + argc),
                                        std::cout, std::cerr)) {
@@ -251,6 +262,7 @@ int main(int argc, char** argv) {
   if (command == "withdraw") {
     request["wait"] = options.wait;
     request["persist"] = !options.transient;
+    request["force"] = options.force;
     if (options.timeout) {
       request["timeoutMs"] = static_cast<uint64_t>(options.timeout->count());
     }
@@ -287,14 +299,22 @@ int main(int argc, char** argv) {
     return kExitUnreachable;
   }
   auto response = json::parse(reply, nullptr, false);
-  if (response.is_discarded()) {
-    std::fprintf(stderr, "vipctl: vipd sent no reply or one that is not JSON (is it draining?)\n");
-    return kExitError;
+  if (response.is_discarded() || !response.is_object()) {
+    std::fprintf(stderr, "vipctl: vipd closed the connection without an answer (did it stop?); "
+                 "the outcome is unknown: check `vipctl status`\n");
+    return kExitUnreachable;
   }
   if (response.contains("error")) {
     std::string error = str(response, "error");
     std::fprintf(stderr, "vipctl: vipd: %s\n", error.c_str());
-    return error.starts_with("permission denied") ? kExitUnreachable : kExitError;
+    if (error.starts_with("permission denied")) {
+      return kExitUnreachable;
+    }
+    if (response.value("withdrawn", false)) {
+      return kExitNotAcknowledged;
+    }
+    return response.value("refused", std::string()) == "guard" ? kExitRefusedByGuard
+                                                                : kExitRefused;
   }
   if (options.asJson || command != "status") {
     std::printf("%s\n", response.dump(2).c_str());

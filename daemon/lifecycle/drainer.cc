@@ -147,7 +147,10 @@ void Drainer::handleWithdraw(const nlohmann::json& request, ControlServer::Reply
                           kMaxAckTimeout);
   }
   if (drain_) {
-    reply({{"error", "a drain is already in progress; retry when it has finished"}});
+    log_.warn("drain", "refused vipctl withdraw (\"{}\"): a drain is already in progress",
+              reason);
+    reply({{"error", "a drain is already in progress; retry when it has finished"},
+           {"refused", "busy"}});
     return;
   }
   if (withdrawn_) {
@@ -164,7 +167,14 @@ void Drainer::handleWithdraw(const nlohmann::json& request, ControlServer::Reply
   // Persist first: if vipd or the node dies mid-drain, it must come back withdrawn.
   if (persist) {
     if (auto saved = state_.save(state); !saved) {
-      reply({{"error", saved.error()}});
+      // Refused before anything changed: the node keeps announcing, and says so.
+      log_.error("drain", "refused vipctl withdraw (\"{}\"): {}; the node is still announcing",
+                 reason, saved.error());
+      reply({{"error", fmt::format("{}; the node is still announcing (nothing was withdrawn); "
+                                   "`vipctl withdraw --transient` drains this process without "
+                                   "persisting the withdrawn state",
+                                   saved.error())},
+             {"refused", "state"}});
       return;
     }
   }
@@ -187,7 +197,9 @@ void Drainer::handleWithdraw(const nlohmann::json& request, ControlServer::Reply
     if (acknowledged) {
       reply({{"ok", true}, {"acknowledged", true}, {"detail", detail}});
     } else {
-      reply({{"error", detail}, {"acknowledged", false}});
+      reply({{"error", fmt::format("{}; the node is withdrawn all the same", detail)},
+             {"withdrawn", true},
+             {"acknowledged", false}});
     }
   };
   start("vipctl withdraw", ackTimeout, settled, nullptr);
@@ -198,11 +210,13 @@ void Drainer::handleWithdraw(const nlohmann::json& request, ControlServer::Reply
 
 void Drainer::handleAnnounce(ControlServer::Reply reply) {
   if (drain_) {
-    reply({{"error", "a drain is in progress; retry when it has finished"}});
+    log_.warn("drain", "refused vipctl announce: a drain is in progress");
+    reply({{"error", "a drain is in progress; retry when it has finished"}, {"refused", "busy"}});
     return;
   }
   if (auto cleared = state_.clear(); !cleared) {
-    reply({{"error", cleared.error()}});
+    log_.error("drain", "refused vipctl announce: {}", cleared.error());
+    reply({{"error", cleared.error()}, {"refused", "state"}});
     return;
   }
   bool wasWithdrawn = withdrawn_.has_value();

@@ -199,7 +199,7 @@ def test() -> None:
         lab.check(hook.returncode == 0 and "nothing to drain" in hook.stdout + hook.stderr,
                   f"preStop on the standby: {hook.returncode} {hook.stdout}{hook.stderr}")
         persisted = static.vipctl_run("withdraw")
-        lab.check(persisted.returncode == 1 and "vipd.sock" in persisted.stderr,
+        lab.check(persisted.returncode == 5 and "vipd.sock" in persisted.stderr,
                   f"withdraw on the standby names the active socket: {persisted.stderr}")
         code, _ = static.http("/readyz")
         lab.check(code == 200, f"a standby static-pod instance is ready, got {code}")

@@ -106,11 +106,37 @@ TEST_F(DrainerTest, UnacknowledgedWithdrawAnswersWithAnErrorNamingThePeerAndStil
 
   ASSERT_EQ(replies.size(), 1u);
   EXPECT_EQ(replies[0]["acknowledged"], false);
+  EXPECT_EQ(replies[0]["withdrawn"], true) << "vipctl's exit 1: withdrawn, not acknowledged";
   EXPECT_NE(replies[0]["error"].get<std::string>().find("192.0.2.1 has 19 bytes"),
             std::string::npos)
       << replies[0].dump();
   EXPECT_EQ(host_.calls.back(), "unmark graceful shutdown");
   EXPECT_NE(std::find(host_.calls.begin(), host_.calls.end(), "unbind"), host_.calls.end());
+}
+
+// Issue 28: a withdraw refused because the state cannot be persisted must not look like a slow
+// one (exit 1, "withdrawn all the same"): it is refused, nothing is withdrawn, the node says it
+// is still announcing and how to drain without persisting.
+TEST_F(DrainerTest, AnUnwritableStateDirectoryRefusesTheWithdrawAndChangesNothing) {
+  auto& drainer = make();
+  std::filesystem::remove_all(dir_);
+  std::filesystem::create_directories(dir_);
+  std::filesystem::create_directory(dir_ / "withdrawn.json");  // rename over it fails as root too
+  auto replies = withdraw({{"command", "withdraw"}, {"wait", true}, {"reason", "x"}});
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0]["refused"], "state") << replies[0].dump();
+  EXPECT_FALSE(replies[0].contains("withdrawn"));
+  const auto error = replies[0]["error"].get<std::string>();
+  EXPECT_NE(error.find("still announcing"), std::string::npos) << error;
+  EXPECT_NE(error.find("--transient"), std::string::npos) << error;
+  EXPECT_TRUE(host_.calls.empty());
+  EXPECT_FALSE(drainer.withdrawn());
+  EXPECT_FALSE(drainer.draining());
+  // --transient drains without touching the state directory.
+  replies = withdraw({{"command", "withdraw"}, {"wait", true}, {"persist", false}});
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0]["acknowledged"], true) << replies[0].dump();
+  EXPECT_TRUE(drainer.withdrawn());
 }
 
 TEST_F(DrainerTest, WithoutWaitTheAnswerComesAtOnce) {
