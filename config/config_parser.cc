@@ -34,7 +34,7 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
                        {"apiVersion", "kind", "routerId", "localAsn", "vips", "communities",
                         "largeCommunities", "peerDefaults", "peers", "listen", "control", "drain",
                         "allowNonLocalRouterId", "health", "metrics", "mode", "handoff",
-                        "returnPath"});
+                        "returnPath", "guard"});
   // Read in this order, not the file's, so errors at one position keep a fixed order; the
   // router ID is checked against the VIPs and the peers against the VIPs and localAsn.
   readTypeMeta(*m, config);
@@ -85,6 +85,9 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
   readHandoffForMode(*m, config);
   if (const Field* f = m->find("returnPath")) {
     readReturnPath(*f, config.vips, config.returnPath);
+  }
+  if (const Field* f = m->find("guard")) {
+    readGuard(*f, config.guard);
   }
 }
 

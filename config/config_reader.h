@@ -173,6 +173,7 @@ class ConfigReader : public FieldReader {
   void readListen(const Field& f, Listen& listen);
   void readControl(const Field& f, Control& control);
   void readDrain(const Field& f, Drain& drain);
+  void readGuard(const Field& f, Guard& guard);
   void readHealth(const Field& f, Health& health);
   void readHealthType(const Mapping& m, Health& health);
   void readApiserverSettings(const Mapping& m, Health& health);

@@ -105,6 +105,30 @@ void ConfigReader::readDrain(const Field& f, Drain& drain) {
   }
 }
 
+void ConfigReader::readGuard(const Field& f, Guard& guard) {
+  auto m = readMapping(f.value, f.path, {"minAnnouncers", "expectedAnnouncers"});
+  if (!m) {
+    return;
+  }
+  if (const Field* n = m->find("minAnnouncers")) {
+    if (auto v = readUnsigned(*n, 0, 64)) {
+      guard.minAnnouncers = static_cast<uint32_t>(*v);
+    }
+  }
+  if (const Field* n = m->find("expectedAnnouncers")) {
+    if (auto v = readUnsigned(*n, 0, 64)) {
+      guard.expectedAnnouncers = static_cast<uint32_t>(*v);
+    }
+  }
+  if (guard.expectedAnnouncers != 0 && guard.minAnnouncers >= guard.expectedAnnouncers) {
+    error(*m->find(m->find("minAnnouncers") ? "minAnnouncers" : "expectedAnnouncers"),
+          fmt::format("minAnnouncers {} leaves no node of {} (expectedAnnouncers) free to be "
+                      "withdrawn; use at most {}",
+                      guard.minAnnouncers, guard.expectedAnnouncers,
+                      guard.expectedAnnouncers - 1));
+  }
+}
+
 void ConfigReader::readHealth(const Field& f, Health& health) {
   auto m = readMapping(f.value, f.path,
                        {"type", "url", "serverName", "caFile", "certFile", "keyFile", "address",
