@@ -149,6 +149,10 @@ struct PathAttributes {
   bool atomicAggregate = false;
   std::optional<std::vector<uint32_t>> communities;
   std::optional<std::vector<LargeCommunity>> largeCommunities;
+  // RFC 4456 route reflection: the BGP Identifier (host order) of the path's originator inside
+  // the AS, and the reflectors' cluster IDs, nearest first. Never empty when decoded.
+  std::optional<uint32_t> originatorId;
+  std::optional<std::vector<uint32_t>> clusterList;
   std::optional<AsPath> as4Path;
   std::optional<MpReachNlri> mpReach;
   std::optional<MpUnreachNlri> mpUnreach;

@@ -556,7 +556,7 @@ UpdateDecoder::Problem UpdateDecoder::parseOriginatorId(const Attribute& a) {
   if (auto p = checkLength(a, 4)) {
     return p;
   }
-  keepRaw(a);
+  update_.attributes.originatorId = *ByteReader(a.value).u32();
   return std::nullopt;
 }
 
@@ -564,7 +564,12 @@ UpdateDecoder::Problem UpdateDecoder::parseClusterList(const Attribute& a) {
   if (auto p = checkMultiple(a, 4)) {
     return p;
   }
-  keepRaw(a);
+  ByteReader r(a.value);
+  std::vector<uint32_t> clusterIds;
+  while (!r.atEnd()) {
+    clusterIds.push_back(*r.u32());
+  }
+  update_.attributes.clusterList = std::move(clusterIds);
   return std::nullopt;
 }
 
@@ -762,6 +767,18 @@ std::vector<RawAttribute> attributeList(const PathAttributes& attrs, bool fourOc
       v.u32(c.localData2);
     }
     addAttribute(list, kOptionalTransitive, AttributeType::LargeCommunities, std::move(v).take());
+  }
+  // RFC 4456 section 7: both optional non-transitive. An empty CLUSTER_LIST is malformed on
+  // receipt (RFC 7606 section 7.10), so it is omitted like the empty communities above.
+  if (attrs.originatorId) {
+    addAttribute(list, kOptional, AttributeType::OriginatorId, u32Value(*attrs.originatorId));
+  }
+  if (attrs.clusterList && !attrs.clusterList->empty()) {
+    ByteWriter v;
+    for (uint32_t id : *attrs.clusterList) {
+      v.u32(id);
+    }
+    addAttribute(list, kOptional, AttributeType::ClusterList, std::move(v).take());
   }
   if (attrs.mpReach) {
     addAttribute(list, kOptional, AttributeType::MpReachNlri, mpReachValue(*attrs.mpReach));

@@ -324,6 +324,46 @@ TEST(UpdateCodec, Ipv4AnnounceWithCommunitiesAndLargeCommunities) {
   expectVector(wire, u);
 }
 
+// What a route reflector sends an iBGP client (RFC 4456): LOCAL_PREF, ORIGINATOR_ID naming the
+// client the path came from, and CLUSTER_LIST with the reflector's cluster ID.
+TEST(UpdateCodec, ReflectedIpv4PathWithOriginatorIdAndClusterList) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x4A},                                // length 74
+      {0x02},                                      // type UPDATE
+      {0x00, 0x00},                                // withdrawn routes length 0
+      {0x00, 0x2E},                                // total path attribute length 46
+      {0x40, 0x01, 0x01, 0x00},                    // ORIGIN IGP
+      {0x40, 0x02, 0x00},                          // AS_PATH empty (iBGP)
+      {0x40, 0x03, 0x04, 0xC6, 0x33, 0x64, 0x0B},  // NEXT_HOP 198.51.100.11
+      {0x40, 0x05, 0x04, 0x00, 0x00, 0x00, 0x64},  // LOCAL_PREF 100
+      {0xC0, 0x08, 0x04, 0xFD, 0xE9, 0x00, 0x2A},  // COMMUNITIES 65001:42
+      {0x80, 0x09, 0x04, 0xC0, 0x00, 0x02, 0x0B},  // ORIGINATOR_ID 192.0.2.11
+      {0x80, 0x0A, 0x08},                          // CLUSTER_LIST, 8 bytes
+      {0xC0, 0x00, 0x02, 0x01},                    //   192.0.2.1 (nearest reflector)
+      {0xC0, 0x00, 0x02, 0x02},                    //   192.0.2.2
+      {0x20, 0xCB, 0x00, 0x71, 0x0A},              // NLRI 203.0.113.10/32
+  });
+  UpdateMessage u;
+  u.attributes.origin = Origin::Igp;
+  u.attributes.asPath = AsPath{};
+  u.attributes.nextHop = *IpAddress::parse("198.51.100.11");
+  u.attributes.localPref = 100;
+  u.attributes.communities = std::vector<uint32_t>{(65001u << 16) | 42};
+  u.attributes.originatorId = 0xC000020B;
+  u.attributes.clusterList = std::vector<uint32_t>{0xC0000201, 0xC0000202};
+  u.nlri = {*Prefix::parse("203.0.113.10/32")};
+  expectVector(wire, u);
+  EXPECT_TRUE(u.attributes.other.empty());
+}
+
+// An empty CLUSTER_LIST would be malformed on receipt (RFC 7606 section 7.10): never sent.
+TEST(UpdateCodec, EmptyClusterListIsNotEncoded) {
+  UpdateMessage u;
+  u.attributes.clusterList = std::vector<uint32_t>{};
+  EXPECT_EQ(encode(u), encode(UpdateMessage{}));
+}
+
 TEST(UpdateCodec, Ipv4Withdraw) {
   const Bytes wire = cat({
       kMarker,

@@ -229,14 +229,39 @@ TEST(UpdateValidation, LargeCommunitiesNotMultipleOfTwelve) {
                  UpdateHandling::TreatAsWithdraw, "LARGE_COMMUNITIES attribute length 4");
 }
 
+// RFC 7606 sections 7.9 and 7.10: a malformed ORIGINATOR_ID or CLUSTER_LIST is treat-as-withdraw,
+// and the malformed value is not kept.
 TEST(UpdateValidation, OriginatorIdWrongLength) {
-  expectHandling(cat({kMandatory, {0x80, 0x09, 0x03, 1, 2, 3}}), UpdateHandling::TreatAsWithdraw,
-                 "ORIGINATOR_ID attribute length 3");
+  auto d = expectHandling(cat({kMandatory, {0x80, 0x09, 0x03, 1, 2, 3}}),
+                          UpdateHandling::TreatAsWithdraw, "ORIGINATOR_ID attribute length 3");
+  EXPECT_FALSE(decodedUpdate(d).attributes.originatorId.has_value());
+  EXPECT_TRUE(decodedUpdate(d).attributes.other.empty());
+}
+
+TEST(UpdateValidation, OriginatorIdWrongFlags) {
+  // Optional transitive (0xC0) instead of optional non-transitive (0x80).
+  auto d = expectHandling(cat({kMandatory, {0xC0, 0x09, 0x04, 192, 0, 2, 11}}),
+                          UpdateHandling::TreatAsWithdraw, "ORIGINATOR_ID flags 0xc0");
+  EXPECT_FALSE(decodedUpdate(d).attributes.originatorId.has_value());
 }
 
 TEST(UpdateValidation, ClusterListNotMultipleOfFour) {
-  expectHandling(cat({kMandatory, {0x80, 0x0A, 0x06, 1, 2, 3, 4, 5, 6}}),
-                 UpdateHandling::TreatAsWithdraw, "CLUSTER_LIST attribute length 6");
+  auto d = expectHandling(cat({kMandatory, {0x80, 0x0A, 0x06, 1, 2, 3, 4, 5, 6}}),
+                          UpdateHandling::TreatAsWithdraw, "CLUSTER_LIST attribute length 6");
+  EXPECT_FALSE(decodedUpdate(d).attributes.clusterList.has_value());
+  EXPECT_TRUE(decodedUpdate(d).attributes.other.empty());
+}
+
+TEST(UpdateValidation, ClusterListEmpty) {
+  expectHandling(cat({kMandatory, {0x80, 0x0A, 0x00}}), UpdateHandling::TreatAsWithdraw,
+                 "CLUSTER_LIST attribute length 0 is not a non-zero multiple of 4");
+}
+
+TEST(UpdateValidation, DuplicateClusterListKeepsFirst) {
+  auto d = expectHandling(
+      cat({kMandatory, {0x80, 0x0A, 0x04, 192, 0, 2, 1}, {0x80, 0x0A, 0x04, 192, 0, 2, 2}}),
+      UpdateHandling::AttributeDiscard, "duplicate CLUSTER_LIST");
+  EXPECT_EQ(decodedUpdate(d).attributes.clusterList, std::vector<uint32_t>{0xC0000201});
 }
 
 TEST(UpdateValidation, MissingOrigin) {
