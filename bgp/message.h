@@ -28,10 +28,11 @@ enum class MessageType : uint8_t {
 // ---- Capabilities (RFC 5492) ----
 
 enum class CapabilityCode : uint8_t {
-  Multiprotocol = 1,    // RFC 4760
-  RouteRefresh = 2,     // RFC 2918
-  GracefulRestart = 64, // RFC 4724
-  FourOctetAs = 65,     // RFC 6793
+  Multiprotocol = 1,     // RFC 4760
+  RouteRefresh = 2,      // RFC 2918
+  GracefulRestart = 64,  // RFC 4724
+  FourOctetAs = 65,      // RFC 6793
+  AddPath = 69,          // RFC 7911
 };
 
 struct GracefulRestartCapability {
@@ -47,6 +48,19 @@ struct GracefulRestartCapability {
   auto operator<=>(const GracefulRestartCapability&) const = default;
 };
 
+// RFC 7911 section 4: the Send/Receive field of one ADD-PATH tuple, from the sender's view.
+enum class AddPathMode : uint8_t {
+  Receive = 1,  // the sender is willing to receive path identifiers for the family
+  Send = 2,     // the sender would like to send them
+  Both = 3,
+};
+
+struct AddPathFamily {
+  AfiSafi family;
+  AddPathMode mode = AddPathMode::Receive;
+  auto operator<=>(const AddPathFamily&) const = default;
+};
+
 // A capability vipd does not implement: kept only so logs can name it. It is ignored (RFC 5492).
 struct UnknownCapability {
   uint8_t code = 0;
@@ -59,6 +73,11 @@ struct Capabilities {
   std::optional<uint32_t> fourOctetAs;
   bool routeRefresh = false;
   std::optional<GracefulRestartCapability> gracefulRestart;
+  // ADD-PATH (RFC 7911 section 4): the tuples of every ADD-PATH capability, in the order received
+  // / to send, encoded as one capability; empty = none. Families vipd does not speak are kept as
+  // sent, as in `multiprotocol`; the session decides what applies. A capability with a
+  // Send/Receive value outside 1..3 is "not understood and ignored": it lands in `unknown`, whole.
+  std::vector<AddPathFamily> addPath;
   std::vector<UnknownCapability> unknown;  // decode only; never encoded
   auto operator<=>(const Capabilities&) const = default;
 };

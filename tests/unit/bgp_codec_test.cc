@@ -166,6 +166,139 @@ Bytes openBody(const Bytes& params, uint8_t version = 4) {
               params});
 }
 
+// ---- ADD-PATH (RFC 7911 section 4) ----
+
+// What vipd sends when it advertises ADD-PATH receive for both families: the capability last, one
+// tuple per family.
+TEST(OpenCodec, AddPathReceiveForBothFamiliesBothWays) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x3D},                          // length 61
+      {0x01},                                // type OPEN
+      {0x04},                                // version 4
+      {0xFD, 0xE9},                          // my AS 65001
+      {0x00, 0x5A},                          // hold time 90
+      {0xC0, 0x00, 0x02, 0x01},              // BGP identifier 192.0.2.1
+      {0x20},                                // optional parameters length 32
+      {0x02, 0x1E},                          // parameter: capabilities, 30 bytes
+      {0x01, 0x04, 0x00, 0x01, 0x00, 0x01},  // multiprotocol IPv4 unicast
+      {0x01, 0x04, 0x00, 0x02, 0x00, 0x01},  // multiprotocol IPv6 unicast
+      {0x02, 0x00},                          // route refresh
+      {0x41, 0x04, 0x00, 0x00, 0xFD, 0xE9},  // 4-octet AS 65001
+      {0x45, 0x08},                          // ADD-PATH, 8 bytes
+      {0x00, 0x01, 0x01, 0x01},              //   IPv4 unicast, receive
+      {0x00, 0x02, 0x01, 0x01},              //   IPv6 unicast, receive
+  });
+  OpenMessage open;
+  open.myAs = 65001;
+  open.holdTimeSeconds = 90;
+  open.bgpIdentifier = kDoc1.v4Value();
+  open.capabilities.multiprotocol = {kIpv4Unicast, kIpv6Unicast};
+  open.capabilities.routeRefresh = true;
+  open.capabilities.fourOctetAs = 65001;
+  open.capabilities.addPath = {{kIpv4Unicast, AddPathMode::Receive},
+                               {kIpv6Unicast, AddPathMode::Receive}};
+  expectVector(wire, open);
+}
+
+// What a route reflector configured to send all paths advertises. A family vipd does not speak
+// is kept as sent, as multiprotocol capabilities are; the session ignores it.
+TEST(OpenCodec, AddPathSendBothAndAnUnspokenFamilyBothWays) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x2D},              // length 45
+      {0x01},                    // type OPEN
+      {0x04},                    // version 4
+      {0xFD, 0xE9},              // my AS 65001
+      {0x00, 0x5A},              // hold time 90
+      {0xC0, 0x00, 0x02, 0x01},  // BGP identifier 192.0.2.1
+      {0x10},                    // optional parameters length 16
+      {0x02, 0x0E},              // parameter: capabilities, 14 bytes
+      {0x45, 0x0C},              // ADD-PATH, 12 bytes
+      {0x00, 0x01, 0x01, 0x02},  //   IPv4 unicast, send
+      {0x00, 0x02, 0x01, 0x03},  //   IPv6 unicast, send and receive
+      {0x00, 0x19, 0x46, 0x01},  //   AFI 25 (L2VPN) SAFI 70 (EVPN), receive
+  });
+  OpenMessage open;
+  open.myAs = 65001;
+  open.holdTimeSeconds = 90;
+  open.bgpIdentifier = kDoc1.v4Value();
+  open.capabilities.addPath = {
+      {kIpv4Unicast, AddPathMode::Send},
+      {kIpv6Unicast, AddPathMode::Both},
+      {{static_cast<Afi>(25), static_cast<Safi>(70)}, AddPathMode::Receive}};
+  expectVector(wire, open);
+}
+
+// FRR's layout: one parameter per capability, here two ADD-PATH capabilities. Their tuples are
+// concatenated in order; we encode them back as one capability.
+TEST(OpenCodec, TwoAddPathCapabilitiesAreConcatenated) {
+  const Bytes wire = withHeader(MessageType::Open,
+                                openBody({
+                                    0x02, 0x06, 0x45, 0x04, 0x00, 0x01, 0x01, 0x01,  // IPv4 receive
+                                    0x02, 0x06, 0x45, 0x04, 0x00, 0x02, 0x01, 0x02,  // IPv6 send
+                                }));
+  auto decoded = decode(wire);
+  ASSERT_TRUE(decoded.has_value()) << decoded.error().reason;
+  const auto& caps = std::get<OpenMessage>(decoded->message).capabilities;
+  EXPECT_EQ(caps.addPath, (std::vector<AddPathFamily>{{kIpv4Unicast, AddPathMode::Receive},
+                                                      {kIpv6Unicast, AddPathMode::Send}}));
+  EXPECT_TRUE(caps.unknown.empty());
+  expectFramedByteByByte(wire);
+  const Bytes oneCapability =
+      withHeader(MessageType::Open, openBody({0x02, 0x0A, 0x45, 0x08, 0x00, 0x01, 0x01, 0x01,  //
+                                              0x00, 0x02, 0x01, 0x02}));
+  EXPECT_EQ(encode(decoded->message), oneCapability);
+}
+
+// "one or more tuples", but none says nothing wrong either: accepted as advertising no family.
+TEST(OpenCodec, AddPathWithNoTupleAdvertisesNothing) {
+  auto decoded = decode(withHeader(MessageType::Open, openBody({0x02, 0x02, 0x45, 0x00})));
+  ASSERT_TRUE(decoded.has_value()) << decoded.error().reason;
+  const auto& caps = std::get<OpenMessage>(decoded->message).capabilities;
+  EXPECT_TRUE(caps.addPath.empty());
+  EXPECT_TRUE(caps.unknown.empty());
+}
+
+// RFC 7911 section 4: a Send/Receive value other than 1..3 makes the capability "not understood
+// and ignored": all of it, the good tuple beside the bad one included. It is kept for the log only.
+TEST(OpenCodec, AddPathModeOutsideOneToThreeIgnoresTheWholeCapability) {
+  for (uint8_t mode : {0x00, 0x04, 0xFF}) {
+    const Bytes value = {0x00, 0x01, 0x01, 0x01, 0x00, 0x02, 0x01, mode};
+    auto decoded =
+        decode(withHeader(MessageType::Open, openBody(cat({{0x02, 0x0A, 0x45, 0x08}, value}))));
+    ASSERT_TRUE(decoded.has_value()) << decoded.error().reason;
+    const auto& caps = std::get<OpenMessage>(decoded->message).capabilities;
+    EXPECT_TRUE(caps.addPath.empty()) << "mode " << int{mode};
+    EXPECT_EQ(caps.unknown, (std::vector<UnknownCapability>{{69, value}})) << "mode " << int{mode};
+    EXPECT_EQ(encode(decoded->message).size(), 29u);  // nothing of it is sent back
+  }
+}
+
+// A second, valid ADD-PATH capability still counts when another one is ignored.
+TEST(OpenCodec, AddPathIgnoredCapabilityLeavesTheOthers) {
+  auto decoded = decode(withHeader(MessageType::Open,
+                                   openBody({
+                                       0x02, 0x06, 0x45, 0x04, 0x00, 0x01, 0x01, 0x07,  // mode 7
+                                       0x02, 0x06, 0x45, 0x04, 0x00, 0x02, 0x01, 0x03,  // IPv6 both
+                                   })));
+  ASSERT_TRUE(decoded.has_value()) << decoded.error().reason;
+  const auto& caps = std::get<OpenMessage>(decoded->message).capabilities;
+  EXPECT_EQ(caps.addPath, (std::vector<AddPathFamily>{{kIpv6Unicast, AddPathMode::Both}}));
+  EXPECT_EQ(caps.unknown, (std::vector<UnknownCapability>{{69, {0x00, 0x01, 0x01, 0x07}}}));
+}
+
+TEST(OpenCodecDeath, TooManyAddPathFamiliesAborts) {
+  OpenMessage open;
+  open.bgpIdentifier = kDoc1.v4Value();
+  // 64 tuples are 256 bytes: more than a capability length can say.
+  for (int i = 0; i < 64; ++i) {
+    open.capabilities.addPath.push_back(
+        {{static_cast<Afi>(100 + i), Safi::Unicast}, AddPathMode::Receive});
+  }
+  EXPECT_DEATH(encode(open), "ADD-PATH capability lists too many families");
+}
+
 TEST(OpenErrors, UnsupportedVersionSendsOurVersion) {
   expectDecodeError(withHeader(MessageType::Open, openBody({}, 3)), ErrorCode::OpenMessage,
                     subcode::kUnsupportedVersionNumber, {0x00, 0x04});
@@ -225,6 +358,17 @@ TEST(OpenErrors, GracefulRestartLengthNotTwoPlusFourN) {
 TEST(OpenErrors, RouteRefreshWithValue) {
   expectDecodeError(withHeader(MessageType::Open, openBody({0x02, 0x03, 0x02, 0x01, 0x00})),
                     ErrorCode::OpenMessage, 0, {});
+}
+
+// RFC 7911 says nothing of a length that is not whole tuples; like the other capabilities with a
+// fixed layout (multiprotocol, graceful restart), it is an OPEN error 2/0.
+TEST(OpenErrors, AddPathLengthNotMultipleOfFour) {
+  for (const Bytes& value : {Bytes{0x00, 0x01, 0x01}, Bytes{0x00, 0x01, 0x01, 0x01, 0x00}}) {
+    const Bytes capability = cat({{0x45, static_cast<uint8_t>(value.size())}, value});
+    const Bytes param = cat({{0x02, static_cast<uint8_t>(capability.size())}, capability});
+    expectDecodeError(withHeader(MessageType::Open, openBody(param)), ErrorCode::OpenMessage, 0,
+                      {});
+  }
 }
 
 // ---------------------------------------------------------------- NOTIFICATION etc.
