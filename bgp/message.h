@@ -137,17 +137,25 @@ struct LargeCommunity {
 
 inline constexpr uint32_t kGracefulShutdownCommunity = 0xFFFF0000;  // 65535:0, RFC 8326
 
+// RFC 7911 path identifiers travel beside the prefixes they belong to, in a parallel vector
+// (`pathIds` here, `nlriPathIds`/`withdrawnPathIds` in UpdateMessage): empty when the family
+// carries no path identifiers on the session (CodecOptions::addPath), otherwise one per prefix in
+// the same order. Prefix stays the plain key it is everywhere else (what we announce, config, the
+// builder), and every value without ADD-PATH is exactly what it was before RFC 7911.
+
 struct MpReachNlri {
   AfiSafi family;
   // 4 bytes (IPv4), 16 (IPv6 global) or 32 (IPv6 global followed by link-local, RFC 2545).
   std::vector<uint8_t> nextHop;
   std::vector<Prefix> nlri;
+  std::vector<uint32_t> pathIds;  // parallel to `nlri`, see above
   auto operator<=>(const MpReachNlri&) const = default;
 };
 
 struct MpUnreachNlri {
   AfiSafi family;
   std::vector<Prefix> withdrawn;
+  std::vector<uint32_t> pathIds;  // parallel to `withdrawn`, see above
   auto operator<=>(const MpUnreachNlri&) const = default;
 };
 
@@ -183,9 +191,14 @@ struct UpdateMessage {
   std::vector<Prefix> withdrawn;  // IPv4 only
   PathAttributes attributes;
   std::vector<Prefix> nlri;  // IPv4 only
+  // RFC 7911 path identifiers of the two IPv4 fields, parallel to `withdrawn` and `nlri` (see
+  // MpReachNlri): empty unless IPv4 unicast carries path identifiers on the session.
+  std::vector<uint32_t> withdrawnPathIds;
+  std::vector<uint32_t> nlriPathIds;
 
   // End-of-RIB marker (RFC 4724 section 2): empty UPDATE for IPv4 unicast, or an UPDATE whose
-  // only attribute is an empty MP_UNREACH_NLRI for another family.
+  // only attribute is an empty MP_UNREACH_NLRI for another family. The same with ADD-PATH: with
+  // no prefixes there are no path identifiers either (RFC 7911 section 3).
   std::optional<AfiSafi> endOfRibFamily() const;
   auto operator<=>(const UpdateMessage&) const = default;
 };

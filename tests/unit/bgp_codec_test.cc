@@ -617,6 +617,175 @@ TEST(UpdateCodec, EndOfRibIpv6) {
   EXPECT_EQ(std::get<UpdateMessage>(decoded->message).endOfRibFamily(), kIpv6Unicast);
 }
 
+// ---- ADD-PATH (RFC 7911 section 3): a 4-octet Path Identifier before each prefix ----
+
+// Both families receive path identifiers, as a session that negotiated ADD-PATH decodes.
+const CodecOptions kAddPathBoth{.fourOctetAs = true, .addPath = {kIpv4Unicast, kIpv6Unicast}};
+const Bytes kVip6 = {0x20, 0x01, 0x0D, 0xB8, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10};
+
+TEST(UpdateCodec, AddPathIpv4Nlri) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x3C},                                            // length 60
+      {0x02},                                                  // type UPDATE
+      {0x00, 0x00},                                            // withdrawn routes length 0
+      {0x00, 0x14},                                            // total path attribute length 20
+      {0x40, 0x01, 0x01, 0x00},                                // ORIGIN IGP
+      {0x40, 0x02, 0x06, 0x02, 0x01, 0x00, 0x00, 0xFD, 0xE9},  // AS_PATH 65001
+      {0x40, 0x03, 0x04, 0xC0, 0x00, 0x02, 0x01},              // NEXT_HOP 192.0.2.1
+      {0x00, 0x00, 0x00, 0x01},                                // path identifier 1
+      {0x20, 0xCB, 0x00, 0x71, 0x0A},                          //   203.0.113.10/32
+      {0x00, 0x00, 0x00, 0x07},                                // path identifier 7
+      {0x18, 0xC6, 0x33, 0x64},                                //   198.51.100.0/24
+  });
+  UpdateMessage u;
+  u.attributes.origin = Origin::Igp;
+  u.attributes.asPath = AsPath{{AsPathSegment::Type::AsSequence, {65001}}};
+  u.attributes.nextHop = kDoc1;
+  u.nlri = {*Prefix::parse("203.0.113.10/32"), *Prefix::parse("198.51.100.0/24")};
+  u.nlriPathIds = {1, 7};
+  expectVector(wire, u, kAddPathBoth);
+}
+
+// Two paths of one prefix withdrawn: only the path identifier tells them apart.
+TEST(UpdateCodec, AddPathIpv4Withdrawn) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x29},                    // length 41
+      {0x02},                          // type UPDATE
+      {0x00, 0x12},                    // withdrawn routes length 18
+      {0x00, 0x00, 0x00, 0x02},        // path identifier 2
+      {0x20, 0xCB, 0x00, 0x71, 0x0A},  //   203.0.113.10/32
+      {0x00, 0x00, 0x00, 0x03},        // path identifier 3
+      {0x20, 0xCB, 0x00, 0x71, 0x0A},  //   203.0.113.10/32
+      {0x00, 0x00},                    // total path attribute length 0
+  });
+  UpdateMessage u;
+  u.withdrawn = {*Prefix::parse("203.0.113.10/32"), *Prefix::parse("203.0.113.10/32")};
+  u.withdrawnPathIds = {2, 3};
+  expectVector(wire, u, kAddPathBoth);
+  EXPECT_EQ(u.endOfRibFamily(), std::nullopt);
+}
+
+TEST(UpdateCodec, AddPathMpReachIpv6) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x51},                                            // length 81
+      {0x02},                                                  // type UPDATE
+      {0x00, 0x00},                                            // withdrawn routes length 0
+      {0x00, 0x3A},                                            // total path attribute length 58
+      {0x40, 0x01, 0x01, 0x00},                                // ORIGIN IGP
+      {0x40, 0x02, 0x06, 0x02, 0x01, 0x00, 0x00, 0xFD, 0xE9},  // AS_PATH 65001
+      {0x80, 0x0E, 0x2A},                                      // MP_REACH_NLRI, 42 bytes
+      {0x00, 0x02, 0x01},                                      //   AFI IPv6, SAFI unicast
+      {0x10},                                                  //   next hop length 16
+      kIpv6Global,                                             //   2001:db8::1
+      {0x00},                                                  //   reserved
+      {0x0A, 0x0B, 0x0C, 0x0D},                                //   path identifier 0x0a0b0c0d
+      {0x80},                                                  //   /128
+      kVip6,                                                   //   2001:db8:ffff::10/128
+  });
+  UpdateMessage u;
+  u.attributes.origin = Origin::Igp;
+  u.attributes.asPath = AsPath{{AsPathSegment::Type::AsSequence, {65001}}};
+  u.attributes.mpReach = MpReachNlri{
+      kIpv6Unicast, kIpv6Global, {*Prefix::parse("2001:db8:ffff::10/128")}, {0x0A0B0C0D}};
+  expectVector(wire, u, kAddPathBoth);
+}
+
+TEST(UpdateCodec, AddPathMpUnreachIpv6) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x3D},                                // length 61
+      {0x02},                                      // type UPDATE
+      {0x00, 0x00},                                // withdrawn routes length 0
+      {0x00, 0x26},                                // total path attribute length 38
+      {0x80, 0x0F, 0x23},                          // MP_UNREACH_NLRI, 35 bytes
+      {0x00, 0x02, 0x01},                          //   AFI IPv6, SAFI unicast
+      {0x00, 0x00, 0x00, 0x01},                    //   path identifier 1
+      {0x80},                                      //   /128
+      kVip6,                                       //   2001:db8:ffff::10/128
+      {0x00, 0x00, 0x00, 0x02},                    //   path identifier 2
+      {0x30, 0x20, 0x01, 0x0D, 0xB8, 0x00, 0x10},  //   2001:db8:10::/48
+  });
+  UpdateMessage u;
+  u.attributes.mpUnreach =
+      MpUnreachNlri{kIpv6Unicast,
+                    {*Prefix::parse("2001:db8:ffff::10/128"), *Prefix::parse("2001:db8:10::/48")},
+                    {1, 2}};
+  expectVector(wire, u, kAddPathBoth);
+  EXPECT_EQ(u.endOfRibFamily(), std::nullopt);
+}
+
+// ADD-PATH is per family: here only IPv6 carries path identifiers, the IPv4 NLRI field does not.
+TEST(UpdateCodec, AddPathOnlyInTheFamilyThatNegotiatedIt) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x5D},                                            // length 93
+      {0x02},                                                  // type UPDATE
+      {0x00, 0x00},                                            // withdrawn routes length 0
+      {0x00, 0x41},                                            // total path attribute length 65
+      {0x40, 0x01, 0x01, 0x00},                                // ORIGIN IGP
+      {0x40, 0x02, 0x06, 0x02, 0x01, 0x00, 0x00, 0xFD, 0xE9},  // AS_PATH 65001
+      {0x40, 0x03, 0x04, 0xC0, 0x00, 0x02, 0x01},              // NEXT_HOP 192.0.2.1
+      {0x80, 0x0E, 0x2A},                                      // MP_REACH_NLRI, 42 bytes
+      {0x00, 0x02, 0x01},                                      //   AFI IPv6, SAFI unicast
+      {0x10},                                                  //   next hop length 16
+      kIpv6Global,                                             //   2001:db8::1
+      {0x00},                                                  //   reserved
+      {0x00, 0x00, 0x00, 0x05},                                //   path identifier 5
+      {0x80},                                                  //   /128
+      kVip6,                                                   //   2001:db8:ffff::10/128
+      {0x20, 0xCB, 0x00, 0x71, 0x0A},  // NLRI 203.0.113.10/32, no path identifier
+  });
+  UpdateMessage u;
+  u.attributes.origin = Origin::Igp;
+  u.attributes.asPath = AsPath{{AsPathSegment::Type::AsSequence, {65001}}};
+  u.attributes.nextHop = kDoc1;
+  u.attributes.mpReach =
+      MpReachNlri{kIpv6Unicast, kIpv6Global, {*Prefix::parse("2001:db8:ffff::10/128")}, {5}};
+  u.nlri = {*Prefix::parse("203.0.113.10/32")};
+  expectVector(wire, u, CodecOptions{.fourOctetAs = true, .addPath = {kIpv6Unicast}});
+}
+
+// RFC 7911 leaves End-of-RIB as it is: no prefixes, so no path identifiers.
+TEST(UpdateCodec, EndOfRibWithAddPath) {
+  const Bytes ipv4 = cat({kMarker, {0x00, 0x17}, {0x02}, {0x00, 0x00}, {0x00, 0x00}});
+  expectVector(ipv4, UpdateMessage{}, kAddPathBoth);
+  const Bytes ipv6 = cat({
+      kMarker,
+      {0x00, 0x1D},        // length 29
+      {0x02},              // type UPDATE
+      {0x00, 0x00},        // withdrawn routes length 0
+      {0x00, 0x06},        // total path attribute length 6
+      {0x80, 0x0F, 0x03},  // MP_UNREACH_NLRI, 3 bytes
+      {0x00, 0x02, 0x01},  //   AFI IPv6, SAFI unicast, no prefixes
+  });
+  UpdateMessage eor;
+  eor.attributes.mpUnreach = MpUnreachNlri{kIpv6Unicast, {}};
+  expectVector(ipv6, eor, kAddPathBoth);
+  for (const auto& [wire, family] :
+       {std::pair{ipv4, kIpv4Unicast}, std::pair{ipv6, kIpv6Unicast}}) {
+    auto decoded = decode(wire, kAddPathBoth);
+    ASSERT_TRUE(decoded.has_value()) << decoded.error().reason;
+    EXPECT_EQ(std::get<UpdateMessage>(decoded->message).endOfRibFamily(), family);
+  }
+}
+
+// The message values must match the options they are encoded with: our own bug otherwise.
+TEST(UpdateCodecDeath, PathIdsWithoutAddPathAbort) {
+  UpdateMessage u;
+  u.withdrawn = {*Prefix::parse("203.0.113.10/32")};
+  u.withdrawnPathIds = {1};
+  EXPECT_DEATH(encode(u), "1 path identifiers for 1 prefixes of AFI 1 SAFI 1, which does not");
+}
+
+TEST(UpdateCodecDeath, AddPathWithoutPathIdsAborts) {
+  UpdateMessage u;
+  u.attributes.mpUnreach = MpUnreachNlri{kIpv6Unicast, {*Prefix::parse("2001:db8:10::/48")}};
+  EXPECT_DEATH(encode(u, kAddPathBoth), "0 path identifiers for 1 prefixes of AFI 2 SAFI 1");
+}
+
 TEST(UpdateCodec, EndOfRibNeedsNothingElse) {
   UpdateMessage u;
   u.attributes.mpUnreach = MpUnreachNlri{kIpv6Unicast, {}};
