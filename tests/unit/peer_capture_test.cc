@@ -592,6 +592,46 @@ TEST_P(PeerCaptureFsmTest, WholeSessionOneByteAtATime) {
   expectEstablishedWithRoutes(fsm, updates);
 }
 
+// The same sessions with vipd advertising ADD-PATH receive and watching both routes as VIPs. No
+// captured peer sends path identifiers (FRR advertises receive only), so each route is kept as
+// the peer's one path, path identifier 0, until the peer's Cease ends the session.
+TEST_P(PeerCaptureFsmTest, WatchedRoutesKeepThePeersPathWithPathIdZero) {
+  auto [beforeCease, cease] = split();
+  SessionConfig c = config();
+  c.addPathReceive = {kIpv4Unicast, kIpv6Unicast};
+  c.watchedPrefixes = {prefix("203.0.113.10/32"), prefix("2001:db8:ffff::10/128")};
+  SessionFsm fsm(c);
+  (void)fsm.start();
+  (void)fsm.onConnected(ip("192.0.2.1"));
+  size_t changes = 0;
+  for (const auto& m : beforeCease) {
+    Actions actions = fsm.onBytes(m.wire);
+    expectNoNotificationSent(actions, m.label);
+    changes += actionsOf<WatchedPathsChanged>(actions).size();
+  }
+  ASSERT_EQ(fsm.state(), SessionState::Established) << fsm.lastError();
+  EXPECT_TRUE(fsm.negotiated()->addPathReceive.empty());
+  EXPECT_EQ(changes, 2u);
+
+  const bool ibgp = GetParam().ibgp;
+  ReceivedPath v4;
+  v4.nextHop = ip("192.0.2.11");
+  v4.asPath = ibgp ? AsPath{} : AsPath{{AsPathSegment::Type::AsSequence, {kPeerEbgpAsn}}};
+  v4.localPref = ibgp ? std::optional<uint32_t>(100) : std::nullopt;
+  v4.communities = {kCommunity};
+  ReceivedPath v6 = v4;
+  v6.nextHop = ip("2001:db8::11");
+  EXPECT_EQ(fsm.watchedPaths(), (WatchedPaths{{prefix("203.0.113.10/32"), {{0, v4}}},
+                                              {prefix("2001:db8:ffff::10/128"), {{0, v6}}}}));
+  EXPECT_EQ(fsm.counters().watchedPathsReceived, 2u);
+
+  if (!cease.empty()) {
+    Actions actions = fsm.onBytes(cease[0].wire);
+    EXPECT_TRUE(fsm.watchedPaths().empty());
+    EXPECT_EQ(actionsOf<WatchedPathsChanged>(actions).size(), 1u) << describe(actions);
+  }
+}
+
 }  // namespace
 
 std::vector<Bytes> allCapturedMessages() {
