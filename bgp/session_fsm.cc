@@ -493,6 +493,13 @@ void SessionFsm::trackWatchedPaths(Actions& out, const UpdateMessage& update,
     }
     return;
   }
+  auto anyWatched = [&](const std::vector<Prefix>& prefixes) {
+    return std::any_of(prefixes.begin(), prefixes.end(),
+                       [&](const Prefix& p) { return config_.watchedPrefixes.contains(p); });
+  };
+  if (!anyWatched(update.nlri) && !(a.mpReach && anyWatched(a.mpReach->nlri))) {
+    return;  // the common case: nothing of ours, no attributes to copy
+  }
   ReceivedPath path;
   // RFC 7606 sections 7.9 and 7.10: an external peer has no business sending either; discard.
   if (config_.peerAsn == config_.localAsn) {
