@@ -77,6 +77,7 @@ struct Capabilities {
   // / to send, encoded as one capability; empty = none. Families vipd does not speak are kept as
   // sent, as in `multiprotocol`; the session decides what applies. A capability with a
   // Send/Receive value outside 1..3 is "not understood and ignored": it lands in `unknown`, whole.
+  // One whose length is not a multiple of 4 fails the OPEN with 2/0, like any malformed one.
   std::vector<AddPathFamily> addPath;
   std::vector<UnknownCapability> unknown;  // decode only; never encoded
   auto operator<=>(const Capabilities&) const = default;

@@ -2,8 +2,8 @@
 // optional parameters length (RFC 9072, decode only).
 //
 // A capability whose length does not fit its format (multiprotocol not 4, graceful restart not
-// 2 + 4n, ADD-PATH not 4n, ...) is an OPEN error 2/0 with no data: RFC 5492 names no subcode for
-// it, and guessing at what the peer meant could mis-negotiate the session.
+// 2 + 4n, ADD-PATH not 4n, ...) is an OPEN error 2/0 with no data: no subcode names a malformed
+// capability, and guessing at what the peer meant could mis-negotiate the session.
 #include <fmt/format.h>
 
 #include "bgp/byte_reader.h"
