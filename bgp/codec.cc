@@ -92,6 +92,10 @@ void encodeInvariantFailed(const std::string& what) {
 
 }  // namespace internal
 
+bool CodecOptions::carriesPathIds(AfiSafi family) const {
+  return std::find(addPath.begin(), addPath.end(), family) != addPath.end();
+}
+
 namespace {
 
 using internal::decodeError;

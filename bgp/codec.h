@@ -22,6 +22,17 @@ struct CodecOptions {
   // not used. When false, AS_PATH carries 2-byte ASNs with AS_TRANS standing in for large ones and
   // the encoder adds AS4_PATH when needed (RFC 6793 section 4.2.2).
   bool fourOctetAs = true;
+  // ADD-PATH (RFC 7911 section 3): the families whose NLRI carry a 4-octet Path Identifier before
+  // each prefix, in the withdrawn routes and NLRI fields (IPv4 unicast) and in MP_REACH_NLRI /
+  // MP_UNREACH_NLRI (the family they name). It is negotiated per direction: a session decodes what
+  // it receives with the families the peer sends path identifiers in (Negotiated::addPathReceive)
+  // and encodes what it sends with none, since vipd never sends them. The message values carry
+  // the identifiers in their `...PathIds` vectors (message.h); encoding a value whose vectors do
+  // not match these options (empty for a family without, one per prefix for a family with)
+  // aborts as our own bug.
+  std::vector<AfiSafi> addPath;
+
+  bool carriesPathIds(AfiSafi family) const;
 };
 
 // How a received UPDATE is to be handled (RFC 7606 section 2). A session reset is not a

@@ -28,10 +28,11 @@ enum class MessageType : uint8_t {
 // ---- Capabilities (RFC 5492) ----
 
 enum class CapabilityCode : uint8_t {
-  Multiprotocol = 1,    // RFC 4760
-  RouteRefresh = 2,     // RFC 2918
-  GracefulRestart = 64, // RFC 4724
-  FourOctetAs = 65,     // RFC 6793
+  Multiprotocol = 1,     // RFC 4760
+  RouteRefresh = 2,      // RFC 2918
+  GracefulRestart = 64,  // RFC 4724
+  FourOctetAs = 65,      // RFC 6793
+  AddPath = 69,          // RFC 7911
 };
 
 struct GracefulRestartCapability {
@@ -47,6 +48,19 @@ struct GracefulRestartCapability {
   auto operator<=>(const GracefulRestartCapability&) const = default;
 };
 
+// RFC 7911 section 4: the Send/Receive field of one ADD-PATH tuple, from the sender's view.
+enum class AddPathMode : uint8_t {
+  Receive = 1,  // the sender is willing to receive path identifiers for the family
+  Send = 2,     // the sender would like to send them
+  Both = 3,
+};
+
+struct AddPathFamily {
+  AfiSafi family;
+  AddPathMode mode = AddPathMode::Receive;
+  auto operator<=>(const AddPathFamily&) const = default;
+};
+
 // A capability vipd does not implement: kept only so logs can name it. It is ignored (RFC 5492).
 struct UnknownCapability {
   uint8_t code = 0;
@@ -59,6 +73,12 @@ struct Capabilities {
   std::optional<uint32_t> fourOctetAs;
   bool routeRefresh = false;
   std::optional<GracefulRestartCapability> gracefulRestart;
+  // ADD-PATH (RFC 7911 section 4): the tuples of every ADD-PATH capability, in the order received
+  // / to send, encoded as one capability; empty = none. Families vipd does not speak are kept as
+  // sent, as in `multiprotocol`; the session decides what applies. A capability with a
+  // Send/Receive value outside 1..3 is "not understood and ignored": it lands in `unknown`, whole.
+  // One whose length is not a multiple of 4 fails the OPEN with 2/0, like any malformed one.
+  std::vector<AddPathFamily> addPath;
   std::vector<UnknownCapability> unknown;  // decode only; never encoded
   auto operator<=>(const Capabilities&) const = default;
 };
@@ -118,17 +138,25 @@ struct LargeCommunity {
 
 inline constexpr uint32_t kGracefulShutdownCommunity = 0xFFFF0000;  // 65535:0, RFC 8326
 
+// RFC 7911 path identifiers travel beside the prefixes they belong to, in a parallel vector
+// (`pathIds` here, `nlriPathIds`/`withdrawnPathIds` in UpdateMessage): empty when the family
+// carries no path identifiers on the session (CodecOptions::addPath), otherwise one per prefix in
+// the same order. Prefix stays the plain key it is everywhere else (what we announce, config, the
+// builder), and every value without ADD-PATH is exactly what it was before RFC 7911.
+
 struct MpReachNlri {
   AfiSafi family;
   // 4 bytes (IPv4), 16 (IPv6 global) or 32 (IPv6 global followed by link-local, RFC 2545).
   std::vector<uint8_t> nextHop;
   std::vector<Prefix> nlri;
+  std::vector<uint32_t> pathIds;  // parallel to `nlri`, see above
   auto operator<=>(const MpReachNlri&) const = default;
 };
 
 struct MpUnreachNlri {
   AfiSafi family;
   std::vector<Prefix> withdrawn;
+  std::vector<uint32_t> pathIds;  // parallel to `withdrawn`, see above
   auto operator<=>(const MpUnreachNlri&) const = default;
 };
 
@@ -149,6 +177,10 @@ struct PathAttributes {
   bool atomicAggregate = false;
   std::optional<std::vector<uint32_t>> communities;
   std::optional<std::vector<LargeCommunity>> largeCommunities;
+  // RFC 4456 route reflection: the BGP Identifier (host order) of the path's originator inside
+  // the AS, and the reflectors' cluster IDs, nearest first. Never empty when decoded.
+  std::optional<uint32_t> originatorId;
+  std::optional<std::vector<uint32_t>> clusterList;
   std::optional<AsPath> as4Path;
   std::optional<MpReachNlri> mpReach;
   std::optional<MpUnreachNlri> mpUnreach;
@@ -160,9 +192,14 @@ struct UpdateMessage {
   std::vector<Prefix> withdrawn;  // IPv4 only
   PathAttributes attributes;
   std::vector<Prefix> nlri;  // IPv4 only
+  // RFC 7911 path identifiers of the two IPv4 fields, parallel to `withdrawn` and `nlri` (see
+  // MpReachNlri): empty unless IPv4 unicast carries path identifiers on the session.
+  std::vector<uint32_t> withdrawnPathIds;
+  std::vector<uint32_t> nlriPathIds;
 
   // End-of-RIB marker (RFC 4724 section 2): empty UPDATE for IPv4 unicast, or an UPDATE whose
-  // only attribute is an empty MP_UNREACH_NLRI for another family.
+  // only attribute is an empty MP_UNREACH_NLRI for another family. The same with ADD-PATH: with
+  // no prefixes there are no path identifiers either (RFC 7911 section 3).
   std::optional<AfiSafi> endOfRibFamily() const;
   auto operator<=>(const UpdateMessage&) const = default;
 };

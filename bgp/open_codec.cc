@@ -1,5 +1,9 @@
 // OPEN message body (RFC 4271 section 4.2) with capabilities (RFC 5492) and the extended
 // optional parameters length (RFC 9072, decode only).
+//
+// A capability whose length does not fit its format (multiprotocol not 4, graceful restart not
+// 2 + 4n, ADD-PATH not 4n, ...) is an OPEN error 2/0 with no data: no subcode names a malformed
+// capability, and guessing at what the peer meant could mis-negotiate the session.
 #include <fmt/format.h>
 
 #include "bgp/byte_reader.h"
@@ -16,6 +20,7 @@ constexpr uint8_t kGrRestartState = 0x80;         // R bit, top of the 4-bit fla
 constexpr uint8_t kGrNotification = 0x40;         // N bit (RFC 8538)
 constexpr uint8_t kGrForwardingPreserved = 0x80;  // F bit in per-family flags
 constexpr uint16_t kGrTimeMask = 0x0FFF;
+constexpr size_t kAddPathTupleSize = 4;  // AFI, SAFI, Send/Receive (RFC 7911)
 
 tl::unexpected<DecodeError> openError(uint8_t sub, std::vector<uint8_t> data, std::string reason) {
   return decodeError(ErrorCode::OpenMessage, sub, std::move(data), "OPEN: " + std::move(reason));
@@ -76,6 +81,18 @@ std::vector<uint8_t> capabilitiesValue(const Capabilities& caps) {
     v.u32(*caps.fourOctetAs);
     writeCapability(out, CapabilityCode::FourOctetAs, v.data());
   }
+  if (!caps.addPath.empty()) {
+    ByteWriter v;
+    for (const auto& tuple : caps.addPath) {
+      v.u16(static_cast<uint16_t>(tuple.family.afi));
+      v.u8(static_cast<uint8_t>(tuple.family.safi));
+      v.u8(static_cast<uint8_t>(tuple.mode));
+    }
+    if (v.size() > 255) {
+      encodeInvariantFailed("ADD-PATH capability lists too many families");
+    }
+    writeCapability(out, CapabilityCode::AddPath, v.data());
+  }
   return std::move(out).take();
 }
 
@@ -117,6 +134,34 @@ Result<void> decodeGracefulRestart(std::span<const uint8_t> value, Capabilities&
   return {};
 }
 
+// RFC 7911 section 4. A zero-length value is accepted as advertising no family, which is what it
+// says. Tuples are appended to what earlier ADD-PATH capabilities gave, as multiprotocol ones are.
+Result<void> decodeAddPath(uint8_t code, std::span<const uint8_t> value, Capabilities& caps) {
+  if (value.size() % kAddPathTupleSize != 0) {
+    return malformed(
+        fmt::format("ADD-PATH capability length {} is not a multiple of 4", value.size()));
+  }
+  std::vector<AddPathFamily> tuples;
+  ByteReader r(value);
+  while (!r.atEnd()) {
+    AddPathFamily tuple;
+    tuple.family.afi = static_cast<Afi>(*r.u16());
+    tuple.family.safi = static_cast<Safi>(*r.u8());
+    const uint8_t mode = *r.u8();
+    if (mode < static_cast<uint8_t>(AddPathMode::Receive) ||
+        mode > static_cast<uint8_t>(AddPathMode::Both)) {
+      // "the capability SHOULD be treated as not understood and ignored": all of it, so the
+      // session negotiates no ADD-PATH from it; kept whole among the unknown ones for the log.
+      caps.unknown.push_back(UnknownCapability{code, {value.begin(), value.end()}});
+      return {};
+    }
+    tuple.mode = static_cast<AddPathMode>(mode);
+    tuples.push_back(tuple);
+  }
+  caps.addPath.insert(caps.addPath.end(), tuples.begin(), tuples.end());
+  return {};
+}
+
 Result<void> decodeCapability(uint8_t code, std::span<const uint8_t> value, Capabilities& caps) {
   switch (code) {
     case static_cast<uint8_t>(CapabilityCode::Multiprotocol):
@@ -139,6 +184,8 @@ Result<void> decodeCapability(uint8_t code, std::span<const uint8_t> value, Capa
       caps.fourOctetAs = *r.u32();
       return {};
     }
+    case static_cast<uint8_t>(CapabilityCode::AddPath):
+      return decodeAddPath(code, value, caps);
     default:
       // RFC 5492 section 5: an unrecognized capability is ignored, not an error.
       caps.unknown.push_back(UnknownCapability{code, {value.begin(), value.end()}});

@@ -279,11 +279,16 @@ Actions SessionFsm::onBytes(std::span<const uint8_t> bytes) {
     }
     handleMessage(out, **next);
   }
+  if (watchedPathsChanged_) {
+    // One report for the whole batch: the daemon reads the map once, as it is now.
+    watchedPathsChanged_ = false;
+    out.push_back(WatchedPathsChanged{});
+  }
   return out;
 }
 
 void SessionFsm::handleMessage(Actions& out, std::span<const uint8_t> wire) {
-  auto decoded = decode(wire, codecOptions());
+  auto decoded = decode(wire, receiveOptions());
   if (!decoded) {
     sendNotification(out, decoded.error().notification);
     failSession(out, decoded.error().reason);
@@ -409,6 +414,23 @@ std::optional<DecodeError> SessionFsm::acceptOpen(const OpenMessage& open) {
       n.families.push_back(family);
     }
   }
+  // RFC 7911 section 4: path identifiers come our way in a family when we advertised receive and
+  // the peer send. A family listed twice: the last tuple counts, as in BIRD and FRR.
+  for (const auto& family : n.families) {
+    const auto& ours = config_.addPathReceive;
+    if (std::find(ours.begin(), ours.end(), family) == ours.end()) {
+      continue;
+    }
+    std::optional<AddPathMode> peerMode;
+    for (const auto& tuple : open.capabilities.addPath) {
+      if (tuple.family == family) {
+        peerMode = tuple.mode;
+      }
+    }
+    if (peerMode == AddPathMode::Send || peerMode == AddPathMode::Both) {
+      n.addPathReceive.push_back(family);
+    }
+  }
   negotiated_ = std::move(n);
   return std::nullopt;
 }
@@ -443,6 +465,123 @@ void SessionFsm::handleUpdate(Actions& out, const DecodedMessage& decoded) {
   counters_.withdrawalsReceived += withdrawn;
   for (const auto& note : decoded.notes) {
     out.push_back(Notice{fmt::format("received UPDATE: {}", note)});
+  }
+  if (!config_.watchedPrefixes.empty()) {
+    trackWatchedPaths(out, update, decoded.handling);
+  }
+}
+
+bool SessionFsm::isNegotiated(AfiSafi family) const {
+  const auto& families = negotiated_->families;
+  return std::find(families.begin(), families.end(), family) != families.end();
+}
+
+void SessionFsm::trackWatchedPaths(Actions& out, const UpdateMessage& update,
+                                   UpdateHandling handling) {
+  const PathAttributes& a = update.attributes;
+  // Withdrawals first: RFC 4271 section 4.3 has a prefix in both fields of one UPDATE stand
+  // announced, and the same reading is applied to MP_UNREACH_NLRI against MP_REACH_NLRI.
+  withdrawWatched(kIpv4Unicast, update.withdrawn, update.withdrawnPathIds);
+  if (a.mpUnreach) {
+    withdrawWatched(a.mpUnreach->family, a.mpUnreach->withdrawn, a.mpUnreach->pathIds);
+  }
+  if (handling == UpdateHandling::TreatAsWithdraw) {
+    // RFC 7606 section 2: every NLRI of the UPDATE is withdrawn, whatever its attributes say.
+    withdrawWatched(kIpv4Unicast, update.nlri, update.nlriPathIds);
+    if (a.mpReach) {
+      withdrawWatched(a.mpReach->family, a.mpReach->nlri, a.mpReach->pathIds);
+    }
+    return;
+  }
+  auto anyWatched = [&](const std::vector<Prefix>& prefixes) {
+    return std::any_of(prefixes.begin(), prefixes.end(),
+                       [&](const Prefix& p) { return config_.watchedPrefixes.contains(p); });
+  };
+  if (!anyWatched(update.nlri) && !(a.mpReach && anyWatched(a.mpReach->nlri))) {
+    return;  // the common case: nothing of ours, no attributes to copy
+  }
+  ReceivedPath path;
+  // RFC 7606 sections 7.9 and 7.10: an external peer has no business sending either; discard.
+  if (config_.peerAsn == config_.localAsn) {
+    path.originatorId = a.originatorId;
+    path.clusterList = a.clusterList.value_or(std::vector<uint32_t>{});
+  }
+  path.asPath = a.asPath.value_or(AsPath{});
+  path.localPref = a.localPref;
+  path.communities = a.communities.value_or(std::vector<uint32_t>{});
+  if (!update.nlri.empty() && a.nextHop) {  // NEXT_HOP is mandatory here (else treat-as-withdraw)
+    path.nextHop = *a.nextHop;
+    announceWatched(out, kIpv4Unicast, update.nlri, update.nlriPathIds, path);
+  }
+  if (a.mpReach && !a.mpReach->nlri.empty()) {
+    // The codec admits only 4 (IPv4) or 16/32 (IPv6) next hop bytes.
+    const auto& bytes = a.mpReach->nextHop;
+    path.nextHop = IpAddress{};
+    path.nextHop.family = a.mpReach->family.afi;
+    std::copy_n(bytes.begin(), std::min(bytes.size(), path.nextHop.size()),
+                path.nextHop.bytes.begin());
+    announceWatched(out, a.mpReach->family, a.mpReach->nlri, a.mpReach->pathIds, path);
+  }
+}
+
+void SessionFsm::withdrawWatched(AfiSafi family, const std::vector<Prefix>& prefixes,
+                                 const std::vector<uint32_t>& pathIds) {
+  if (!isNegotiated(family)) {
+    return;
+  }
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    if (!config_.watchedPrefixes.contains(prefixes[i])) {
+      continue;
+    }
+    counters_.watchedPathsWithdrawn++;
+    auto paths = watchedPaths_.find(prefixes[i]);
+    if (paths == watchedPaths_.end()) {
+      continue;
+    }
+    const uint32_t pathId = i < pathIds.size() ? pathIds[i] : 0;
+    if (paths->second.erase(pathId) == 0) {
+      continue;
+    }
+    watchedPathsChanged_ = true;
+    if (paths->second.empty()) {
+      watchedPaths_.erase(paths);
+    }
+  }
+}
+
+void SessionFsm::announceWatched(Actions& out, AfiSafi family, const std::vector<Prefix>& prefixes,
+                                 const std::vector<uint32_t>& pathIds, const ReceivedPath& path) {
+  if (!isNegotiated(family)) {
+    return;
+  }
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    const Prefix& prefix = prefixes[i];
+    if (!config_.watchedPrefixes.contains(prefix)) {
+      continue;
+    }
+    counters_.watchedPathsReceived++;
+    const uint32_t pathId = i < pathIds.size() ? pathIds[i] : 0;
+    auto& paths = watchedPaths_[prefix];
+    auto existing = paths.find(pathId);
+    if (existing != paths.end()) {
+      if (existing->second != path) {
+        existing->second = path;  // an implicit withdraw and re-announce (RFC 4271 section 3.1)
+        watchedPathsChanged_ = true;
+      }
+      continue;
+    }
+    if (paths.size() >= kMaxPathsPerWatchedPrefix) {
+      counters_.watchedPathsDropped++;
+      if (watchedPathsCapped_.insert(prefix).second) {
+        out.push_back(Notice{fmt::format(
+            "received more than {} paths for watched prefix {}; further paths are counted and "
+            "dropped until some are withdrawn",
+            kMaxPathsPerWatchedPrefix, prefix.toString())});
+      }
+      continue;
+    }
+    paths.emplace(pathId, path);
+    watchedPathsChanged_ = true;
   }
 }
 
@@ -596,6 +735,12 @@ OpenMessage SessionFsm::buildOpen() const {
   open.capabilities.multiprotocol = config_.families;
   open.capabilities.routeRefresh = true;
   open.capabilities.fourOctetAs = config_.localAsn;
+  for (const AfiSafi& family : config_.addPathReceive) {
+    const auto& families = config_.families;
+    if (std::find(families.begin(), families.end(), family) != families.end()) {
+      open.capabilities.addPath.push_back({family, AddPathMode::Receive});
+    }
+  }
   if (config_.gracefulRestartTime) {
     GracefulRestartCapability gr;
     gr.restartState = restarting_;
@@ -637,14 +782,22 @@ Actions SessionFsm::yieldForRestart(bool& peerKeepsRoutes) {
   return out;
 }
 
-CodecOptions SessionFsm::codecOptions() const {
+CodecOptions SessionFsm::sendOptions() const {
   return CodecOptions{negotiated_ ? negotiated_->fourOctetAs : false};
+}
+
+CodecOptions SessionFsm::receiveOptions() const {
+  CodecOptions options = sendOptions();
+  if (negotiated_) {
+    options.addPath = negotiated_->addPathReceive;
+  }
+  return options;
 }
 
 void SessionFsm::send(Actions& out, const Message& message) {
   MessageType type = messageTypeOf(message);
   counters_.messagesSent[typeIndex(type)]++;
-  out.push_back(Send{type, encode(message, codecOptions())});
+  out.push_back(Send{type, encode(message, sendOptions())});
 }
 
 void SessionFsm::sendNotification(Actions& out, NotificationMessage notification) {
@@ -673,7 +826,18 @@ void SessionFsm::transition(Actions& out, SessionState to, std::string reason) {
     return;
   }
   out.push_back(StateChanged{state_, to, std::move(reason)});
+  const bool leftEstablished = state_ == SessionState::Established;
   state_ = to;
+  if (leftEstablished) {
+    // The paths were the peer's view during this session only. Reported here, where every way
+    // out of Established passes, which also covers what this call's UPDATEs changed before.
+    watchedPathsCapped_.clear();
+    if (!watchedPaths_.empty() || watchedPathsChanged_) {
+      watchedPaths_.clear();
+      watchedPathsChanged_ = false;
+      out.push_back(WatchedPathsChanged{});
+    }
+  }
 }
 
 void SessionFsm::resetConnectionState() {

@@ -8,6 +8,13 @@
 // It also owns what this session has advertised: the daemon says which prefixes should be
 // announced (setAnnouncements) and the FSM sends the difference once Established, followed by
 // End-of-RIB after the initial announcement, and resends everything on ROUTE-REFRESH.
+//
+// What the peer sends is validated and counted, and stored only for the watched prefixes (the
+// VIPs, SessionConfig::watchedPrefixes): the paths the fabric holds for them, so the daemon can
+// see which nodes announce a VIP. vipd advertises ADD-PATH receive (RFC 7911) so that a route
+// reflector or ToR configured to send all its paths (BIRD `add paths tx`, FRR
+// `addpath-tx-all-paths`) sends each with its own path identifier; those paths are kept, never
+// installed or used for anything else. vipd never sends path identifiers.
 #pragma once
 
 #include <chrono>
@@ -81,8 +88,13 @@ struct Notice {
   std::string text;
 };
 
+// SessionFsm::watchedPaths() changed during this call: read it again. At most one per call, after
+// the changes it reports; absent when nothing changed the map. (It may have changed back within
+// the call, e.g. a path added and the session lost in one batch of bytes.)
+struct WatchedPathsChanged {};
+
 using Action = std::variant<Connect, Send, Arm, Cancel, Disconnect, AdoptIncoming, RejectIncoming,
-                            HoldIncoming, StateChanged, Notice>;
+                            HoldIncoming, StateChanged, Notice, WatchedPathsChanged>;
 using Actions = std::vector<Action>;
 
 // ---- Configuration and counters ----
@@ -106,9 +118,47 @@ struct SessionConfig {
   // the peer keep our path for this long, so it stays short. Never the N bit (RFC 8538): every
   // NOTIFICATION vipd sends (drain, errors) must flush the path at once.
   std::optional<std::chrono::seconds> gracefulRestartTime;
+  // Advertise the ADD-PATH capability (RFC 7911 section 4) with Send/Receive = 1 (receive) for
+  // these families; those not in `families` are left out. Empty: no ADD-PATH capability, and the
+  // OPEN is byte for byte what it is without this field.
+  std::vector<AfiSafi> addPathReceive;
+  // The prefixes whose received paths are kept (watchedPaths()): the VIPs. Matched exactly.
+  std::set<Prefix> watchedPrefixes;
 };
 
-// Counters for status and metrics. Received UPDATEs are validated and counted, never stored.
+// At most this many paths (path identifiers) are kept per watched prefix and session; further
+// announcements are counted in watchedPathsDropped and not stored until one of the kept paths is
+// withdrawn and the peer announces them again. With every stored attribute bounded by the 4096
+// byte message it came in, a peer cannot make the FSM hold more than
+// kMaxPathsPerWatchedPrefix * watchedPrefixes.size() paths.
+inline constexpr size_t kMaxPathsPerWatchedPrefix = 64;
+
+// One path the peer holds for a watched prefix, as it sent it (RFC 4271 section 4.3, RFC 4456,
+// RFC 7911). Nothing here is validated beyond what the codec checks: it is the fabric's view,
+// never installed.
+struct ReceivedPath {
+  // NEXT_HOP for the IPv4 NLRI field; for MP_REACH_NLRI its first address (the global one of an
+  // IPv6 global + link-local pair, RFC 2545).
+  IpAddress nextHop;
+  // RFC 4456 ORIGINATOR_ID (a BGP Identifier, host order) and CLUSTER_LIST (empty when absent).
+  // Only from an internal peer: from an external one RFC 7606 sections 7.9 and 7.10 discard them.
+  // A path whose ORIGINATOR_ID is our own router ID is ours reflected back (RFC 4456 section 8
+  // says to ignore it for routing; it is kept here, so the daemon can tell it apart).
+  std::optional<uint32_t> originatorId;
+  std::vector<uint32_t> clusterList;
+  AsPath asPath;  // as received (from a 2-octet AS peer it may hold AS_TRANS)
+  std::optional<uint32_t> localPref;
+  std::vector<uint32_t> communities;
+  auto operator<=>(const ReceivedPath&) const = default;
+};
+
+// The paths received for the watched prefixes, by prefix, then by path identifier (0 in a family
+// without ADD-PATH, where a new announcement replaces the one path). A prefix with no path has
+// no entry.
+using WatchedPaths = std::map<Prefix, std::map<uint32_t, ReceivedPath>>;
+
+// Counters for status and metrics. Received UPDATEs are validated and counted; only the paths of
+// watched prefixes are stored (watchedPaths()).
 struct SessionCounters {
   uint64_t messagesSent[6] = {};      // indexed by MessageType
   uint64_t messagesReceived[6] = {};  // indexed by MessageType
@@ -117,6 +167,10 @@ struct SessionCounters {
   uint64_t treatAsWithdraw = 0;  // RFC 7606 outcomes
   uint64_t attributeDiscard = 0;
   uint64_t endOfRibReceived = 0;
+  // Paths for watched prefixes, one per (prefix, path identifier) in an UPDATE's fields:
+  uint64_t watchedPathsReceived = 0;   // announced (stored, replaced, or dropped below)
+  uint64_t watchedPathsWithdrawn = 0;  // withdrawn, or announced in a treat-as-withdraw UPDATE
+  uint64_t watchedPathsDropped = 0;    // announced beyond kMaxPathsPerWatchedPrefix; not stored
   uint64_t routeRefreshReceived = 0;
   uint64_t establishedTransitions = 0;
   std::optional<NotificationMessage> lastNotificationSent;
@@ -136,6 +190,11 @@ struct Negotiated {
   bool routeRefresh = false;
   std::vector<AfiSafi> families;  // both sides advertised
   std::optional<GracefulRestartCapability> peerGracefulRestart;
+  // ADD-PATH (RFC 7911 section 4): the families of `families` in which the peer sends us path
+  // identifiers: we advertised receive (SessionConfig::addPathReceive) and the peer advertised
+  // send or both (when it lists a family twice its last tuple counts, as in BIRD and FRR).
+  // Received UPDATEs are decoded with these; what we send never carries path identifiers.
+  std::vector<AfiSafi> addPathReceive;
 };
 
 class SessionFsm {
@@ -201,6 +260,14 @@ class SessionFsm {
   const std::string& lastError() const { return lastError_; }
   // Prefixes the peer currently has from us.
   const std::set<Prefix>& advertised() const { return advertised_; }
+  // The paths the peer currently holds for the watched prefixes (see WatchedPaths), kept while
+  // Established: an announcement adds or replaces the path of its (prefix, path identifier), a
+  // withdrawal removes it, an RFC 7606 treat-as-withdraw UPDATE removes every (prefix, path
+  // identifier) it names, and leaving Established for any reason clears them all. Only families
+  // negotiated on this session count; within one UPDATE withdrawals are applied before
+  // announcements (RFC 4271 section 4.3: a prefix in both fields stands announced). Each change
+  // comes with a WatchedPathsChanged action.
+  const WatchedPaths& watchedPaths() const { return watchedPaths_; }
   // The interval the next ConnectRetry will use (backoff state), for status.
   milliseconds currentRetryInterval() const { return retryInterval_; }
 
@@ -217,6 +284,12 @@ class SessionFsm {
   void handleMessage(Actions& out, std::span<const uint8_t> wire);
   void handleOpen(Actions& out, const OpenMessage& open);
   void handleUpdate(Actions& out, const DecodedMessage& decoded);
+  void trackWatchedPaths(Actions& out, const UpdateMessage& update, UpdateHandling handling);
+  void withdrawWatched(AfiSafi family, const std::vector<Prefix>& prefixes,
+                       const std::vector<uint32_t>& pathIds);
+  void announceWatched(Actions& out, AfiSafi family, const std::vector<Prefix>& prefixes,
+                       const std::vector<uint32_t>& pathIds, const ReceivedPath& path);
+  bool isNegotiated(AfiSafi family) const;
   // Validates a received OPEN against the config; fills negotiated_ or returns the error.
   std::optional<DecodeError> acceptOpen(const OpenMessage& open);
   OpenMessage buildOpen() const;
@@ -239,7 +312,10 @@ class SessionFsm {
   std::set<Prefix> sendable(const std::set<Prefix>& prefixes) const;
   bool hasSession() const;
   milliseconds jittered(milliseconds base);
-  CodecOptions codecOptions() const;
+  // What we send: never with path identifiers. What we receive: with the negotiated ADD-PATH
+  // families.
+  CodecOptions sendOptions() const;
+  CodecOptions receiveOptions() const;
 
   SessionConfig config_;
   SessionState state_ = SessionState::Idle;
@@ -256,6 +332,11 @@ class SessionFsm {
 
   std::set<Prefix> desired_;
   std::set<Prefix> advertised_;
+  WatchedPaths watchedPaths_;
+  // watchedPaths_ changed while handling this call's bytes; reported once when onBytes returns.
+  bool watchedPathsChanged_ = false;
+  // Watched prefixes that reached kMaxPathsPerWatchedPrefix in this session: noticed once each.
+  std::set<Prefix> watchedPathsCapped_;
   // setGracefulShutdown and setDegraded: `kept` survives reconnections, `outbound` is this
   // connection's copy; an Established session re-announces everything with the new marking.
   Actions setMarking(bool& kept, bool& outbound, bool on);

@@ -1,6 +1,6 @@
 // UPDATE message body (RFC 4271 section 4.3) with the error handling of RFC 7606: which
 // malformations reset the session, which make the UPDATE's routes withdrawn, and which only drop
-// one attribute.
+// one attribute. NLRI carry RFC 7911 path identifiers in the families CodecOptions::addPath names.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -70,38 +70,73 @@ tl::unexpected<DecodeError> updateError(uint8_t sub, std::vector<uint8_t> data,
 
 size_t prefixBytes(uint8_t length) { return (length + 7) / 8; }
 
-tl::expected<std::vector<Prefix>, std::string> parsePrefixes(std::span<const uint8_t> data,
-                                                             Afi afi) {
-  ByteReader r(data);
+// The prefixes of one NLRI field, and their path identifiers when the family has ADD-PATH.
+struct ParsedNlri {
   std::vector<Prefix> prefixes;
+  std::vector<uint32_t> pathIds;  // empty without ADD-PATH, else one per prefix
+};
+
+// RFC 7911 section 3: with ADD-PATH each prefix is preceded by its 4-octet Path Identifier.
+tl::expected<ParsedNlri, std::string> parsePrefixes(std::span<const uint8_t> data, Afi afi,
+                                                    bool withPathIds) {
+  ByteReader r(data);
+  ParsedNlri parsed;
   const uint8_t maxLength = afi == Afi::Ipv4 ? 32 : 128;
   while (!r.atEnd()) {
-    const uint8_t length = *r.u8();
-    if (length > maxLength) {
-      return tl::unexpected(fmt::format("prefix length {} exceeds {}", length, maxLength));
+    if (withPathIds) {
+      auto pathId = r.u32();
+      if (!pathId) {
+        return tl::unexpected(
+            fmt::format("path identifier cut off: {} bytes remain of the 4 it needs (ADD-PATH)",
+                        r.remaining()));
+      }
+      parsed.pathIds.push_back(*pathId);
     }
-    auto bytes = r.bytes(prefixBytes(length));
+    auto length = r.u8();
+    if (!length) {
+      return tl::unexpected(fmt::format("path identifier {} is not followed by a prefix (ADD-PATH)",
+                                        parsed.pathIds.back()));
+    }
+    if (*length > maxLength) {
+      return tl::unexpected(fmt::format("prefix length {} exceeds {}", *length, maxLength));
+    }
+    auto bytes = r.bytes(prefixBytes(*length));
     if (!bytes) {
-      return tl::unexpected(fmt::format("a /{} prefix needs {} bytes but only {} remain", length,
-                                        prefixBytes(length), r.remaining()));
+      return tl::unexpected(fmt::format("a /{} prefix needs {} bytes but only {} remain", *length,
+                                        prefixBytes(*length), r.remaining()));
     }
     Prefix p;
     p.address.family = afi;
-    p.length = length;
+    p.length = *length;
     std::copy(bytes->begin(), bytes->end(), p.address.bytes.begin());
     // Peers may leave junk past the prefix length; Prefix promises those bits are zero.
-    if (length % 8 != 0) {
-      p.address.bytes[bytes->size() - 1] &= static_cast<uint8_t>(0xFF << (8 - length % 8));
+    if (*length % 8 != 0) {
+      p.address.bytes[bytes->size() - 1] &= static_cast<uint8_t>(0xFF << (8 - *length % 8));
     }
-    prefixes.push_back(p);
+    parsed.prefixes.push_back(p);
   }
-  return prefixes;
+  return parsed;
 }
 
-void writePrefixes(ByteWriter& out, const std::vector<Prefix>& prefixes, Afi afi) {
-  for (const auto& p : prefixes) {
-    if (p.address.family != afi || p.length > p.maxLength()) {
+// `pathIds` must match the options: one per prefix when `family` carries path identifiers,
+// none otherwise.
+void writePrefixes(ByteWriter& out, const std::vector<Prefix>& prefixes,
+                   const std::vector<uint32_t>& pathIds, AfiSafi family,
+                   const CodecOptions& options) {
+  const bool withPathIds = options.carriesPathIds(family);
+  if (withPathIds ? pathIds.size() != prefixes.size() : !pathIds.empty()) {
+    encodeInvariantFailed(
+        fmt::format("{} path identifiers for {} prefixes of AFI {} SAFI {}, which {} ADD-PATH",
+                    pathIds.size(), prefixes.size(), static_cast<int>(family.afi),
+                    static_cast<int>(family.safi), withPathIds ? "has" : "does not have"));
+  }
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    const Prefix& p = prefixes[i];
+    if (p.address.family != family.afi || p.length > p.maxLength()) {
       encodeInvariantFailed(fmt::format("prefix {} does not belong in this field", p.toString()));
+    }
+    if (withPathIds) {
+      out.u32(pathIds[i]);
     }
     out.u8(p.length);
     out.bytes(std::span(p.address.bytes).first(prefixBytes(p.length)));
@@ -301,21 +336,25 @@ Result<DecodedMessage> UpdateDecoder::decode(std::span<const uint8_t> body) {
                                    "bytes left)",
                                    *attributesLength, r.remaining()));
   }
-  // RFC 7606 section 5.3: a bad prefix in either NLRI field resets the session.
-  auto withdrawnPrefixes = parsePrefixes(*withdrawn, Afi::Ipv4);
+  // RFC 7606 section 5.3: a bad prefix in either NLRI field resets the session; with ADD-PATH
+  // that includes a path identifier cut off, or one with no prefix after it.
+  const bool ipv4PathIds = options_.carriesPathIds(kIpv4Unicast);
+  auto withdrawnPrefixes = parsePrefixes(*withdrawn, Afi::Ipv4, ipv4PathIds);
   if (!withdrawnPrefixes) {
     return updateError(subcode::kInvalidNetworkField, {},
                        "withdrawn routes: " + withdrawnPrefixes.error());
   }
-  update_.withdrawn = *std::move(withdrawnPrefixes);
+  update_.withdrawn = std::move(withdrawnPrefixes->prefixes);
+  update_.withdrawnPathIds = std::move(withdrawnPrefixes->pathIds);
   if (auto ok = decodeAttributes(*attributes); !ok) {
     return tl::unexpected(ok.error());
   }
-  auto nlri = parsePrefixes(r.rest(), Afi::Ipv4);
+  auto nlri = parsePrefixes(r.rest(), Afi::Ipv4, ipv4PathIds);
   if (!nlri) {
     return updateError(subcode::kInvalidNetworkField, {}, "NLRI: " + nlri.error());
   }
-  update_.nlri = *std::move(nlri);
+  update_.nlri = std::move(nlri->prefixes);
+  update_.nlriPathIds = std::move(nlri->pathIds);
   checkMandatory();
   const UpdateHandling outcome = handling();  // before update_ is moved from
   return DecodedMessage{std::move(update_), outcome, std::move(notes_)};
@@ -556,7 +595,7 @@ UpdateDecoder::Problem UpdateDecoder::parseOriginatorId(const Attribute& a) {
   if (auto p = checkLength(a, 4)) {
     return p;
   }
-  keepRaw(a);
+  update_.attributes.originatorId = *ByteReader(a.value).u32();
   return std::nullopt;
 }
 
@@ -564,7 +603,12 @@ UpdateDecoder::Problem UpdateDecoder::parseClusterList(const Attribute& a) {
   if (auto p = checkMultiple(a, 4)) {
     return p;
   }
-  keepRaw(a);
+  ByteReader r(a.value);
+  std::vector<uint32_t> clusterIds;
+  while (!r.atEnd()) {
+    clusterIds.push_back(*r.u32());
+  }
+  update_.attributes.clusterList = std::move(clusterIds);
   return std::nullopt;
 }
 
@@ -596,12 +640,14 @@ UpdateDecoder::Problem UpdateDecoder::parseMpReach(const Attribute& a) {
     return fmt::format("MP_REACH_NLRI next hop of {} bytes runs past the attribute",
                        *nextHopLength);
   }
-  auto nlri = parsePrefixes(r.rest(), family->afi);
+  auto nlri = parsePrefixes(r.rest(), family->afi, options_.carriesPathIds(*family));
   if (!nlri) {
     return "MP_REACH_NLRI: " + nlri.error();
   }
-  update_.attributes.mpReach =
-      MpReachNlri{*family, {nextHop->begin(), nextHop->end()}, *std::move(nlri)};
+  update_.attributes.mpReach = MpReachNlri{*family,
+                                           {nextHop->begin(), nextHop->end()},
+                                           std::move(nlri->prefixes),
+                                           std::move(nlri->pathIds)};
   return std::nullopt;
 }
 
@@ -618,11 +664,12 @@ UpdateDecoder::Problem UpdateDecoder::parseMpUnreach(const Attribute& a) {
                         *afi, *safi));
     return std::nullopt;
   }
-  auto withdrawn = parsePrefixes(r.rest(), family->afi);
+  auto withdrawn = parsePrefixes(r.rest(), family->afi, options_.carriesPathIds(*family));
   if (!withdrawn) {
     return "MP_UNREACH_NLRI: " + withdrawn.error();
   }
-  update_.attributes.mpUnreach = MpUnreachNlri{*family, *std::move(withdrawn)};
+  update_.attributes.mpUnreach =
+      MpUnreachNlri{*family, std::move(withdrawn->prefixes), std::move(withdrawn->pathIds)};
   return std::nullopt;
 }
 
@@ -702,7 +749,7 @@ void addAsPaths(std::vector<RawAttribute>& list, const PathAttributes& attrs, bo
   }
 }
 
-std::vector<uint8_t> mpReachValue(const MpReachNlri& mp) {
+std::vector<uint8_t> mpReachValue(const MpReachNlri& mp, const CodecOptions& options) {
   ByteWriter v;
   v.u16(static_cast<uint16_t>(mp.family.afi));
   v.u8(static_cast<uint8_t>(mp.family.safi));
@@ -712,24 +759,24 @@ std::vector<uint8_t> mpReachValue(const MpReachNlri& mp) {
   v.u8(static_cast<uint8_t>(mp.nextHop.size()));
   v.bytes(mp.nextHop);
   v.u8(0);  // reserved
-  writePrefixes(v, mp.nlri, mp.family.afi);
+  writePrefixes(v, mp.nlri, mp.pathIds, mp.family, options);
   return std::move(v).take();
 }
 
-std::vector<uint8_t> mpUnreachValue(const MpUnreachNlri& mp) {
+std::vector<uint8_t> mpUnreachValue(const MpUnreachNlri& mp, const CodecOptions& options) {
   ByteWriter v;
   v.u16(static_cast<uint16_t>(mp.family.afi));
   v.u8(static_cast<uint8_t>(mp.family.safi));
-  writePrefixes(v, mp.withdrawn, mp.family.afi);
+  writePrefixes(v, mp.withdrawn, mp.pathIds, mp.family, options);
   return std::move(v).take();
 }
 
-std::vector<RawAttribute> attributeList(const PathAttributes& attrs, bool fourOctet) {
+std::vector<RawAttribute> attributeList(const PathAttributes& attrs, const CodecOptions& options) {
   std::vector<RawAttribute> list;
   if (attrs.origin) {
     addAttribute(list, kWellKnown, AttributeType::Origin, {static_cast<uint8_t>(*attrs.origin)});
   }
-  addAsPaths(list, attrs, fourOctet);
+  addAsPaths(list, attrs, options.fourOctetAs);
   if (attrs.nextHop) {
     if (!attrs.nextHop->isV4()) {
       encodeInvariantFailed("NEXT_HOP attribute holds an IPv6 address; use MP_REACH_NLRI");
@@ -763,11 +810,25 @@ std::vector<RawAttribute> attributeList(const PathAttributes& attrs, bool fourOc
     }
     addAttribute(list, kOptionalTransitive, AttributeType::LargeCommunities, std::move(v).take());
   }
+  // RFC 4456 section 7: both optional non-transitive. An empty CLUSTER_LIST is malformed on
+  // receipt (RFC 7606 section 7.10), so it is omitted like the empty communities above.
+  if (attrs.originatorId) {
+    addAttribute(list, kOptional, AttributeType::OriginatorId, u32Value(*attrs.originatorId));
+  }
+  if (attrs.clusterList && !attrs.clusterList->empty()) {
+    ByteWriter v;
+    for (uint32_t id : *attrs.clusterList) {
+      v.u32(id);
+    }
+    addAttribute(list, kOptional, AttributeType::ClusterList, std::move(v).take());
+  }
   if (attrs.mpReach) {
-    addAttribute(list, kOptional, AttributeType::MpReachNlri, mpReachValue(*attrs.mpReach));
+    addAttribute(list, kOptional, AttributeType::MpReachNlri,
+                 mpReachValue(*attrs.mpReach, options));
   }
   if (attrs.mpUnreach) {
-    addAttribute(list, kOptional, AttributeType::MpUnreachNlri, mpUnreachValue(*attrs.mpUnreach));
+    addAttribute(list, kOptional, AttributeType::MpUnreachNlri,
+                 mpUnreachValue(*attrs.mpUnreach, options));
   }
   list.insert(list.end(), attrs.other.begin(), attrs.other.end());
   std::stable_sort(list.begin(), list.end(),
@@ -807,13 +868,15 @@ void withLength16(ByteWriter& out, Body body) {
 }  // namespace
 
 void encodeUpdateBody(ByteWriter& out, const UpdateMessage& update, const CodecOptions& options) {
-  withLength16(out, [&] { writePrefixes(out, update.withdrawn, Afi::Ipv4); });
   withLength16(out, [&] {
-    for (const auto& a : attributeList(update.attributes, options.fourOctetAs)) {
+    writePrefixes(out, update.withdrawn, update.withdrawnPathIds, kIpv4Unicast, options);
+  });
+  withLength16(out, [&] {
+    for (const auto& a : attributeList(update.attributes, options)) {
       writeAttribute(out, a);
     }
   });
-  writePrefixes(out, update.nlri, Afi::Ipv4);
+  writePrefixes(out, update.nlri, update.nlriPathIds, kIpv4Unicast, options);
 }
 
 Result<DecodedMessage> decodeUpdateBody(std::span<const uint8_t> body,

@@ -61,9 +61,25 @@ inline void checkRoundTrip(const bgp::DecodedMessage& decoded, const bgp::CodecO
                   "a re-encoded message needs no RFC 7606");
 }
 
-inline void checkMessage(std::span<const uint8_t> wire) {
+// Every message is decoded as each kind of session would: 4-octet AS or not, and with or without
+// ADD-PATH (RFC 7911 path identifiers in the NLRI of both families).
+inline std::vector<bgp::CodecOptions> allDecodeOptions() {
+  std::vector<bgp::CodecOptions> all;
   for (bool fourOctetAs : {true, false}) {
-    const bgp::CodecOptions options{fourOctetAs};
+    for (bool addPath : {false, true}) {
+      bgp::CodecOptions options{fourOctetAs};
+      if (addPath) {
+        options.addPath = {bgp::kIpv4Unicast, bgp::kIpv6Unicast};
+      }
+      all.push_back(options);
+    }
+  }
+  return all;
+}
+
+inline void checkMessage(std::span<const uint8_t> wire) {
+  static const std::vector<bgp::CodecOptions> kOptions = allDecodeOptions();
+  for (const auto& options : kOptions) {
     auto decoded = bgp::decode(wire, options);
     if (!decoded) {
       checkDecodeError(decoded.error());
@@ -73,6 +89,21 @@ inline void checkMessage(std::span<const uint8_t> wire) {
                     "the decoded message has the header's type");
     if (const auto* update = std::get_if<bgp::UpdateMessage>(&decoded->message)) {
       (void)update->endOfRibFamily();
+      // Path identifiers: one per prefix in a field whose family has ADD-PATH, none otherwise.
+      const bool v4 = options.carriesPathIds(bgp::kIpv4Unicast);
+      VIPD_FUZZ_CHECK(update->nlriPathIds.size() == (v4 ? update->nlri.size() : 0) &&
+                          update->withdrawnPathIds.size() == (v4 ? update->withdrawn.size() : 0),
+                      "IPv4 path identifiers match the prefixes");
+      if (const auto& mp = update->attributes.mpReach) {
+        VIPD_FUZZ_CHECK(
+            mp->pathIds.size() == (options.carriesPathIds(mp->family) ? mp->nlri.size() : 0),
+            "MP_REACH_NLRI path identifiers match the prefixes");
+      }
+      if (const auto& mp = update->attributes.mpUnreach) {
+        VIPD_FUZZ_CHECK(
+            mp->pathIds.size() == (options.carriesPathIds(mp->family) ? mp->withdrawn.size() : 0),
+            "MP_UNREACH_NLRI path identifiers match the prefixes");
+      }
     }
     if (const auto* n = std::get_if<bgp::NotificationMessage>(&decoded->message)) {
       VIPD_FUZZ_CHECK(!bgp::describeNotification(n->code, n->subcode).empty(), "NOTIFICATION name");

@@ -7,13 +7,18 @@
 // Byte 0, high nibble: bit 4 iBGP instead of eBGP; bit 5 the fuzz bytes start in OpenSent (they
 // carry the peer's OPEN themselves); bit 6 the peer's OPEN has no 4-octet AS capability (2-octet
 // AS_PATH afterwards); bit 7 graceful restart is configured. After the stream the hold and
-// keepalive timers fire.
+// keepalive timers fire. The session always advertises ADD-PATH receive and watches the two
+// prefixes it announces: a peer OPEN from the fuzz bytes (bit 5) that advertises ADD-PATH send
+// makes the UPDATEs after it carry path identifiers.
 //
 // Checks after every event: the state is one of the six; every Send holds exactly one message
 // that decodes (with the negotiated options) to the type it claims; nothing is sent after a
 // Disconnect in one batch; a Disconnect leaves the session Idle with nothing advertised; an
 // Established session has negotiated values within RFC 4271's rules (hold time 0 or >= 3 s,
-// keepalive <= hold time).
+// keepalive <= hold time) and ADD-PATH only in negotiated families; the watched paths are of
+// watched prefixes only, at most kMaxPathsPerWatchedPrefix each, and none outside Established;
+// at most one WatchedPathsChanged per event.
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <variant>
@@ -29,6 +34,8 @@ constexpr uint32_t kLocalAsn = 65001;
 constexpr uint32_t kPeerAsn = 65002;
 constexpr uint32_t kOurRouterId = 0xC0000205;   // 192.0.2.5
 constexpr uint32_t kPeerRouterId = 0xC0000209;  // 192.0.2.9
+const Prefix kVip = *Prefix::parse("203.0.113.10/32");
+const Prefix kVip6 = *Prefix::parse("2001:db8:ffff::10/128");
 
 void checkActions(const SessionFsm& fsm, const Actions& actions) {
   const auto state = fsm.state();
@@ -37,7 +44,9 @@ void checkActions(const SessionFsm& fsm, const Actions& actions) {
   VIPD_FUZZ_CHECK(!sessionStateName(state).empty(), "every state has a name");
   const CodecOptions options{fsm.negotiated() ? fsm.negotiated()->fourOctetAs : true};
   bool disconnected = false;
+  size_t watchedChanges = 0;
   for (const auto& action : actions) {
+    watchedChanges += std::holds_alternative<WatchedPathsChanged>(action);
     if (const auto* send = std::get_if<Send>(&action)) {
       VIPD_FUZZ_CHECK(!disconnected, "nothing is sent after a Disconnect");
       // A batch can negotiate and fail again (OPEN, KEEPALIVE, UPDATEs sent, then a bad header),
@@ -66,14 +75,25 @@ void checkActions(const SessionFsm& fsm, const Actions& actions) {
   if (disconnected) {
     VIPD_FUZZ_CHECK(state == SessionState::Idle, "a Disconnect leaves the session Idle");
   }
+  VIPD_FUZZ_CHECK(watchedChanges <= 1, "at most one WatchedPathsChanged per event");
+  for (const auto& [prefix, paths] : fsm.watchedPaths()) {
+    VIPD_FUZZ_CHECK(prefix == kVip || prefix == kVip6, "only watched prefixes have paths");
+    VIPD_FUZZ_CHECK(!paths.empty() && paths.size() <= kMaxPathsPerWatchedPrefix,
+                    "a watched prefix has 1..kMaxPathsPerWatchedPrefix paths");
+  }
   if (state != SessionState::Established) {
     VIPD_FUZZ_CHECK(fsm.advertised().empty(),
                     "only an Established session has advertised prefixes");
+    VIPD_FUZZ_CHECK(fsm.watchedPaths().empty(), "only an Established session has watched paths");
   } else {
     VIPD_FUZZ_CHECK(fsm.negotiated().has_value(), "an Established session has negotiated values");
     const auto& n = *fsm.negotiated();
     VIPD_FUZZ_CHECK(n.holdTime.count() == 0 || n.holdTime.count() >= 3, "hold time is 0 or >= 3 s");
     VIPD_FUZZ_CHECK(n.keepaliveTime <= n.holdTime, "keepalive time <= hold time");
+    for (const auto& family : n.addPathReceive) {
+      VIPD_FUZZ_CHECK(std::find(n.families.begin(), n.families.end(), family) != n.families.end(),
+                      "ADD-PATH only in negotiated families");
+    }
   }
 }
 
@@ -110,6 +130,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.outbound.communities = {(65001u << 16) | 42};
   config.outbound.largeCommunities = {LargeCommunity{65001, 1, 2}};
   config.jitterSeed = 7;
+  config.addPathReceive = {kIpv4Unicast, kIpv6Unicast};
+  config.watchedPrefixes = {kVip, kVip6};
   if (gracefulRestart) {
     config.gracefulRestartTime = std::chrono::seconds(3);
   }
@@ -120,8 +142,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   peerHello.insert(peerHello.end(), keepalive.begin(), keepalive.end());
 
   auto run = [&](const Actions& actions) { checkActions(fsm, actions); };
-  run(fsm.setAnnouncements(
-      {*Prefix::parse("203.0.113.10/32"), *Prefix::parse("2001:db8:ffff::10/128")}));
+  run(fsm.setAnnouncements({kVip, kVip6}));
   run(fsm.start());
   run(fsm.onConnected(local));
   VIPD_FUZZ_CHECK(fsm.state() == SessionState::OpenSent, "connected: OpenSent");

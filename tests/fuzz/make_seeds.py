@@ -4,7 +4,7 @@
 Seeds are real peer messages (tests/data/captures, BIRD/FRR/GoBGP/ExaBGP), the config and
 metadata files of tests/data and config/example.yaml, and hand-built messages for what the
 captures lack (every attribute type, 2-octet AS with AS4_PATH, graceful restart, ROUTE-REFRESH,
-malformations). Files that a fuzz run added (named by their SHA-1, kept by `run.sh`'s merge) and
+ADD-PATH capabilities and path identifiers, malformations). Files that a fuzz run added (named by their SHA-1, kept by `run.sh`'s merge) and
 reproducers ("repro-") are not touched. Rerun after changing a seed: python3 tests/fuzz/make_seeds.py
 """
 import hashlib
@@ -86,6 +86,21 @@ opens = {
     "open-version-3": open_body(65002, 90, 0xC0000209, [], version=3),
     "open-truncated-cap": open_body(65002, 90, 0xC0000209, [], raw_params=b"\x02\x04\x41\x04\x00"),
 }
+# ADD-PATH (RFC 7911): a route reflector sending all paths (send for IPv4, both for IPv6), FRR's
+# receive-only default, a bad Send/Receive value (ignored) and a length that is not whole tuples.
+add_path_send = cap(69, struct.pack("!HBB", 1, 1, 2) + struct.pack("!HBB", 2, 1, 3))
+add_path_opens = {
+    "open-add-path-send": open_body(65002, 90, 0xC0000209, mp_caps + [cap(2, b""), cap(65, struct.pack("!I", 65002)),
+                                                                    add_path_send]),
+    "open-add-path-rr-ibgp": open_body(65001, 90, 0xC0000209, mp_caps + [cap(65, struct.pack("!I", 65001)),
+                                                                       add_path_send]),
+    "open-add-path-receive-only": open_body(65002, 90, 0xC0000209, mp_caps + [
+        cap(65, struct.pack("!I", 65002)), cap(69, struct.pack("!HBB", 1, 1, 1) + struct.pack("!HBB", 2, 1, 1))]),
+    "open-add-path-bad-mode": open_body(65002, 90, 0xC0000209, mp_caps + [
+        cap(65, struct.pack("!I", 65002)), cap(69, struct.pack("!HBB", 1, 1, 4))]),
+    "open-add-path-bad-length": open_body(65002, 90, 0xC0000209, [cap(69, struct.pack("!HB", 1, 1))]),
+}
+opens.update(add_path_opens)
 
 origin = attr(0x40, 1, b"\x00")
 path4 = attr(0x40, 2, as_path([(2, [65002, 4200000001])]))
@@ -126,6 +141,36 @@ updates = {
         b"", origin + attr(0x40, 2, as_path([(3, [65010]), (4, [65011, 65012]), (2, [65002])])) + nh,
         v4(32, 203, 0, 113, 10)),
 }
+
+# UPDATEs with RFC 7911 path identifiers (meaningful to a decoder with ADD-PATH in both families),
+# as a route reflector sends them: ORIGINATOR_ID and CLUSTER_LIST, two paths of one VIP.
+def path_id(n):
+    return struct.pack("!I", n)
+
+
+VIP4 = v4(32, 203, 0, 113, 10)
+rr_attrs = (origin + attr(0x40, 2, b"") + attr(0x40, 5, struct.pack("!I", 100)) +
+            attr(0xC0, 8, struct.pack("!I", (65001 << 16) | 42)) + attr(0x80, 9, bytes([192, 0, 2, 11])) +
+            attr(0x80, 10, bytes([192, 0, 2, 1])))
+add_path_updates = {
+    "update-add-path-ipv4": update_body(b"", rr_attrs + attr(0x40, 3, bytes([198, 51, 100, 11])),
+                                        path_id(1) + VIP4 + path_id(2) + VIP4),
+    "update-add-path-ipv4-withdrawn": update_body(path_id(1) + VIP4 + path_id(7) + v4(24, 198, 51, 100)),
+    "update-add-path-mp-reach": update_body(
+        b"", rr_attrs + attr(0x90, 14, struct.pack("!HBB", 2, 1, 32) + V6_NH + V6_LL + b"\x00" +
+                             path_id(3) + bytes([128]) + V6_VIP + path_id(4) + bytes([128]) + V6_VIP)),
+    "update-add-path-mp-unreach": update_body(
+        b"", attr(0x90, 15, struct.pack("!HB", 2, 1) + path_id(3) + bytes([128]) + V6_VIP)),
+    "update-add-path-treat-as-withdraw": update_body(
+        b"", rr_attrs + attr(0x40, 3, bytes([198, 51, 100, 11])) + attr(0x80, 4, b"\x00\x01\x02"),
+        path_id(2) + VIP4),
+    "update-add-path-id-cut-off": update_body(b"", rr_attrs + attr(0x40, 3, bytes([198, 51, 100, 11])),
+                                              path_id(1) + VIP4 + b"\x00\x00"),
+    "update-add-path-id-without-prefix": update_body(path_id(5)),
+    "update-add-path-mp-unreach-cut": update_body(b"", attr(0x90, 15, struct.pack("!HB", 2, 1) + path_id(3) + b"\x80")),
+}
+updates.update(add_path_updates)
+
 notifications = {
     "notification-6-2-text": b"\x06\x02" + bytes([13]) + b"node draining",
     "notification-6-4-empty": b"\x06\x04",
@@ -214,6 +259,23 @@ def bgp_seeds():
         write("bgp_session_fsm", f"opensent-{name}", b"\x20" + msg(1, opens[name]) + msg(4, b"") +
               established_stream[1][1])
     write("bgp_session_fsm", "opensent-update-first", b"\x20" + msg(2, updates["update-withdraw-only"]))
+    # ADD-PATH: the peer's OPEN from the input advertises send, so what follows carries path
+    # identifiers: paths for the watched VIPs, withdrawals, treat-as-withdraw, more than the 64
+    # kept, End-of-RIB, then a malformed identifier that resets the session.
+    add_path_stream = b"".join(msg(2, add_path_updates[k]) for k in [
+        "update-add-path-ipv4", "update-add-path-mp-reach", "update-add-path-ipv4-withdrawn",
+        "update-add-path-mp-unreach", "update-add-path-treat-as-withdraw"]) + msg(2, updates["update-eor-ipv6"])
+    many_paths = msg(2, update_body(b"", rr_attrs + attr(0x40, 3, bytes([198, 51, 100, 11])),
+                                    b"".join(path_id(n) + VIP4 for n in range(70))))
+    write("bgp_session_fsm", "opensent-add-path-updates",
+          b"\x20" + msg(1, opens["open-add-path-send"]) + msg(4, b"") + add_path_stream + msg(4, b""))
+    write("bgp_session_fsm", "opensent-add-path-rr-ibgp",
+          b"\x30" + msg(1, opens["open-add-path-rr-ibgp"]) + msg(4, b"") + add_path_stream + many_paths +
+          msg(2, add_path_updates["update-add-path-id-cut-off"]))
+    write("bgp_session_fsm", "opensent-add-path-receive-only",
+          b"\x20" + msg(1, opens["open-add-path-receive-only"]) + msg(4, b"") +
+          b"".join(msg(2, updates[k]) for k in ["update-every-attribute", "update-mp-reach-link-local",
+                                                 "update-mp-unreach", "update-withdraw-only"]))
     write("bgp_session_fsm", "opensent-notification", b"\x20" + msg(3, notifications["notification-2-2-data"]))
 
 

@@ -166,6 +166,139 @@ Bytes openBody(const Bytes& params, uint8_t version = 4) {
               params});
 }
 
+// ---- ADD-PATH (RFC 7911 section 4) ----
+
+// What vipd sends when it advertises ADD-PATH receive for both families: the capability last, one
+// tuple per family.
+TEST(OpenCodec, AddPathReceiveForBothFamiliesBothWays) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x3D},                          // length 61
+      {0x01},                                // type OPEN
+      {0x04},                                // version 4
+      {0xFD, 0xE9},                          // my AS 65001
+      {0x00, 0x5A},                          // hold time 90
+      {0xC0, 0x00, 0x02, 0x01},              // BGP identifier 192.0.2.1
+      {0x20},                                // optional parameters length 32
+      {0x02, 0x1E},                          // parameter: capabilities, 30 bytes
+      {0x01, 0x04, 0x00, 0x01, 0x00, 0x01},  // multiprotocol IPv4 unicast
+      {0x01, 0x04, 0x00, 0x02, 0x00, 0x01},  // multiprotocol IPv6 unicast
+      {0x02, 0x00},                          // route refresh
+      {0x41, 0x04, 0x00, 0x00, 0xFD, 0xE9},  // 4-octet AS 65001
+      {0x45, 0x08},                          // ADD-PATH, 8 bytes
+      {0x00, 0x01, 0x01, 0x01},              //   IPv4 unicast, receive
+      {0x00, 0x02, 0x01, 0x01},              //   IPv6 unicast, receive
+  });
+  OpenMessage open;
+  open.myAs = 65001;
+  open.holdTimeSeconds = 90;
+  open.bgpIdentifier = kDoc1.v4Value();
+  open.capabilities.multiprotocol = {kIpv4Unicast, kIpv6Unicast};
+  open.capabilities.routeRefresh = true;
+  open.capabilities.fourOctetAs = 65001;
+  open.capabilities.addPath = {{kIpv4Unicast, AddPathMode::Receive},
+                               {kIpv6Unicast, AddPathMode::Receive}};
+  expectVector(wire, open);
+}
+
+// What a route reflector configured to send all paths advertises. A family vipd does not speak
+// is kept as sent, as multiprotocol capabilities are; the session ignores it.
+TEST(OpenCodec, AddPathSendBothAndAnUnspokenFamilyBothWays) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x2D},              // length 45
+      {0x01},                    // type OPEN
+      {0x04},                    // version 4
+      {0xFD, 0xE9},              // my AS 65001
+      {0x00, 0x5A},              // hold time 90
+      {0xC0, 0x00, 0x02, 0x01},  // BGP identifier 192.0.2.1
+      {0x10},                    // optional parameters length 16
+      {0x02, 0x0E},              // parameter: capabilities, 14 bytes
+      {0x45, 0x0C},              // ADD-PATH, 12 bytes
+      {0x00, 0x01, 0x01, 0x02},  //   IPv4 unicast, send
+      {0x00, 0x02, 0x01, 0x03},  //   IPv6 unicast, send and receive
+      {0x00, 0x19, 0x46, 0x01},  //   AFI 25 (L2VPN) SAFI 70 (EVPN), receive
+  });
+  OpenMessage open;
+  open.myAs = 65001;
+  open.holdTimeSeconds = 90;
+  open.bgpIdentifier = kDoc1.v4Value();
+  open.capabilities.addPath = {
+      {kIpv4Unicast, AddPathMode::Send},
+      {kIpv6Unicast, AddPathMode::Both},
+      {{static_cast<Afi>(25), static_cast<Safi>(70)}, AddPathMode::Receive}};
+  expectVector(wire, open);
+}
+
+// FRR's layout: one parameter per capability, here two ADD-PATH capabilities. Their tuples are
+// concatenated in order; we encode them back as one capability.
+TEST(OpenCodec, TwoAddPathCapabilitiesAreConcatenated) {
+  const Bytes wire = withHeader(MessageType::Open,
+                                openBody({
+                                    0x02, 0x06, 0x45, 0x04, 0x00, 0x01, 0x01, 0x01,  // IPv4 receive
+                                    0x02, 0x06, 0x45, 0x04, 0x00, 0x02, 0x01, 0x02,  // IPv6 send
+                                }));
+  auto decoded = decode(wire);
+  ASSERT_TRUE(decoded.has_value()) << decoded.error().reason;
+  const auto& caps = std::get<OpenMessage>(decoded->message).capabilities;
+  EXPECT_EQ(caps.addPath, (std::vector<AddPathFamily>{{kIpv4Unicast, AddPathMode::Receive},
+                                                      {kIpv6Unicast, AddPathMode::Send}}));
+  EXPECT_TRUE(caps.unknown.empty());
+  expectFramedByteByByte(wire);
+  const Bytes oneCapability =
+      withHeader(MessageType::Open, openBody({0x02, 0x0A, 0x45, 0x08, 0x00, 0x01, 0x01, 0x01,  //
+                                              0x00, 0x02, 0x01, 0x02}));
+  EXPECT_EQ(encode(decoded->message), oneCapability);
+}
+
+// "one or more tuples", but none says nothing wrong either: accepted as advertising no family.
+TEST(OpenCodec, AddPathWithNoTupleAdvertisesNothing) {
+  auto decoded = decode(withHeader(MessageType::Open, openBody({0x02, 0x02, 0x45, 0x00})));
+  ASSERT_TRUE(decoded.has_value()) << decoded.error().reason;
+  const auto& caps = std::get<OpenMessage>(decoded->message).capabilities;
+  EXPECT_TRUE(caps.addPath.empty());
+  EXPECT_TRUE(caps.unknown.empty());
+}
+
+// RFC 7911 section 4: a Send/Receive value other than 1..3 makes the capability "not understood
+// and ignored": all of it, the good tuple beside the bad one included. It is kept for the log only.
+TEST(OpenCodec, AddPathModeOutsideOneToThreeIgnoresTheWholeCapability) {
+  for (uint8_t mode : {0x00, 0x04, 0xFF}) {
+    const Bytes value = {0x00, 0x01, 0x01, 0x01, 0x00, 0x02, 0x01, mode};
+    auto decoded =
+        decode(withHeader(MessageType::Open, openBody(cat({{0x02, 0x0A, 0x45, 0x08}, value}))));
+    ASSERT_TRUE(decoded.has_value()) << decoded.error().reason;
+    const auto& caps = std::get<OpenMessage>(decoded->message).capabilities;
+    EXPECT_TRUE(caps.addPath.empty()) << "mode " << int{mode};
+    EXPECT_EQ(caps.unknown, (std::vector<UnknownCapability>{{69, value}})) << "mode " << int{mode};
+    EXPECT_EQ(encode(decoded->message).size(), 29u);  // nothing of it is sent back
+  }
+}
+
+// A second, valid ADD-PATH capability still counts when another one is ignored.
+TEST(OpenCodec, AddPathIgnoredCapabilityLeavesTheOthers) {
+  auto decoded = decode(withHeader(MessageType::Open,
+                                   openBody({
+                                       0x02, 0x06, 0x45, 0x04, 0x00, 0x01, 0x01, 0x07,  // mode 7
+                                       0x02, 0x06, 0x45, 0x04, 0x00, 0x02, 0x01, 0x03,  // IPv6 both
+                                   })));
+  ASSERT_TRUE(decoded.has_value()) << decoded.error().reason;
+  const auto& caps = std::get<OpenMessage>(decoded->message).capabilities;
+  EXPECT_EQ(caps.addPath, (std::vector<AddPathFamily>{{kIpv6Unicast, AddPathMode::Both}}));
+  EXPECT_EQ(caps.unknown, (std::vector<UnknownCapability>{{69, {0x00, 0x01, 0x01, 0x07}}}));
+}
+
+TEST(OpenCodecDeath, TooManyAddPathFamiliesAborts) {
+  OpenMessage open;
+  open.bgpIdentifier = kDoc1.v4Value();
+  // 64 tuples are 256 bytes: more than a capability length can say.
+  for (int i = 0; i < 64; ++i) {
+    open.capabilities.addPath.push_back(
+        {{static_cast<Afi>(100 + i), Safi::Unicast}, AddPathMode::Receive});
+  }
+  EXPECT_DEATH(encode(open), "ADD-PATH capability lists too many families");
+}
+
 TEST(OpenErrors, UnsupportedVersionSendsOurVersion) {
   expectDecodeError(withHeader(MessageType::Open, openBody({}, 3)), ErrorCode::OpenMessage,
                     subcode::kUnsupportedVersionNumber, {0x00, 0x04});
@@ -225,6 +358,17 @@ TEST(OpenErrors, GracefulRestartLengthNotTwoPlusFourN) {
 TEST(OpenErrors, RouteRefreshWithValue) {
   expectDecodeError(withHeader(MessageType::Open, openBody({0x02, 0x03, 0x02, 0x01, 0x00})),
                     ErrorCode::OpenMessage, 0, {});
+}
+
+// RFC 7911 says nothing of a length that is not whole tuples; like the other capabilities with a
+// fixed layout (multiprotocol, graceful restart), it is an OPEN error 2/0.
+TEST(OpenErrors, AddPathLengthNotMultipleOfFour) {
+  for (const Bytes& value : {Bytes{0x00, 0x01, 0x01}, Bytes{0x00, 0x01, 0x01, 0x01, 0x00}}) {
+    const Bytes capability = cat({{0x45, static_cast<uint8_t>(value.size())}, value});
+    const Bytes param = cat({{0x02, static_cast<uint8_t>(capability.size())}, capability});
+    expectDecodeError(withHeader(MessageType::Open, openBody(param)), ErrorCode::OpenMessage, 0,
+                      {});
+  }
 }
 
 // ---------------------------------------------------------------- NOTIFICATION etc.
@@ -322,6 +466,46 @@ TEST(UpdateCodec, Ipv4AnnounceWithCommunitiesAndLargeCommunities) {
   u.attributes.largeCommunities = std::vector<LargeCommunity>{{65001, 1, 2}};
   u.nlri = {*Prefix::parse("203.0.113.10/32"), *Prefix::parse("198.51.100.0/24")};
   expectVector(wire, u);
+}
+
+// What a route reflector sends an iBGP client (RFC 4456): LOCAL_PREF, ORIGINATOR_ID naming the
+// client the path came from, and CLUSTER_LIST with the reflector's cluster ID.
+TEST(UpdateCodec, ReflectedIpv4PathWithOriginatorIdAndClusterList) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x4A},                                // length 74
+      {0x02},                                      // type UPDATE
+      {0x00, 0x00},                                // withdrawn routes length 0
+      {0x00, 0x2E},                                // total path attribute length 46
+      {0x40, 0x01, 0x01, 0x00},                    // ORIGIN IGP
+      {0x40, 0x02, 0x00},                          // AS_PATH empty (iBGP)
+      {0x40, 0x03, 0x04, 0xC6, 0x33, 0x64, 0x0B},  // NEXT_HOP 198.51.100.11
+      {0x40, 0x05, 0x04, 0x00, 0x00, 0x00, 0x64},  // LOCAL_PREF 100
+      {0xC0, 0x08, 0x04, 0xFD, 0xE9, 0x00, 0x2A},  // COMMUNITIES 65001:42
+      {0x80, 0x09, 0x04, 0xC0, 0x00, 0x02, 0x0B},  // ORIGINATOR_ID 192.0.2.11
+      {0x80, 0x0A, 0x08},                          // CLUSTER_LIST, 8 bytes
+      {0xC0, 0x00, 0x02, 0x01},                    //   192.0.2.1 (nearest reflector)
+      {0xC0, 0x00, 0x02, 0x02},                    //   192.0.2.2
+      {0x20, 0xCB, 0x00, 0x71, 0x0A},              // NLRI 203.0.113.10/32
+  });
+  UpdateMessage u;
+  u.attributes.origin = Origin::Igp;
+  u.attributes.asPath = AsPath{};
+  u.attributes.nextHop = *IpAddress::parse("198.51.100.11");
+  u.attributes.localPref = 100;
+  u.attributes.communities = std::vector<uint32_t>{(65001u << 16) | 42};
+  u.attributes.originatorId = 0xC000020B;
+  u.attributes.clusterList = std::vector<uint32_t>{0xC0000201, 0xC0000202};
+  u.nlri = {*Prefix::parse("203.0.113.10/32")};
+  expectVector(wire, u);
+  EXPECT_TRUE(u.attributes.other.empty());
+}
+
+// An empty CLUSTER_LIST would be malformed on receipt (RFC 7606 section 7.10): never sent.
+TEST(UpdateCodec, EmptyClusterListIsNotEncoded) {
+  UpdateMessage u;
+  u.attributes.clusterList = std::vector<uint32_t>{};
+  EXPECT_EQ(encode(u), encode(UpdateMessage{}));
 }
 
 TEST(UpdateCodec, Ipv4Withdraw) {
@@ -431,6 +615,175 @@ TEST(UpdateCodec, EndOfRibIpv6) {
   auto decoded = decode(wire);
   ASSERT_TRUE(decoded.has_value());
   EXPECT_EQ(std::get<UpdateMessage>(decoded->message).endOfRibFamily(), kIpv6Unicast);
+}
+
+// ---- ADD-PATH (RFC 7911 section 3): a 4-octet Path Identifier before each prefix ----
+
+// Both families receive path identifiers, as a session that negotiated ADD-PATH decodes.
+const CodecOptions kAddPathBoth{.fourOctetAs = true, .addPath = {kIpv4Unicast, kIpv6Unicast}};
+const Bytes kVip6 = {0x20, 0x01, 0x0D, 0xB8, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10};
+
+TEST(UpdateCodec, AddPathIpv4Nlri) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x3C},                                            // length 60
+      {0x02},                                                  // type UPDATE
+      {0x00, 0x00},                                            // withdrawn routes length 0
+      {0x00, 0x14},                                            // total path attribute length 20
+      {0x40, 0x01, 0x01, 0x00},                                // ORIGIN IGP
+      {0x40, 0x02, 0x06, 0x02, 0x01, 0x00, 0x00, 0xFD, 0xE9},  // AS_PATH 65001
+      {0x40, 0x03, 0x04, 0xC0, 0x00, 0x02, 0x01},              // NEXT_HOP 192.0.2.1
+      {0x00, 0x00, 0x00, 0x01},                                // path identifier 1
+      {0x20, 0xCB, 0x00, 0x71, 0x0A},                          //   203.0.113.10/32
+      {0x00, 0x00, 0x00, 0x07},                                // path identifier 7
+      {0x18, 0xC6, 0x33, 0x64},                                //   198.51.100.0/24
+  });
+  UpdateMessage u;
+  u.attributes.origin = Origin::Igp;
+  u.attributes.asPath = AsPath{{AsPathSegment::Type::AsSequence, {65001}}};
+  u.attributes.nextHop = kDoc1;
+  u.nlri = {*Prefix::parse("203.0.113.10/32"), *Prefix::parse("198.51.100.0/24")};
+  u.nlriPathIds = {1, 7};
+  expectVector(wire, u, kAddPathBoth);
+}
+
+// Two paths of one prefix withdrawn: only the path identifier tells them apart.
+TEST(UpdateCodec, AddPathIpv4Withdrawn) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x29},                    // length 41
+      {0x02},                          // type UPDATE
+      {0x00, 0x12},                    // withdrawn routes length 18
+      {0x00, 0x00, 0x00, 0x02},        // path identifier 2
+      {0x20, 0xCB, 0x00, 0x71, 0x0A},  //   203.0.113.10/32
+      {0x00, 0x00, 0x00, 0x03},        // path identifier 3
+      {0x20, 0xCB, 0x00, 0x71, 0x0A},  //   203.0.113.10/32
+      {0x00, 0x00},                    // total path attribute length 0
+  });
+  UpdateMessage u;
+  u.withdrawn = {*Prefix::parse("203.0.113.10/32"), *Prefix::parse("203.0.113.10/32")};
+  u.withdrawnPathIds = {2, 3};
+  expectVector(wire, u, kAddPathBoth);
+  EXPECT_EQ(u.endOfRibFamily(), std::nullopt);
+}
+
+TEST(UpdateCodec, AddPathMpReachIpv6) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x51},                                            // length 81
+      {0x02},                                                  // type UPDATE
+      {0x00, 0x00},                                            // withdrawn routes length 0
+      {0x00, 0x3A},                                            // total path attribute length 58
+      {0x40, 0x01, 0x01, 0x00},                                // ORIGIN IGP
+      {0x40, 0x02, 0x06, 0x02, 0x01, 0x00, 0x00, 0xFD, 0xE9},  // AS_PATH 65001
+      {0x80, 0x0E, 0x2A},                                      // MP_REACH_NLRI, 42 bytes
+      {0x00, 0x02, 0x01},                                      //   AFI IPv6, SAFI unicast
+      {0x10},                                                  //   next hop length 16
+      kIpv6Global,                                             //   2001:db8::1
+      {0x00},                                                  //   reserved
+      {0x0A, 0x0B, 0x0C, 0x0D},                                //   path identifier 0x0a0b0c0d
+      {0x80},                                                  //   /128
+      kVip6,                                                   //   2001:db8:ffff::10/128
+  });
+  UpdateMessage u;
+  u.attributes.origin = Origin::Igp;
+  u.attributes.asPath = AsPath{{AsPathSegment::Type::AsSequence, {65001}}};
+  u.attributes.mpReach = MpReachNlri{
+      kIpv6Unicast, kIpv6Global, {*Prefix::parse("2001:db8:ffff::10/128")}, {0x0A0B0C0D}};
+  expectVector(wire, u, kAddPathBoth);
+}
+
+TEST(UpdateCodec, AddPathMpUnreachIpv6) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x3D},                                // length 61
+      {0x02},                                      // type UPDATE
+      {0x00, 0x00},                                // withdrawn routes length 0
+      {0x00, 0x26},                                // total path attribute length 38
+      {0x80, 0x0F, 0x23},                          // MP_UNREACH_NLRI, 35 bytes
+      {0x00, 0x02, 0x01},                          //   AFI IPv6, SAFI unicast
+      {0x00, 0x00, 0x00, 0x01},                    //   path identifier 1
+      {0x80},                                      //   /128
+      kVip6,                                       //   2001:db8:ffff::10/128
+      {0x00, 0x00, 0x00, 0x02},                    //   path identifier 2
+      {0x30, 0x20, 0x01, 0x0D, 0xB8, 0x00, 0x10},  //   2001:db8:10::/48
+  });
+  UpdateMessage u;
+  u.attributes.mpUnreach =
+      MpUnreachNlri{kIpv6Unicast,
+                    {*Prefix::parse("2001:db8:ffff::10/128"), *Prefix::parse("2001:db8:10::/48")},
+                    {1, 2}};
+  expectVector(wire, u, kAddPathBoth);
+  EXPECT_EQ(u.endOfRibFamily(), std::nullopt);
+}
+
+// ADD-PATH is per family: here only IPv6 carries path identifiers, the IPv4 NLRI field does not.
+TEST(UpdateCodec, AddPathOnlyInTheFamilyThatNegotiatedIt) {
+  const Bytes wire = cat({
+      kMarker,
+      {0x00, 0x5D},                                            // length 93
+      {0x02},                                                  // type UPDATE
+      {0x00, 0x00},                                            // withdrawn routes length 0
+      {0x00, 0x41},                                            // total path attribute length 65
+      {0x40, 0x01, 0x01, 0x00},                                // ORIGIN IGP
+      {0x40, 0x02, 0x06, 0x02, 0x01, 0x00, 0x00, 0xFD, 0xE9},  // AS_PATH 65001
+      {0x40, 0x03, 0x04, 0xC0, 0x00, 0x02, 0x01},              // NEXT_HOP 192.0.2.1
+      {0x80, 0x0E, 0x2A},                                      // MP_REACH_NLRI, 42 bytes
+      {0x00, 0x02, 0x01},                                      //   AFI IPv6, SAFI unicast
+      {0x10},                                                  //   next hop length 16
+      kIpv6Global,                                             //   2001:db8::1
+      {0x00},                                                  //   reserved
+      {0x00, 0x00, 0x00, 0x05},                                //   path identifier 5
+      {0x80},                                                  //   /128
+      kVip6,                                                   //   2001:db8:ffff::10/128
+      {0x20, 0xCB, 0x00, 0x71, 0x0A},  // NLRI 203.0.113.10/32, no path identifier
+  });
+  UpdateMessage u;
+  u.attributes.origin = Origin::Igp;
+  u.attributes.asPath = AsPath{{AsPathSegment::Type::AsSequence, {65001}}};
+  u.attributes.nextHop = kDoc1;
+  u.attributes.mpReach =
+      MpReachNlri{kIpv6Unicast, kIpv6Global, {*Prefix::parse("2001:db8:ffff::10/128")}, {5}};
+  u.nlri = {*Prefix::parse("203.0.113.10/32")};
+  expectVector(wire, u, CodecOptions{.fourOctetAs = true, .addPath = {kIpv6Unicast}});
+}
+
+// RFC 7911 leaves End-of-RIB as it is: no prefixes, so no path identifiers.
+TEST(UpdateCodec, EndOfRibWithAddPath) {
+  const Bytes ipv4 = cat({kMarker, {0x00, 0x17}, {0x02}, {0x00, 0x00}, {0x00, 0x00}});
+  expectVector(ipv4, UpdateMessage{}, kAddPathBoth);
+  const Bytes ipv6 = cat({
+      kMarker,
+      {0x00, 0x1D},        // length 29
+      {0x02},              // type UPDATE
+      {0x00, 0x00},        // withdrawn routes length 0
+      {0x00, 0x06},        // total path attribute length 6
+      {0x80, 0x0F, 0x03},  // MP_UNREACH_NLRI, 3 bytes
+      {0x00, 0x02, 0x01},  //   AFI IPv6, SAFI unicast, no prefixes
+  });
+  UpdateMessage eor;
+  eor.attributes.mpUnreach = MpUnreachNlri{kIpv6Unicast, {}};
+  expectVector(ipv6, eor, kAddPathBoth);
+  for (const auto& [wire, family] :
+       {std::pair{ipv4, kIpv4Unicast}, std::pair{ipv6, kIpv6Unicast}}) {
+    auto decoded = decode(wire, kAddPathBoth);
+    ASSERT_TRUE(decoded.has_value()) << decoded.error().reason;
+    EXPECT_EQ(std::get<UpdateMessage>(decoded->message).endOfRibFamily(), family);
+  }
+}
+
+// The message values must match the options they are encoded with: our own bug otherwise.
+TEST(UpdateCodecDeath, PathIdsWithoutAddPathAbort) {
+  UpdateMessage u;
+  u.withdrawn = {*Prefix::parse("203.0.113.10/32")};
+  u.withdrawnPathIds = {1};
+  EXPECT_DEATH(encode(u), "1 path identifiers for 1 prefixes of AFI 1 SAFI 1, which does not");
+}
+
+TEST(UpdateCodecDeath, AddPathWithoutPathIdsAborts) {
+  UpdateMessage u;
+  u.attributes.mpUnreach = MpUnreachNlri{kIpv6Unicast, {*Prefix::parse("2001:db8:10::/48")}};
+  EXPECT_DEATH(encode(u, kAddPathBoth), "0 path identifiers for 1 prefixes of AFI 2 SAFI 1");
 }
 
 TEST(UpdateCodec, EndOfRibNeedsNothingElse) {

@@ -104,6 +104,103 @@ TEST(UpdateValidation, WithdrawnPrefixLengthOver32) {
   expectResetUpdate(updateMessage({0x28, 1, 2, 3, 4, 5}, {}, {}), subcode::kInvalidNetworkField);
 }
 
+// ---- ADD-PATH NLRI (RFC 7911 section 3) malformed: as any bad NLRI (RFC 7606 section 5.3) ----
+
+const CodecOptions kAddPath{.fourOctetAs = true, .addPath = {kIpv4Unicast, kIpv6Unicast}};
+
+// A session reset whose reason names what was wrong.
+void expectAddPathReset(const Bytes& wire, uint8_t sub, const std::string& why) {
+  expectResetUpdate(wire, sub, {}, kAddPath);
+  auto decoded = decode(wire, kAddPath);
+  if (!decoded) {
+    EXPECT_NE(decoded.error().reason.find(why), std::string::npos) << decoded.error().reason;
+  }
+}
+
+TEST(UpdateValidation, AddPathNlriPathIdCutOff) {
+  expectAddPathReset(updateMessage({}, kMandatory, cat({{0, 0, 0, 1}, kNlri, {0, 0, 0}})),
+                     subcode::kInvalidNetworkField,
+                     "NLRI: path identifier cut off: 3 bytes remain");
+}
+
+TEST(UpdateValidation, AddPathNlriPathIdWithoutPrefix) {
+  expectAddPathReset(updateMessage({}, kMandatory, {0, 0, 0, 1}), subcode::kInvalidNetworkField,
+                     "NLRI: path identifier 1 is not followed by a prefix");
+}
+
+TEST(UpdateValidation, AddPathNlriPrefixCutOffAfterPathId) {
+  expectAddPathReset(updateMessage({}, kMandatory, {0, 0, 0, 1, 0x20, 0xCB, 0x00}),
+                     subcode::kInvalidNetworkField,
+                     "NLRI: a /32 prefix needs 4 bytes but only 2 remain");
+}
+
+TEST(UpdateValidation, AddPathNlriPrefixLengthOver32AfterPathId) {
+  expectAddPathReset(updateMessage({}, kMandatory, {0, 0, 0, 1, 0x21, 0xCB, 0x00, 0x71, 0x0A, 0}),
+                     subcode::kInvalidNetworkField, "NLRI: prefix length 33 exceeds 32");
+}
+
+TEST(UpdateValidation, AddPathWithdrawnPathIdCutOff) {
+  expectAddPathReset(updateMessage({0, 0}, {}, {}), subcode::kInvalidNetworkField,
+                     "withdrawn routes: path identifier cut off: 2 bytes remain");
+}
+
+TEST(UpdateValidation, AddPathWithdrawnPathIdWithoutPrefix) {
+  expectAddPathReset(updateMessage(cat({{0, 0, 0, 2}, kNlri, {0, 0, 0, 3}}), {}, {}),
+                     subcode::kInvalidNetworkField,
+                     "withdrawn routes: path identifier 3 is not followed");
+}
+
+// An NLRI field written without path identifiers, read by a session that expects them: the first
+// four bytes (20 cb 00 71) are taken for an identifier, the fifth (0a) for a /10 prefix.
+TEST(UpdateValidation, NlriWithoutPathIdsWhereAddPathWasNegotiated) {
+  expectAddPathReset(updateMessage({}, kMandatory, kNlri), subcode::kInvalidNetworkField,
+                     "NLRI: a /10 prefix needs 2 bytes but only 0 remain");
+}
+
+// MP_REACH_NLRI / MP_UNREACH_NLRI whose NLRI cannot be read reset the session with 3/1, as
+// without ADD-PATH (RFC 7606 section 7.11).
+TEST(UpdateValidation, AddPathMpReachPathIdCutOff) {
+  // IPv6 unicast, next hop 2001:db8::1, then 3 bytes of a path identifier.
+  const Bytes mp = {0x80, 0x0E, 0x18, 0x00, 0x02, 0x01, 0x10, 0x20, 0x01, 0x0D, 0xB8, 0, 0, 0,
+                    0,    0,    0,    0,    0,    0,    0,    0,    0x01, 0x00, 0,    0, 0};
+  expectAddPathReset(updateMessage({}, cat({kOrigin, kAsPath, mp}), {}),
+                     subcode::kMalformedAttributeList,
+                     "MP_REACH_NLRI: path identifier cut off: 3 bytes remain");
+}
+
+TEST(UpdateValidation, AddPathMpReachPrefixCutOffAfterPathId) {
+  // As kMpReach (2001:db8:10::/48 needs 6 bytes) with a path identifier and 2 prefix bytes.
+  const Bytes mp = {0x80, 0x0E, 0x1C, 0x00, 0x02, 0x01, 0x10, 0x20, 0x01, 0x0D, 0xB8,
+                    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,
+                    0x01, 0x00, 0,    0,    0,    0x01, 0x30, 0x20, 0x01};
+  expectAddPathReset(updateMessage({}, cat({kOrigin, kAsPath, mp}), {}),
+                     subcode::kMalformedAttributeList,
+                     "MP_REACH_NLRI: a /48 prefix needs 6 bytes but only 2");
+}
+
+TEST(UpdateValidation, AddPathMpUnreachPathIdCutOff) {
+  expectAddPathReset(updateMessage({}, {0x80, 0x0F, 0x05, 0x00, 0x02, 0x01, 0x00, 0x00}, {}),
+                     subcode::kMalformedAttributeList,
+                     "MP_UNREACH_NLRI: path identifier cut off: 2 bytes remain");
+}
+
+TEST(UpdateValidation, AddPathMpUnreachPathIdWithoutPrefix) {
+  expectAddPathReset(updateMessage({}, {0x80, 0x0F, 0x07, 0x00, 0x02, 0x01, 0, 0, 0, 1}, {}),
+                     subcode::kMalformedAttributeList,
+                     "MP_UNREACH_NLRI: path identifier 1 is not followed");
+}
+
+// Treat-as-withdraw still needs the NLRI: they are parsed, path identifiers included.
+TEST(UpdateValidation, AddPathTreatAsWithdrawKeepsNlriAndPathIds) {
+  auto decoded = decode(updateMessage({}, cat({kMandatory, {0x80, 0x04, 0x02, 0x00, 0x64}}),
+                                      cat({{0, 0, 0, 9}, kNlri})),
+                        kAddPath);
+  ASSERT_TRUE(decoded.has_value()) << decoded.error().reason;
+  EXPECT_EQ(decoded->handling, UpdateHandling::TreatAsWithdraw);
+  EXPECT_EQ(decodedUpdate(*decoded).nlri.size(), 1u);
+  EXPECT_EQ(decodedUpdate(*decoded).nlriPathIds, std::vector<uint32_t>{9});
+}
+
 // ---- duplicates (RFC 7606 section 3(g)) ----
 
 TEST(UpdateValidation, DuplicateMpReachResets) {
@@ -229,14 +326,39 @@ TEST(UpdateValidation, LargeCommunitiesNotMultipleOfTwelve) {
                  UpdateHandling::TreatAsWithdraw, "LARGE_COMMUNITIES attribute length 4");
 }
 
+// RFC 7606 sections 7.9 and 7.10: a malformed ORIGINATOR_ID or CLUSTER_LIST is treat-as-withdraw,
+// and the malformed value is not kept.
 TEST(UpdateValidation, OriginatorIdWrongLength) {
-  expectHandling(cat({kMandatory, {0x80, 0x09, 0x03, 1, 2, 3}}), UpdateHandling::TreatAsWithdraw,
-                 "ORIGINATOR_ID attribute length 3");
+  auto d = expectHandling(cat({kMandatory, {0x80, 0x09, 0x03, 1, 2, 3}}),
+                          UpdateHandling::TreatAsWithdraw, "ORIGINATOR_ID attribute length 3");
+  EXPECT_FALSE(decodedUpdate(d).attributes.originatorId.has_value());
+  EXPECT_TRUE(decodedUpdate(d).attributes.other.empty());
+}
+
+TEST(UpdateValidation, OriginatorIdWrongFlags) {
+  // Optional transitive (0xC0) instead of optional non-transitive (0x80).
+  auto d = expectHandling(cat({kMandatory, {0xC0, 0x09, 0x04, 192, 0, 2, 11}}),
+                          UpdateHandling::TreatAsWithdraw, "ORIGINATOR_ID flags 0xc0");
+  EXPECT_FALSE(decodedUpdate(d).attributes.originatorId.has_value());
 }
 
 TEST(UpdateValidation, ClusterListNotMultipleOfFour) {
-  expectHandling(cat({kMandatory, {0x80, 0x0A, 0x06, 1, 2, 3, 4, 5, 6}}),
-                 UpdateHandling::TreatAsWithdraw, "CLUSTER_LIST attribute length 6");
+  auto d = expectHandling(cat({kMandatory, {0x80, 0x0A, 0x06, 1, 2, 3, 4, 5, 6}}),
+                          UpdateHandling::TreatAsWithdraw, "CLUSTER_LIST attribute length 6");
+  EXPECT_FALSE(decodedUpdate(d).attributes.clusterList.has_value());
+  EXPECT_TRUE(decodedUpdate(d).attributes.other.empty());
+}
+
+TEST(UpdateValidation, ClusterListEmpty) {
+  expectHandling(cat({kMandatory, {0x80, 0x0A, 0x00}}), UpdateHandling::TreatAsWithdraw,
+                 "CLUSTER_LIST attribute length 0 is not a non-zero multiple of 4");
+}
+
+TEST(UpdateValidation, DuplicateClusterListKeepsFirst) {
+  auto d = expectHandling(
+      cat({kMandatory, {0x80, 0x0A, 0x04, 192, 0, 2, 1}, {0x80, 0x0A, 0x04, 192, 0, 2, 2}}),
+      UpdateHandling::AttributeDiscard, "duplicate CLUSTER_LIST");
+  EXPECT_EQ(decodedUpdate(d).attributes.clusterList, std::vector<uint32_t>{0xC0000201});
 }
 
 TEST(UpdateValidation, MissingOrigin) {

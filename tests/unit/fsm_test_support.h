@@ -121,6 +121,8 @@ inline std::string describe(const Actions& actions) {
                     std::string(sessionStateName(a.to)) + ")";
           } else if constexpr (std::is_same_v<T, Notice>) {
             text += "Notice(" + a.text + ")";
+          } else if constexpr (std::is_same_v<T, WatchedPathsChanged>) {
+            text += "WatchedPathsChanged";
           }
         },
         action);

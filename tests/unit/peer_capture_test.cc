@@ -187,6 +187,7 @@ struct PeerFacts {
   std::vector<uint8_t> ceaseEbgp;  // trailing Cease subcodes after SIGTERM
   std::vector<uint8_t> ceaseIbgp;
   std::vector<int> nonCanonical;  // message numbers our encoder does not reproduce byte for byte
+  std::vector<AddPathFamily> addPath;  // ADD-PATH tuples of the OPEN (RFC 7911)
 };
 
 GracefulRestartCapability gr(bool restartState, bool notification, uint16_t seconds) {
@@ -214,21 +215,23 @@ const std::vector<PeerFacts>& allFacts() {
        {2},
        {2},
        {1, 5}},
-      // FRR: one parameter per capability; GR with R and N set; MED 0; 32-byte IPv6 next hops
+      // FRR: one parameter per capability; GR with R and N set; ADD-PATH receive (not send) for
+      // both families, which FRR advertises unless told not to; MED 0; 32-byte IPv6 next hops
       // on both sessions. Not canonical: the OPEN (layout, unknown capabilities) and both
       // UPDATEs (AS_PATH with the extended-length flag; MP_REACH first).
       {"frr8",
        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
        true,
        gr(true, true, 120),
-       {70, 6, 69, 73, 71},
+       {70, 6, 73, 71},
        0,
        32,
        32,
        {},
        {3, 2},
        {3, 2},
-       {1, 4, 5}},
+       {1, 4, 5},
+       {{kIpv4Unicast, AddPathMode::Receive}, {kIpv6Unicast, AddPathMode::Receive}}},
       // GoBGP: like BIRD, one parameter for all 6 capabilities (route refresh first); no GR;
       // FQDN (73) and extended next hop (5). Its UPDATEs are canonical; its OPEN is not.
       {"gobgp3", {6}, true, std::nullopt, {73, 5}, std::nullopt, 16, 16, {}, {3}, {3}, {1}},
@@ -350,6 +353,7 @@ TEST_P(PeerCaptureTest, OpenCarriesTheConfiguredIdentityAndCapabilities) {
     EXPECT_EQ(open.capabilities.fourOctetAs, asn);
     EXPECT_EQ(open.capabilities.routeRefresh, facts().routeRefresh);
     EXPECT_EQ(open.capabilities.gracefulRestart, facts().gracefulRestart);
+    EXPECT_EQ(open.capabilities.addPath, facts().addPath);
     std::vector<uint8_t> unknown;
     for (const auto& c : open.capabilities.unknown) {
       unknown.push_back(c.code);
@@ -586,6 +590,46 @@ TEST_P(PeerCaptureFsmTest, WholeSessionOneByteAtATime) {
     expectNoNotificationSent(actions, "byte stream");
   }
   expectEstablishedWithRoutes(fsm, updates);
+}
+
+// The same sessions with vipd advertising ADD-PATH receive and watching both routes as VIPs. No
+// captured peer sends path identifiers (FRR advertises receive only), so each route is kept as
+// the peer's one path, path identifier 0, until the peer's Cease ends the session.
+TEST_P(PeerCaptureFsmTest, WatchedRoutesKeepThePeersPathWithPathIdZero) {
+  auto [beforeCease, cease] = split();
+  SessionConfig c = config();
+  c.addPathReceive = {kIpv4Unicast, kIpv6Unicast};
+  c.watchedPrefixes = {prefix("203.0.113.10/32"), prefix("2001:db8:ffff::10/128")};
+  SessionFsm fsm(c);
+  (void)fsm.start();
+  (void)fsm.onConnected(ip("192.0.2.1"));
+  size_t changes = 0;
+  for (const auto& m : beforeCease) {
+    Actions actions = fsm.onBytes(m.wire);
+    expectNoNotificationSent(actions, m.label);
+    changes += actionsOf<WatchedPathsChanged>(actions).size();
+  }
+  ASSERT_EQ(fsm.state(), SessionState::Established) << fsm.lastError();
+  EXPECT_TRUE(fsm.negotiated()->addPathReceive.empty());
+  EXPECT_EQ(changes, 2u);
+
+  const bool ibgp = GetParam().ibgp;
+  ReceivedPath v4;
+  v4.nextHop = ip("192.0.2.11");
+  v4.asPath = ibgp ? AsPath{} : AsPath{{AsPathSegment::Type::AsSequence, {kPeerEbgpAsn}}};
+  v4.localPref = ibgp ? std::optional<uint32_t>(100) : std::nullopt;
+  v4.communities = {kCommunity};
+  ReceivedPath v6 = v4;
+  v6.nextHop = ip("2001:db8::11");
+  EXPECT_EQ(fsm.watchedPaths(), (WatchedPaths{{prefix("203.0.113.10/32"), {{0, v4}}},
+                                              {prefix("2001:db8:ffff::10/128"), {{0, v6}}}}));
+  EXPECT_EQ(fsm.counters().watchedPathsReceived, 2u);
+
+  if (!cease.empty()) {
+    Actions actions = fsm.onBytes(cease[0].wire);
+    EXPECT_TRUE(fsm.watchedPaths().empty());
+    EXPECT_EQ(actionsOf<WatchedPathsChanged>(actions).size(), 1u) << describe(actions);
+  }
 }
 
 }  // namespace

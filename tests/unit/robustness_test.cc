@@ -6,8 +6,9 @@
 // session down with NOTIFICATION then Disconnect.
 //
 // Also: a long stream of valid UPDATEs must not make the FSM retain memory (it counts received
-// prefixes, it does not store them). Allocations are counted by replacing the global operator
-// new/delete for this test executable.
+// prefixes, it does not store them), nor may a peer that sends ever more ADD-PATH paths for a
+// watched VIP (at most kMaxPathsPerWatchedPrefix are kept). Allocations are counted by replacing
+// the global operator new/delete for this test executable.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -88,6 +89,8 @@ constexpr uint32_t kLocalAsn = 65000;
 constexpr uint32_t kPeerAsn = 65001;
 constexpr uint32_t kFixedSeed = 20240601;
 constexpr int kRandomMutationsPerSeed = 40;
+// What a session that negotiated ADD-PATH receive in both families decodes with.
+const CodecOptions kAddPath{.fourOctetAs = true, .addPath = {kIpv4Unicast, kIpv6Unicast}};
 
 struct Seed {
   std::string name;
@@ -160,6 +163,25 @@ std::vector<Seed> handBuiltSeeds() {
       MpUnreachNlri{kIpv6Unicast, {prefix("2001:db8:1::/48"), prefix("2001:db8:2::1/128")}};
   add("UPDATE MP_UNREACH IPv6", unreach);
   add("UPDATE End-of-RIB IPv6", buildEndOfRib(kIpv6Unicast));
+
+  // ADD-PATH (RFC 7911): the capability, and path identifiers in every NLRI field.
+  OpenMessage addPathOpen = open;
+  addPathOpen.capabilities.addPath = {{kIpv4Unicast, AddPathMode::Send},
+                                      {kIpv6Unicast, AddPathMode::Both}};
+  add("OPEN with ADD-PATH", addPathOpen);
+  UpdateMessage reflected = v4;
+  reflected.withdrawnPathIds = {7};
+  reflected.nlriPathIds = {1, 2, 0xFFFFFFFF, 0};
+  reflected.attributes.originatorId = 0xC000020B;
+  reflected.attributes.clusterList = std::vector<uint32_t>{0xC0000201, 0xC0000202};
+  add("UPDATE IPv4 with path identifiers, ORIGINATOR_ID, CLUSTER_LIST", reflected, kAddPath);
+  UpdateMessage v6Paths = v6;
+  v6Paths.attributes.mpReach->pathIds.assign(v6Paths.attributes.mpReach->nlri.size(), 3);
+  add("UPDATE IPv6 MP_REACH with path identifiers", v6Paths, kAddPath);
+  UpdateMessage unreachPaths = unreach;
+  unreachPaths.attributes.mpUnreach->pathIds = {1, 2};
+  add("UPDATE MP_UNREACH IPv6 with path identifiers", unreachPaths, kAddPath);
+  add("UPDATE End-of-RIB IPv4 with ADD-PATH", buildEndOfRib(kIpv4Unicast), kAddPath);
   return seeds;
 }
 
@@ -361,11 +383,14 @@ SessionConfig peerConfig() {
   config.outbound.localAsn = kLocalAsn;
   config.outbound.nextHopV6 = ip("2001:db8::1");
   config.jitterSeed = 1;
+  config.addPathReceive = {kIpv4Unicast, kIpv6Unicast};
+  config.watchedPrefixes = {prefix("203.0.113.10/32"), prefix("2001:db8:ffff::10/128")};
   return config;
 }
 
-// An Established session announcing one prefix per family.
-SessionFsm establishedFsm() {
+// An Established session announcing one prefix per family and watching the same two prefixes;
+// with `addPath` the peer sends path identifiers in both families.
+SessionFsm establishedFsm(bool addPath = false) {
   SessionFsm fsm(peerConfig());
   (void)fsm.setAnnouncements({prefix("203.0.113.10/32"), prefix("2001:db8:ffff::10/128")});
   (void)fsm.start();
@@ -377,9 +402,14 @@ SessionFsm establishedFsm() {
   open.capabilities.multiprotocol = {kIpv4Unicast, kIpv6Unicast};
   open.capabilities.routeRefresh = true;
   open.capabilities.fourOctetAs = kPeerAsn;
+  if (addPath) {
+    open.capabilities.addPath = {{kIpv4Unicast, AddPathMode::Send},
+                                 {kIpv6Unicast, AddPathMode::Send}};
+  }
   (void)fsm.onBytes(encode(open));
   (void)fsm.onBytes(encode(KeepaliveMessage{}));
   EXPECT_EQ(fsm.state(), SessionState::Established) << fsm.lastError();
+  EXPECT_EQ(fsm.negotiated()->addPathReceive.size(), addPath ? 2u : 0u);
   return fsm;
 }
 
@@ -396,7 +426,8 @@ void expectFsmIsSafe(const SessionFsm& established, const Bytes& input, const st
     ASSERT_TRUE(
         std::holds_alternative<Send>(action) || std::holds_alternative<Arm>(action) ||
         std::holds_alternative<Cancel>(action) || std::holds_alternative<Disconnect>(action) ||
-        std::holds_alternative<StateChanged>(action) || std::holds_alternative<Notice>(action))
+        std::holds_alternative<StateChanged>(action) || std::holds_alternative<Notice>(action) ||
+        std::holds_alternative<WatchedPathsChanged>(action))
         << what;
     if (std::holds_alternative<Disconnect>(action)) {
       ++disconnects;
@@ -431,11 +462,14 @@ void expectFsmIsSafe(const SessionFsm& established, const Bytes& input, const st
         << what << ": closed without a NOTIFICATION either way";
   }
   EXPECT_TRUE(fsm.advertised().empty()) << what;
+  EXPECT_TRUE(fsm.watchedPaths().empty()) << what;
 }
 
 TEST(Robustness, MutatedMessagesNeverCrashAndFailCleanly) {
   const SessionFsm established = establishedFsm();
   ASSERT_EQ(established.state(), SessionState::Established);
+  const SessionFsm establishedAddPath = establishedFsm(true);
+  ASSERT_EQ(establishedAddPath.state(), SessionState::Established);
   std::mt19937 rng(kFixedSeed);
   const auto seeds = allSeeds();
   ASSERT_GT(seeds.size(), 30u);
@@ -452,7 +486,8 @@ TEST(Robustness, MutatedMessagesNeverCrashAndFailCleanly) {
                                 ": " + fmt::format("{:02x}", fmt::join(input, ""));
       expectDecodeIsSafe(input, seed.options, where);
       expectFramerIsSafe(input, where);
-      expectFsmIsSafe(established, input, where);
+      expectFsmIsSafe(seed.options.addPath.empty() ? established : establishedAddPath, input,
+                      where);
       decodeErrors += !decode(input, seed.options).has_value();
       ++cases;
       if (::testing::Test::HasFatalFailure() || ::testing::Test::HasNonfatalFailure()) {
@@ -556,6 +591,58 @@ TEST(Robustness, ReceivedUpdatesAreCountedNotStored) {
   // Storing anything per received prefix would add thousands of allocations.
   EXPECT_LT(growth, 16) << "live allocations grew by " << growth << " over " << kUpdates - kWarmUp
                         << " UPDATEs";
+}
+
+// A peer with ADD-PATH churns the paths of a watched VIP: path identifiers 0..999 over and over,
+// each announcement with other attributes (a long AS_PATH, many communities), and every tenth
+// UPDATE withdrawing one of the first 64. The FSM keeps at most kMaxPathsPerWatchedPrefix paths,
+// counts the rest, and its live allocations do not grow with the stream.
+TEST(Robustness, WatchedPathsStayBoundedUnderAHostilePeer) {
+  constexpr uint32_t kUpdates = 10000;
+  const Prefix vip = prefix("203.0.113.10/32");
+  std::vector<Bytes> stream;
+  uint64_t withdrawals = 0;
+  for (uint32_t i = 0; i < kUpdates; ++i) {
+    UpdateMessage u;
+    u.attributes.origin = Origin::Igp;
+    u.attributes.asPath =
+        AsPath{{AsPathSegment::Type::AsSequence, std::vector<uint32_t>(200 + i % 7, kPeerAsn)}};
+    u.attributes.nextHop = ip("192.0.2.11");
+    u.attributes.localPref = i;
+    u.attributes.communities = std::vector<uint32_t>(100, 0xFDE80064 + i);
+    u.nlri = {vip};
+    u.nlriPathIds = {i % 1000};
+    if (i % 10 == 9) {
+      u.withdrawn = {vip};
+      u.withdrawnPathIds = {(i / 10) % 64};
+      ++withdrawals;
+    }
+    stream.push_back(encode(u, kAddPath));
+  }
+
+  SessionFsm fsm = establishedFsm(true);
+  constexpr size_t kWarmUp = 1000;
+  int64_t liveAfterWarmUp = 0;
+  size_t changes = 0;
+  for (size_t i = 0; i < stream.size(); ++i) {
+    if (i == kWarmUp) {
+      liveAfterWarmUp = liveAllocations.load();
+    }
+    const Actions actions = fsm.onBytes(stream[i]);
+    changes += actionsOf<WatchedPathsChanged>(actions).size();
+    ASSERT_EQ(fsm.state(), SessionState::Established) << fsm.lastError();
+    ASSERT_LE(fsm.watchedPaths().at(vip).size(), kMaxPathsPerWatchedPrefix);
+  }
+  const int64_t growth = liveAllocations.load() - liveAfterWarmUp;
+
+  const auto& c = fsm.counters();
+  EXPECT_EQ(fsm.watchedPaths().at(vip).size(), kMaxPathsPerWatchedPrefix);
+  EXPECT_EQ(c.watchedPathsReceived, kUpdates);
+  EXPECT_EQ(c.watchedPathsWithdrawn, withdrawals);
+  EXPECT_GT(c.watchedPathsDropped, kUpdates / 2);
+  EXPECT_GT(changes, 500u);  // the map did churn
+  // A replaced path frees what the old one held; a path in a freed slot takes what it left.
+  EXPECT_LT(growth, 16) << "live allocations grew by " << growth;
 }
 
 }  // namespace

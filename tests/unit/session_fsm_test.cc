@@ -1400,5 +1400,490 @@ TEST_F(GracefulRestartTest, StopStillSendsCeaseSoThePeerFlushesThePath) {
   EXPECT_EQ(n.code, static_cast<uint8_t>(ErrorCode::Cease));
 }
 
+// ---- ADD-PATH receive (RFC 7911) and the paths kept for watched prefixes ----
+
+constexpr uint32_t kRouteReflectorId = 0xC0000201;  // 192.0.2.1, the cluster ID
+constexpr uint32_t kNodeB = 0xC000020B;             // 192.0.2.11, another vipd
+constexpr uint32_t kNodeC = 0xC000020C;             // 192.0.2.12, a third one
+
+// A route reflector with `add paths tx` towards vipd (iBGP), which advertises ADD-PATH receive
+// for both families and watches vipA and vip6.
+class AddPathTest : public SessionFsmTest {
+ protected:
+  AddPathTest() {
+    config_ = ibgpConfig();
+    config_.addPathReceive = {kIpv4Unicast, kIpv6Unicast};
+    config_.watchedPrefixes = {vipA(), vip6()};
+  }
+
+  static OpenMessage sendingPeerOpen(AddPathMode v4 = AddPathMode::Send,
+                                     AddPathMode v6 = AddPathMode::Both) {
+    OpenMessage open = peerOpen(kLocalAsn);
+    open.capabilities.addPath = {{kIpv4Unicast, v4}, {kIpv6Unicast, v6}};
+    return open;
+  }
+
+  // Established with a peer that sends path identifiers in both families; what feed() encodes
+  // from then on carries them.
+  void establishWithAddPath() {
+    toEstablished(sendingPeerOpen());
+    ASSERT_THAT(fsm().negotiated()->addPathReceive, ElementsAre(kIpv4Unicast, kIpv6Unicast));
+    peerOptions_.addPath = {kIpv4Unicast, kIpv6Unicast};
+  }
+
+  // The reflected IPv4 path of node `originator` (next hop 198.51.100.x, x = its last octet).
+  static UpdateMessage reflectedV4(std::vector<Prefix> prefixes, std::vector<uint32_t> pathIds,
+                                   uint32_t originator, uint32_t localPref = 100) {
+    UpdateMessage update;
+    update.attributes.origin = Origin::Igp;
+    update.attributes.asPath = AsPath{};
+    update.attributes.nextHop = IpAddress::v4(0xC6336400u | (originator & 0xFF));
+    update.attributes.localPref = localPref;
+    update.attributes.communities = std::vector<uint32_t>{kCommunity};
+    update.attributes.originatorId = originator;
+    update.attributes.clusterList = std::vector<uint32_t>{kRouteReflectorId};
+    update.nlri = std::move(prefixes);
+    update.nlriPathIds = std::move(pathIds);
+    return update;
+  }
+
+  // The same for IPv6, with a global and a link-local next hop (RFC 2545).
+  static UpdateMessage reflectedV6(uint32_t pathId, uint32_t originator) {
+    UpdateMessage update = reflectedV4({}, {}, originator);
+    update.attributes.nextHop.reset();
+    const IpAddress global = ip("2001:db8::11");
+    const IpAddress linkLocal = ip("fe80::11");
+    std::vector<uint8_t> nextHop(global.bytes.begin(), global.bytes.end());
+    nextHop.insert(nextHop.end(), linkLocal.bytes.begin(), linkLocal.bytes.end());
+    update.attributes.mpReach = MpReachNlri{kIpv6Unicast, nextHop, {vip6()}, {pathId}};
+    return update;
+  }
+
+  static UpdateMessage withdrawV4(std::vector<Prefix> prefixes, std::vector<uint32_t> pathIds) {
+    UpdateMessage update;
+    update.withdrawn = std::move(prefixes);
+    update.withdrawnPathIds = std::move(pathIds);
+    return update;
+  }
+
+  // The path reflectedV4 describes, as the FSM keeps it.
+  static ReceivedPath pathOf(uint32_t originator, uint32_t localPref = 100) {
+    ReceivedPath path;
+    path.nextHop = IpAddress::v4(0xC6336400u | (originator & 0xFF));
+    path.originatorId = originator;
+    path.clusterList = {kRouteReflectorId};
+    path.asPath = AsPath{};
+    path.localPref = localPref;
+    path.communities = {kCommunity};
+    return path;
+  }
+
+  static size_t changes(const Actions& actions) {
+    return actionsOf<WatchedPathsChanged>(actions).size();
+  }
+};
+
+TEST_F(AddPathTest, OpenAdvertisesAddPathReceiveForTheConfiguredFamilies) {
+  auto opens = sentOf<OpenMessage>(toOpenSent());
+  ASSERT_EQ(opens.size(), 1u);
+  EXPECT_THAT(opens[0].capabilities.addPath,
+              ElementsAre(AddPathFamily{kIpv4Unicast, AddPathMode::Receive},
+                          AddPathFamily{kIpv6Unicast, AddPathMode::Receive}));
+}
+
+TEST_F(AddPathTest, OpenLeavesOutFamiliesTheSessionDoesNotSpeak) {
+  config_.families = {kIpv6Unicast};
+  auto opens = sentOf<OpenMessage>(toOpenSent());
+  ASSERT_EQ(opens.size(), 1u);
+  EXPECT_THAT(opens[0].capabilities.addPath,
+              ElementsAre(AddPathFamily{kIpv6Unicast, AddPathMode::Receive}));
+}
+
+// Without addPathReceive the OPEN is byte for byte what it was before ADD-PATH, watched prefixes
+// or not.
+TEST_F(SessionFsmTest, NoAddPathCapabilityUnlessConfigured) {
+  const auto plain = actionsOf<Send>(toOpenSent());
+  config_.watchedPrefixes = {vipA()};
+  SessionFsm watching(config_);
+  (void)watching.start();
+  const auto watched = actionsOf<Send>(watching.onConnected(localV4()));
+  ASSERT_EQ(plain.size(), 1u);
+  ASSERT_EQ(watched.size(), 1u);
+  EXPECT_EQ(plain[0].bytes, watched[0].bytes);
+  EXPECT_TRUE(std::get<OpenMessage>(decodeSent(plain[0])).capabilities.addPath.empty());
+}
+
+TEST_F(AddPathTest, NegotiatedWhereThePeerSends) {
+  toEstablished(sendingPeerOpen(AddPathMode::Send, AddPathMode::Both));
+  EXPECT_THAT(fsm().negotiated()->addPathReceive, ElementsAre(kIpv4Unicast, kIpv6Unicast));
+}
+
+// FRR advertises ADD-PATH receive for every family unless told not to: nothing comes our way.
+TEST_F(AddPathTest, NotNegotiatedWhenThePeerOnlyReceives) {
+  toEstablished(sendingPeerOpen(AddPathMode::Receive, AddPathMode::Receive));
+  EXPECT_TRUE(fsm().negotiated()->addPathReceive.empty());
+  // Its UPDATEs carry no path identifiers and decode as such: path identifier 0.
+  Actions actions = feed(reflectedV4({vipA()}, {}, kNodeB));
+  EXPECT_EQ(fsm().state(), SessionState::Established) << describe(actions);
+  EXPECT_EQ(fsm().watchedPaths(), (WatchedPaths{{vipA(), {{0, pathOf(kNodeB)}}}}));
+}
+
+TEST_F(AddPathTest, NotNegotiatedUnlessWeAdvertisedReceive) {
+  config_.addPathReceive = {kIpv6Unicast};
+  toEstablished(sendingPeerOpen());
+  EXPECT_THAT(fsm().negotiated()->addPathReceive, ElementsAre(kIpv6Unicast));
+}
+
+TEST_F(AddPathTest, NotNegotiatedInAFamilyTheSessionDoesNotSpeak) {
+  OpenMessage open = sendingPeerOpen();
+  open.capabilities.multiprotocol = {kIpv4Unicast};
+  toEstablished(open);
+  EXPECT_THAT(fsm().negotiated()->families, ElementsAre(kIpv4Unicast));
+  EXPECT_THAT(fsm().negotiated()->addPathReceive, ElementsAre(kIpv4Unicast));
+}
+
+// A peer that lists a family twice: its last tuple counts, as in BIRD and FRR.
+TEST_F(AddPathTest, TheLastTupleForAFamilyCounts) {
+  OpenMessage open = peerOpen(kLocalAsn);
+  open.capabilities.addPath = {{kIpv4Unicast, AddPathMode::Send},
+                               {kIpv6Unicast, AddPathMode::Receive},
+                               {kIpv4Unicast, AddPathMode::Receive},
+                               {kIpv6Unicast, AddPathMode::Send}};
+  toEstablished(open);
+  EXPECT_THAT(fsm().negotiated()->addPathReceive, ElementsAre(kIpv6Unicast));
+}
+
+// The fabric's view of the VIP: two nodes announce it, the reflector sends both paths.
+TEST_F(AddPathTest, TwoPathsForTheWatchedVipFromARouteReflector) {
+  establishWithAddPath();
+  Actions first = feed(reflectedV4({vipA()}, {1}, kNodeB));
+  EXPECT_EQ(changes(first), 1u) << describe(first);
+  EXPECT_EQ(fsm().watchedPaths(), (WatchedPaths{{vipA(), {{1, pathOf(kNodeB)}}}}));
+
+  Actions second = feed(reflectedV4({vipA()}, {2}, kNodeC));
+  EXPECT_EQ(changes(second), 1u) << describe(second);
+  EXPECT_EQ(fsm().watchedPaths(),
+            (WatchedPaths{{vipA(), {{1, pathOf(kNodeB)}, {2, pathOf(kNodeC)}}}}));
+  const ReceivedPath& b = fsm().watchedPaths().at(vipA()).at(1);
+  EXPECT_EQ(b.nextHop, ip("198.51.100.11"));
+  EXPECT_EQ(b.originatorId, kNodeB);
+  EXPECT_THAT(b.clusterList, ElementsAre(kRouteReflectorId));
+  EXPECT_EQ(b.localPref, 100u);
+  EXPECT_THAT(b.communities, ElementsAre(kCommunity));
+  EXPECT_EQ(fsm().counters().watchedPathsReceived, 2u);
+  EXPECT_EQ(fsm().counters().prefixesReceived, 2u);
+  EXPECT_TRUE(actionsOf<Send>(second).empty());
+}
+
+TEST_F(AddPathTest, SeveralUpdatesInOneBatchAreReportedOnce) {
+  establishWithAddPath();
+  Actions actions = fsm().onBytes(concat(bytesOf(reflectedV4({vipA()}, {1}, kNodeB), peerOptions_),
+                                         bytesOf(reflectedV6(7, kNodeC), peerOptions_)));
+  EXPECT_EQ(changes(actions), 1u) << describe(actions);
+  EXPECT_TRUE(std::holds_alternative<WatchedPathsChanged>(actions.back())) << describe(actions);
+  EXPECT_EQ(fsm().watchedPaths().size(), 2u);
+}
+
+TEST_F(AddPathTest, WithdrawingOnePathIdLeavesTheOther) {
+  establishWithAddPath();
+  (void)feed(reflectedV4({vipA()}, {1}, kNodeB));
+  (void)feed(reflectedV4({vipA()}, {2}, kNodeC));
+
+  Actions withdrawn = feed(withdrawV4({vipA()}, {1}));
+  EXPECT_EQ(changes(withdrawn), 1u) << describe(withdrawn);
+  EXPECT_EQ(fsm().watchedPaths(), (WatchedPaths{{vipA(), {{2, pathOf(kNodeC)}}}}));
+  EXPECT_EQ(fsm().counters().watchedPathsWithdrawn, 1u);
+
+  // Withdrawing a path identifier it does not hold changes nothing, but is counted.
+  Actions again = feed(withdrawV4({vipA()}, {1}));
+  EXPECT_EQ(changes(again), 0u) << describe(again);
+  EXPECT_EQ(fsm().counters().watchedPathsWithdrawn, 2u);
+
+  // The last path gone, the prefix has no entry at all.
+  Actions last = feed(withdrawV4({vipA()}, {2}));
+  EXPECT_EQ(changes(last), 1u);
+  EXPECT_TRUE(fsm().watchedPaths().empty());
+}
+
+TEST_F(AddPathTest, Ipv6PathsComeAndGoThroughMpReachAndMpUnreach) {
+  establishWithAddPath();
+  Actions announced = feed(reflectedV6(7, kNodeB));
+  EXPECT_EQ(changes(announced), 1u) << describe(announced);
+  ASSERT_EQ(fsm().watchedPaths().count(vip6()), 1u);
+  const auto& paths = fsm().watchedPaths().at(vip6());
+  ASSERT_EQ(paths.count(7), 1u);
+  // The global address of the global + link-local pair.
+  EXPECT_EQ(paths.at(7).nextHop, ip("2001:db8::11"));
+  EXPECT_EQ(paths.at(7).originatorId, kNodeB);
+
+  UpdateMessage unreach;
+  unreach.attributes.mpUnreach = MpUnreachNlri{kIpv6Unicast, {vip6()}, {7}};
+  Actions withdrawn = feed(unreach);
+  EXPECT_EQ(changes(withdrawn), 1u) << describe(withdrawn);
+  EXPECT_TRUE(fsm().watchedPaths().empty());
+  EXPECT_EQ(fsm().counters().watchedPathsWithdrawn, 1u);
+}
+
+TEST_F(AddPathTest, EndOfRibIsRecognisedWithAddPath) {
+  establishWithAddPath();
+  Actions v4 = feed(buildEndOfRib(kIpv4Unicast));
+  Actions v6 = feed(buildEndOfRib(kIpv6Unicast));
+  EXPECT_EQ(fsm().counters().endOfRibReceived, 2u);
+  EXPECT_EQ(changes(v4) + changes(v6), 0u);
+  EXPECT_EQ(fsm().state(), SessionState::Established);
+}
+
+// RFC 7606: the UPDATE's NLRI are withdrawn, those with a path kept (id 1) and those without
+// (id 3) alike, in both families.
+TEST_F(AddPathTest, TreatAsWithdrawRemovesTheUpdatesWatchedPaths) {
+  establishWithAddPath();
+  (void)feed(reflectedV4({vipA()}, {1}, kNodeB));
+  (void)feed(reflectedV4({vipA()}, {2}, kNodeC));
+  (void)feed(reflectedV6(7, kNodeB));
+
+  UpdateMessage malformed = reflectedV4({vipA(), vipA()}, {1, 3}, kNodeB);
+  malformed.attributes.other = {RawAttribute{attr_flags::kOptional, 4, {0, 0, 1}}};  // MED, 3 bytes
+  Actions actions = feed(malformed);
+  EXPECT_EQ(fsm().state(), SessionState::Established) << describe(actions);
+  EXPECT_EQ(changes(actions), 1u) << describe(actions);
+  EXPECT_EQ(fsm().watchedPaths().at(vipA()),
+            (std::map<uint32_t, ReceivedPath>{{2, pathOf(kNodeC)}}));
+  EXPECT_EQ(fsm().counters().treatAsWithdraw, 1u);
+  EXPECT_EQ(fsm().counters().watchedPathsWithdrawn, 2u);
+
+  UpdateMessage malformed6 = reflectedV6(7, kNodeB);
+  malformed6.attributes.other = malformed.attributes.other;
+  Actions actions6 = feed(malformed6);
+  EXPECT_EQ(changes(actions6), 1u) << describe(actions6);
+  EXPECT_EQ(fsm().watchedPaths().count(vip6()), 0u);
+}
+
+TEST_F(AddPathTest, AnIdenticalAnnouncementIsNoChangeAndANewOneReplaces) {
+  establishWithAddPath();
+  (void)feed(reflectedV4({vipA()}, {1}, kNodeB));
+  Actions same = feed(reflectedV4({vipA()}, {1}, kNodeB));
+  EXPECT_EQ(changes(same), 0u) << describe(same);
+
+  Actions replaced = feed(reflectedV4({vipA()}, {1}, kNodeB, 50));
+  EXPECT_EQ(changes(replaced), 1u) << describe(replaced);
+  EXPECT_EQ(fsm().watchedPaths(), (WatchedPaths{{vipA(), {{1, pathOf(kNodeB, 50)}}}}));
+  EXPECT_EQ(fsm().counters().watchedPathsReceived, 3u);
+}
+
+// RFC 4271 section 4.3: a prefix in both fields of one UPDATE stands announced.
+TEST_F(AddPathTest, APathWithdrawnAndAnnouncedInOneUpdateStands) {
+  establishWithAddPath();
+  UpdateMessage update = reflectedV4({vipA()}, {1}, kNodeB);
+  update.withdrawn = {vipA()};
+  update.withdrawnPathIds = {1};
+  (void)feed(update);
+  EXPECT_EQ(fsm().watchedPaths(), (WatchedPaths{{vipA(), {{1, pathOf(kNodeB)}}}}));
+}
+
+TEST_F(AddPathTest, UnwatchedPrefixesAreCountedNotStored) {
+  establishWithAddPath();
+  Actions unwatched = feed(reflectedV4({vipB(), vipC()}, {1, 1}, kNodeB));
+  EXPECT_EQ(changes(unwatched), 0u) << describe(unwatched);
+  EXPECT_TRUE(fsm().watchedPaths().empty());
+  (void)feed(reflectedV4({vipB(), vipA()}, {2, 2}, kNodeB));
+  EXPECT_EQ(fsm().watchedPaths(), (WatchedPaths{{vipA(), {{2, pathOf(kNodeB)}}}}));
+  EXPECT_EQ(fsm().counters().prefixesReceived, 4u);
+  EXPECT_EQ(fsm().counters().watchedPathsReceived, 1u);
+  // A covering prefix is not the VIP: matched exactly.
+  (void)feed(reflectedV4({prefix("203.0.113.0/24")}, {3}, kNodeB));
+  EXPECT_EQ(fsm().watchedPaths().at(vipA()).size(), 1u);
+}
+
+TEST_F(AddPathTest, NothingIsStoredWithoutWatchedPrefixes) {
+  config_.watchedPrefixes.clear();
+  establishWithAddPath();
+  Actions actions = feed(reflectedV4({vipA()}, {1}, kNodeB));
+  EXPECT_EQ(changes(actions), 0u);
+  EXPECT_TRUE(fsm().watchedPaths().empty());
+  EXPECT_EQ(fsm().counters().watchedPathsReceived, 0u);
+}
+
+// A family the session did not negotiate is not the fabric's view on this session.
+TEST_F(AddPathTest, PathsOfANonNegotiatedFamilyAreNotStored) {
+  config_.families = {kIpv4Unicast};
+  toEstablished(sendingPeerOpen());
+  peerOptions_.addPath = {kIpv4Unicast};
+  UpdateMessage v6 = reflectedV6(0, kNodeB);
+  v6.attributes.mpReach->pathIds.clear();  // IPv6 has no ADD-PATH here either
+  Actions actions = feed(v6);
+  EXPECT_EQ(fsm().state(), SessionState::Established) << describe(actions);
+  EXPECT_TRUE(fsm().watchedPaths().empty());
+}
+
+// A hostile or misconfigured peer cannot grow the FSM's memory: at most 64 paths per prefix.
+TEST_F(AddPathTest, PathsPerWatchedPrefixAreCapped) {
+  establishWithAddPath();
+  std::vector<uint32_t> ids;
+  for (uint32_t id = 1; id <= kMaxPathsPerWatchedPrefix + 1; ++id) {
+    ids.push_back(id);
+  }
+  Actions actions = feed(reflectedV4(std::vector<Prefix>(ids.size(), vipA()), ids, kNodeB));
+  EXPECT_EQ(fsm().state(), SessionState::Established) << describe(actions);
+  EXPECT_EQ(fsm().watchedPaths().at(vipA()).size(), kMaxPathsPerWatchedPrefix);
+  EXPECT_EQ(fsm().watchedPaths().at(vipA()).count(kMaxPathsPerWatchedPrefix + 1), 0u);
+  EXPECT_EQ(fsm().counters().watchedPathsReceived, kMaxPathsPerWatchedPrefix + 1);
+  EXPECT_EQ(fsm().counters().watchedPathsDropped, 1u);
+  auto notices = actionsOf<Notice>(actions);
+  ASSERT_EQ(notices.size(), 1u) << describe(actions);
+  EXPECT_THAT(notices[0].text, HasSubstr("more than 64 paths for watched prefix 203.0.113.10/32"));
+
+  // More of them: counted, dropped, and the operator is not told again in this session.
+  Actions more = feed(reflectedV4({vipA(), vipA()}, {1000, 1001}, kNodeB));
+  EXPECT_EQ(changes(more), 0u) << describe(more);
+  EXPECT_TRUE(actionsOf<Notice>(more).empty()) << describe(more);
+  EXPECT_EQ(fsm().counters().watchedPathsDropped, 3u);
+
+  // A kept path can still be replaced, and a withdrawal makes room for one more.
+  (void)feed(reflectedV4({vipA()}, {5}, kNodeB, 50));
+  EXPECT_EQ(fsm().watchedPaths().at(vipA()).at(5).localPref, 50u);
+  (void)feed(withdrawV4({vipA()}, {1}));
+  Actions admitted = feed(reflectedV4({vipA()}, {1000}, kNodeC));
+  EXPECT_EQ(changes(admitted), 1u);
+  EXPECT_EQ(fsm().watchedPaths().at(vipA()).count(1000), 1u);
+  EXPECT_EQ(fsm().watchedPaths().at(vipA()).size(), kMaxPathsPerWatchedPrefix);
+}
+
+// Without ADD-PATH the peer has one path per prefix: path identifier 0, replaced by the next.
+TEST_F(AddPathTest, WithoutAddPathTheOnePathHasIdZero) {
+  toEstablished(peerOpen(kLocalAsn));
+  EXPECT_TRUE(fsm().negotiated()->addPathReceive.empty());
+  (void)feed(reflectedV4({vipA()}, {}, kNodeB));
+  Actions replaced = feed(reflectedV4({vipA()}, {}, kNodeC));
+  EXPECT_EQ(changes(replaced), 1u);
+  EXPECT_EQ(fsm().watchedPaths(), (WatchedPaths{{vipA(), {{0, pathOf(kNodeC)}}}}));
+  (void)feed(withdrawV4({vipA()}, {}));
+  EXPECT_TRUE(fsm().watchedPaths().empty());
+}
+
+// RFC 7606 sections 7.9 and 7.10: ORIGINATOR_ID and CLUSTER_LIST from an external peer are
+// discarded; the rest of the path is kept.
+TEST_F(AddPathTest, AnExternalPeersOriginatorIdAndClusterListAreNotKept) {
+  config_ = ebgpConfig();
+  config_.addPathReceive = {kIpv4Unicast};
+  config_.watchedPrefixes = {vipA()};
+  OpenMessage open = peerOpen();
+  open.capabilities.addPath = {{kIpv4Unicast, AddPathMode::Send}};
+  toEstablished(open);
+  peerOptions_.addPath = {kIpv4Unicast};
+  UpdateMessage update = reflectedV4({vipA()}, {4}, kNodeB);
+  update.attributes.asPath = AsPath{{AsPathSegment::Type::AsSequence, {kPeerAsn, 65011}}};
+  update.attributes.localPref.reset();
+  (void)feed(update);
+  ASSERT_EQ(fsm().watchedPaths().count(vipA()), 1u);
+  const ReceivedPath& path = fsm().watchedPaths().at(vipA()).at(4);
+  EXPECT_FALSE(path.originatorId.has_value());
+  EXPECT_TRUE(path.clusterList.empty());
+  EXPECT_EQ(path.asPath, update.attributes.asPath);
+  EXPECT_EQ(path.nextHop, ip("198.51.100.11"));
+}
+
+// Every way out of Established forgets the peer's paths and says so, after the state change.
+class AddPathLeavingEstablishedTest : public AddPathTest,
+                                      public ::testing::WithParamInterface<std::string> {
+ protected:
+  Actions leave() {
+    const std::string& how = GetParam();
+    if (how == "closed") {
+      return fsm().onClosed("peer reset the connection");
+    }
+    if (how == "hold timer") {
+      return fsm().onTimer(TimerKind::Hold);
+    }
+    if (how == "stop") {
+      return fsm().stop("vipd: node draining");
+    }
+    if (how == "bfd down") {
+      return fsm().onBfdDown("detection time expired");
+    }
+    if (how == "notification") {
+      return feed(notification(ErrorCode::Cease, subcode::kAdministrativeReset));
+    }
+    if (how == "yield") {
+      bool peerKeepsRoutes = false;
+      return fsm().yieldForRestart(peerKeepsRoutes);
+    }
+    // "malformed update": a path identifier with nothing after it, 3/10.
+    return fsm().onBytes(updateMessageWithNlri({0, 0, 0, 1}));
+  }
+
+  // The attributes of a reflected path followed by raw NLRI bytes.
+  std::vector<uint8_t> updateMessageWithNlri(const std::vector<uint8_t>& nlri) {
+    std::vector<uint8_t> wire = concat(bytesOf(reflectedV4({}, {}, kNodeB), peerOptions_), nlri);
+    wire[16] = static_cast<uint8_t>(wire.size() >> 8);
+    wire[17] = static_cast<uint8_t>(wire.size());
+    return wire;
+  }
+};
+
+TEST_P(AddPathLeavingEstablishedTest, ClearsTheWatchedPaths) {
+  establishWithAddPath();
+  (void)feed(reflectedV4({vipA()}, {1}, kNodeB));
+  (void)feed(reflectedV6(7, kNodeC));
+  ASSERT_EQ(fsm().watchedPaths().size(), 2u);
+
+  Actions actions = leave();
+  EXPECT_NE(fsm().state(), SessionState::Established) << describe(actions);
+  EXPECT_TRUE(fsm().watchedPaths().empty());
+  EXPECT_EQ(changes(actions), 1u) << describe(actions);
+  auto change = indexOf<WatchedPathsChanged>(actions);
+  auto state = indexOf<StateChanged>(actions);
+  ASSERT_TRUE(change && state) << describe(actions);
+  EXPECT_LT(*state, *change) << describe(actions);
+}
+
+TEST_P(AddPathLeavingEstablishedTest, SaysNothingWhenNoPathWasKept) {
+  establishWithAddPath();
+  Actions actions = leave();
+  EXPECT_NE(fsm().state(), SessionState::Established) << describe(actions);
+  EXPECT_EQ(changes(actions), 0u) << describe(actions);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ways, AddPathLeavingEstablishedTest,
+                         ::testing::Values("closed", "hold timer", "stop", "bfd down",
+                                           "notification", "yield", "malformed update"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), ' ', '_');
+                           return name;
+                         });
+
+// A path added and the session lost in the same bytes: one report, after the state change.
+TEST_F(AddPathTest, PathAddedAndSessionLostInOneBatchIsReportedOnce) {
+  establishWithAddPath();
+  Actions actions =
+      fsm().onBytes(concat(bytesOf(reflectedV4({vipA()}, {1}, kNodeB), peerOptions_),
+                           bytesOf(notification(ErrorCode::Cease, subcode::kPeerDeconfigured))));
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  EXPECT_TRUE(fsm().watchedPaths().empty());
+  EXPECT_EQ(changes(actions), 1u) << describe(actions);
+}
+
+// The next session starts from nothing, and tells the operator about the cap again.
+TEST_F(AddPathTest, AReconnectedSessionStartsEmpty) {
+  establishWithAddPath();
+  std::vector<uint32_t> ids;
+  for (uint32_t id = 1; id <= kMaxPathsPerWatchedPrefix + 1; ++id) {
+    ids.push_back(id);
+  }
+  const UpdateMessage tooMany = reflectedV4(std::vector<Prefix>(ids.size(), vipA()), ids, kNodeB);
+  EXPECT_EQ(actionsOf<Notice>(feed(tooMany)).size(), 1u);
+  (void)fsm().onClosed("peer reset the connection");
+  (void)fsm().onTimer(TimerKind::ConnectRetry);
+  (void)fsm().onConnected(localV4());
+  peerOptions_ = {};
+  (void)feed(sendingPeerOpen());
+  (void)feed(KeepaliveMessage{});
+  ASSERT_EQ(fsm().state(), SessionState::Established);
+  EXPECT_TRUE(fsm().watchedPaths().empty());
+  peerOptions_.addPath = {kIpv4Unicast, kIpv6Unicast};
+  EXPECT_EQ(actionsOf<Notice>(feed(tooMany)).size(), 1u);
+  EXPECT_EQ(fsm().watchedPaths().at(vipA()).size(), kMaxPathsPerWatchedPrefix);
+}
+
 }  // namespace
 }  // namespace vipd::bgp
