@@ -109,6 +109,7 @@ Actions SessionFsm::stop(std::string_view shutdownCommunication) {
   cancelAll(out);
   out.push_back(Disconnect{reason});
   advertised_.clear();
+  advertisedDegraded_.clear();
   negotiated_.reset();
   transition(out, SessionState::Idle, reason);
   return out;
@@ -158,7 +159,6 @@ void SessionFsm::openConnection(Actions& out, const IpAddress& local) {
     outbound_.nextHopV6 = local;
   }
   outbound_.gracefulShutdown = gracefulShutdown_;
-  outbound_.degraded = degraded_;
   send(out, buildOpen());
   out.push_back(Arm{TimerKind::Hold, config_.openHoldTime});
   transition(out, SessionState::OpenSent, "TCP connection established; OPEN sent");
@@ -777,6 +777,7 @@ Actions SessionFsm::yieldForRestart(bool& peerKeepsRoutes) {
   cancelAll(out);
   out.push_back(Disconnect{reason});
   advertised_.clear();
+  advertisedDegraded_.clear();
   negotiated_.reset();
   transition(out, SessionState::Idle, reason);
   return out;
@@ -814,6 +815,7 @@ void SessionFsm::failSession(Actions& out, std::string reason) {
   cancelAll(out);
   out.push_back(Disconnect{reason});
   advertised_.clear();
+  advertisedDegraded_.clear();
   negotiated_.reset();
   transition(out, SessionState::Idle, std::move(reason));
   if (!stopped_) {
@@ -844,6 +846,7 @@ void SessionFsm::resetConnectionState() {
   framer_ = MessageFramer{};
   negotiated_.reset();
   advertised_.clear();
+  advertisedDegraded_.clear();
 }
 
 bool SessionFsm::hasSession() const {
@@ -886,35 +889,62 @@ std::set<Prefix> SessionFsm::sendable(const std::set<Prefix>& prefixes) const {
 }
 
 void SessionFsm::sendAnnouncements(Actions& out, const std::set<Prefix>& prefixes) {
-  std::vector<Prefix> list(prefixes.begin(), prefixes.end());
-  for (auto& update : buildAnnouncements(list, outbound_)) {
-    send(out, std::move(update));
+  // One batch per marking: the builder puts prefixes with the same attributes together.
+  std::vector<Prefix> normal;
+  std::vector<Prefix> degraded;
+  for (const auto& p : prefixes) {
+    (advertisedDegraded_.count(p) != 0 ? degraded : normal).push_back(p);
+  }
+  for (const auto* list : {&normal, &degraded}) {
+    if (list->empty()) {
+      continue;
+    }
+    OutboundAttributes attributes = outbound_;
+    attributes.degraded = list == &degraded;
+    for (auto& update : buildAnnouncements(*list, attributes)) {
+      send(out, std::move(update));
+    }
   }
 }
 
 void SessionFsm::announceDifference(Actions& out) {
   std::set<Prefix> target = sendable(desired_);
+  std::set<Prefix> targetDegraded;
+  std::set_intersection(desiredDegraded_.begin(), desiredDegraded_.end(), target.begin(),
+                        target.end(), std::inserter(targetDegraded, targetDegraded.end()));
   std::vector<Prefix> withdraw;
   std::set<Prefix> announce;
   std::set_difference(advertised_.begin(), advertised_.end(), target.begin(), target.end(),
                       std::back_inserter(withdraw));
   std::set_difference(target.begin(), target.end(), advertised_.begin(), advertised_.end(),
                       std::inserter(announce, announce.end()));
+  // A prefix whose marking changed goes out again: same prefix, new attributes, an implicit
+  // replace (RFC 4271 section 3.1), never a withdrawal.
+  for (const auto& p : target) {
+    if (advertised_.count(p) != 0 &&
+        (targetDegraded.count(p) != 0) != (advertisedDegraded_.count(p) != 0)) {
+      announce.insert(p);
+    }
+  }
   // Withdraw first: a withdrawal must never wait behind a batch of announcements.
   for (auto& update : buildWithdrawals(withdraw)) {
     send(out, std::move(update));
   }
-  sendAnnouncements(out, announce);
   advertised_ = std::move(target);
+  advertisedDegraded_ = std::move(targetDegraded);
+  sendAnnouncements(out, announce);
 }
 
 void SessionFsm::announceAll(Actions& out) {
   sendAnnouncements(out, advertised_);
 }
 
-Actions SessionFsm::setAnnouncements(std::set<Prefix> prefixes) {
+Actions SessionFsm::setAnnouncements(std::set<Prefix> prefixes, std::set<Prefix> degraded) {
   Actions out;
   desired_ = std::move(prefixes);
+  desiredDegraded_.clear();
+  std::set_intersection(degraded.begin(), degraded.end(), desired_.begin(), desired_.end(),
+                        std::inserter(desiredDegraded_, desiredDegraded_.end()));
   if (state_ == SessionState::Established) {
     announceDifference(out);
   }
@@ -924,8 +954,6 @@ Actions SessionFsm::setAnnouncements(std::set<Prefix> prefixes) {
 Actions SessionFsm::setGracefulShutdown(bool on) {
   return setMarking(gracefulShutdown_, outbound_.gracefulShutdown, on);
 }
-
-Actions SessionFsm::setDegraded(bool on) { return setMarking(degraded_, outbound_.degraded, on); }
 
 Actions SessionFsm::setMarking(bool& kept, bool& outbound, bool on) {
   Actions out;

@@ -227,14 +227,16 @@ class SessionFsm {
   // The held incoming connection closed before its OPEN resolved the collision.
   void onIncomingClosed();
 
-  // The set of prefixes this session should announce. Sends the difference when Established.
-  [[nodiscard]] Actions setAnnouncements(std::set<Prefix> prefixes);
+  // The set of prefixes this session should announce, and which of them with the degraded path
+  // (OutboundAttributes::degraded: health.onFailure degrade, or a VIP the never-zero rule keeps
+  // announced). Sends the difference when Established: new prefixes, withdrawals, and prefixes
+  // whose marking changed again (an implicit replace, never a withdrawal).
+  [[nodiscard]] Actions setAnnouncements(std::set<Prefix> prefixes,
+                                         std::set<Prefix> degraded = {});
   // Switch the drain marking (GRACEFUL_SHUTDOWN, RFC 8326) and re-announce if it changed.
   [[nodiscard]] Actions setGracefulShutdown(bool on);
-  // health.onFailure degrade: announce the worse path (OutboundAttributes::degraded) while on;
-  // an Established session re-announces its prefixes at once.
-  [[nodiscard]] Actions setDegraded(bool on);
-  bool degraded() const { return degraded_; }
+  // Prefixes announced (or to be announced) with the degraded path.
+  const std::set<Prefix>& degraded() const { return desiredDegraded_; }
 
   // Graceful restart, restarting side (RFC 4724 section 4.1). The next OPEN carries the Restart
   // State bit and Forwarding State bits: the peer keeps the routes it retained from our previous
@@ -332,16 +334,17 @@ class SessionFsm {
 
   std::set<Prefix> desired_;
   std::set<Prefix> advertised_;
+  std::set<Prefix> desiredDegraded_;     // of desired_, those with the degraded path
+  std::set<Prefix> advertisedDegraded_;  // of advertised_, those sent with it
   WatchedPaths watchedPaths_;
   // watchedPaths_ changed while handling this call's bytes; reported once when onBytes returns.
   bool watchedPathsChanged_ = false;
   // Watched prefixes that reached kMaxPathsPerWatchedPrefix in this session: noticed once each.
   std::set<Prefix> watchedPathsCapped_;
-  // setGracefulShutdown and setDegraded: `kept` survives reconnections, `outbound` is this
-  // connection's copy; an Established session re-announces everything with the new marking.
+  // setGracefulShutdown: `kept` survives reconnections, `outbound` is this connection's copy; an
+  // Established session re-announces everything with the new marking.
   Actions setMarking(bool& kept, bool& outbound, bool on);
   bool gracefulShutdown_ = false;
-  bool degraded_ = false;
   bool restarting_ = false;
 
   SessionCounters counters_;

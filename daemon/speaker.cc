@@ -20,6 +20,9 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr auto kHousekeepingInterval = 1s;
+// How long a session is Established before its fabric view counts as complete: a peer sends what
+// it holds right after the session opens (milliseconds here); this leaves a loaded one room.
+constexpr auto kFabricSettle = 2s;
 constexpr std::string_view kDrainCommunication = "vipd: node draining";
 
 // A listener's address as the config spells it: 127.0.0.1:9472, [::1]:9472.
@@ -97,12 +100,26 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       drainer_(io, config_.drain, config_.control.stateDir, log, *this),
       handoff_(io, config_, log, *this),
       healthUnbindTimer_(io),
+      fabricSettleTimer_(io),
       returnPath_(io, config_.returnPath, peerAddresses(config_), vipAddresses(config_), log,
                   {.vips = [this] { return vips_.binder().announceable(); },
                    .announced = [this](const bgp::Prefix& vip) { return announced(vip); },
                    .onChange = [this] { pushAnnouncements(); },
                    .interfaceAddresses = [this] { return interfacePrefixes(table_); },
-                   .fabricAnnouncers = nullptr}),
+                   .fabricAnnouncers =
+                       [this](const bgp::Prefix& vip) {
+                         // The other nodes the fabric holds a path from: witnesses to ask.
+                         std::vector<bgp::IpAddress> out;
+                         auto view = fabricView();
+                         if (auto it = view.find(vip); it != view.end()) {
+                           for (const auto& a : it->second.announcers) {
+                             if (!a.self) {
+                               out.push_back(a.nextHop);
+                             }
+                           }
+                         }
+                         return out;
+                       }}),
       bfd_(io, log, bfdPeers(), [this](const BfdStateChange& change) { onBfdChange(change); }),
       deferredStartTimer_(io),
       report_(config_, peers_, vips_.binder(), health_, bfd_, drainer_, handoff_) {
@@ -110,11 +127,13 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
   for (const auto& peer : config_.peers) {
     uint64_t seed = (uint64_t{entropy()} << 32) | entropy();
     peers_.push_back(std::make_unique<PeerSession>(
-        io_, peer, sessionConfigFor(config_, peer, seed), log_, [this] {
+        io_, peer, sessionConfigFor(config_, peer, seed), log_,
+        [this] {
           // Checked again right before a session's first announcement.
           vips_.refreshAndAnnounce("a session is about to be established");
           return intendedAnnouncements();
-        }));
+        },
+        [this] { onFabricChange(); }));
     if (peer.bfd.enabled) {
       peers_.back()->useBfdGate();
     }
@@ -343,22 +362,132 @@ void Speaker::onBfdChange(const BfdStateChange& change) {
   }
 }
 
-std::set<bgp::Prefix> Speaker::intendedAnnouncements() const {
-  if (shuttingDown_ || !handoff_.active() || (!health_.healthy() && !degradedNow())) {
-    return {};
+policy::Decision Speaker::decision() const {
+  policy::PolicyInputs in;
+  in.active = handoff_.active();
+  in.shuttingDown = shuttingDown_;
+  in.operatorWithdrawn = drainer_.withdrawn().has_value();
+  in.draining = drainer_.draining();
+  in.drainWithdrawSent = drainer_.withdrawSent();
+  in.healthy = health_.healthy();
+  in.healthEverPassed = healthEverPassed_;
+  in.degradeOnFailure = config_.health.onFailure == config::Health::OnFailure::Degrade;
+  in.unbindWhenUnhealthy = config_.health.onFailure == config::Health::OnFailure::Withdraw &&
+                           config_.health.unbindWhenUnhealthy;
+  for (const auto& vip : config_.vips) {
+    in.vips.insert(vip.prefix);
   }
-  std::set<bgp::Prefix> out;
-  if (drainer_.draining()) {
-    // Until its withdraw step, a drain keeps announcing (with GRACEFUL_SHUTDOWN) even though a
-    // `vipctl withdraw` has already persisted the withdrawn state.
-    if (!drainer_.withdrawSent()) {
-      out = vips_.binder().announceable();
+  in.bound = vips_.binder().announceable();
+  for (const auto& vip : in.vips) {
+    if (returnPath_.blocks(vip)) {
+      in.returnPathBlocks.insert(vip);
     }
-  } else if (!drainer_.withdrawn()) {
-    out = vips_.binder().announceable();
   }
-  std::erase_if(out, [this](const bgp::Prefix& vip) { return returnPath_.blocks(vip); });
-  return out;
+  for (const auto& [vip, view] : fabricView()) {
+    in.fabric[vip] = {view.available, view.othersServing()};
+  }
+  return policy::decide(in);
+}
+
+std::map<bgp::Prefix, policy::VipView> Speaker::fabricView() const {
+  std::vector<policy::SessionView> sessions;
+  for (const auto& peer : peers_) {
+    policy::SessionView s;
+    s.peer = peer->address();
+    s.established = peer->state() == bgp::SessionState::Established;
+    s.settled = s.established && peer->inState() >= kFabricSettle;
+    if (auto status = peer->negotiated()) {
+      for (const auto& family : status->addPathReceive) {
+        s.addPath.insert(family.afi);
+      }
+    }
+    s.ownNextHops = ownAddresses_;
+    for (const auto& [prefix, byId] : peer->watchedPaths()) {
+      auto& paths = s.paths[prefix];
+      for (const auto& [id, p] : byId) {
+        paths.push_back({id, p.nextHop, p.originatorId, p.clusterList, p.asPath, p.localPref,
+                         p.communities});
+      }
+    }
+    sessions.push_back(std::move(s));
+  }
+  std::set<bgp::Prefix> vips;
+  std::set<bgp::Prefix> self;
+  for (const auto& vip : config_.vips) {
+    vips.insert(vip.prefix);
+    if (announced(vip.prefix)) {
+      self.insert(vip.prefix);
+    }
+  }
+  policy::FabricIdentity identity{config_.routerId.v4Value(), {}};
+  for (const auto& c : config_.health.degrade.communities) {
+    identity.degradeCommunities.push_back(c.wire());
+  }
+  return policy::buildFabricView(sessions, vips, self, identity);
+}
+
+void Speaker::onFabricChange() {
+  if (shuttingDown_ || !handoff_.active()) {
+    return;
+  }
+  // A session that just opened counts once it has settled: look again then.
+  for (const auto& peer : peers_) {
+    if (peer->state() == bgp::SessionState::Established && peer->inState() < kFabricSettle) {
+      fabricSettleTimer_.expires_after(kFabricSettle - peer->inState() + 10ms);
+      fabricSettleTimer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) {
+          onFabricChange();
+        }
+      });
+      break;
+    }
+  }
+  ownAddresses_.clear();
+  for (const auto& a : interfacePrefixes(table_)) {
+    ownAddresses_.insert(a.address);
+  }
+  for (const auto& vip : config_.vips) {
+    ownAddresses_.erase(vip.prefix.address);
+  }
+  for (const auto& [vip, view] : fabricView()) {
+    for (const auto& line : view.duplicateRouterId) {
+      if (loggedDuplicates_.insert(line).second) {
+        log_.error("fabric", "{}; fix the router ID of one of them (routerId, or the node file "
+                   "`vipd render` wrote)", line);
+      }
+    }
+  }
+  // The never-zero rule may now keep a VIP bound that the failing health check had unbound, or
+  // let it go again.
+  if (!drainer_.withdrawn() && !drainer_.draining()) {
+    if (vipsHeldForHealth_ && !unbindForHealth()) {
+      vipsHeldForHealth_ = false;
+      healthUnbindTimer_.cancel();
+      vips_.bind();
+    } else if (!vipsHeldForHealth_ && unbindForHealth()) {
+      unbindForHealthOnceAcknowledged(std::chrono::steady_clock::now() + config_.drain.timeout);
+    }
+  }
+  vips_.refreshAndAnnounce("the fabric's view changed");
+}
+
+void Speaker::logDecisionChanges(const policy::Decision& d) {
+  for (const auto& [vip, v] : d.vips) {
+    const std::string subject = "vip " + vip.toString();
+    if (v.heldByNeverZero && loggedHeld_.insert(vip).second) {
+      log_.warn(subject, "{}", v.reason);
+    } else if (!v.heldByNeverZero && loggedHeld_.erase(vip) != 0) {
+      log_.info(subject, "no longer held by the never-zero rule: {}",
+                v.announce == policy::Announce::None
+                    ? v.reason + " (another node serves it)"
+                    : std::string(policy::announceName(v.announce)));
+    }
+    if (v.unguardedWithdrawal && loggedUnguarded_.insert(vip).second) {
+      log_.warn(subject, "{}", v.reason);
+    } else if (!v.unguardedWithdrawal) {
+      loggedUnguarded_.erase(vip);
+    }
+  }
 }
 
 bool Speaker::announced(const bgp::Prefix& vip) const {
@@ -368,12 +497,12 @@ bool Speaker::announced(const bgp::Prefix& vip) const {
 }
 
 void Speaker::pushAnnouncements() {
-  auto announce = intendedAnnouncements();
-  const bool degraded = degradedNow();
+  const auto d = decision();
+  logDecisionChanges(d);
+  const auto announce = d.announced();
+  const auto degraded = d.degraded();
   for (auto& peer : peers_) {
-    // First the attributes, so a session's first announcement already carries the worse path.
-    peer->setDegraded(degraded);
-    peer->setAnnouncements(announce);
+    peer->setAnnouncements(announce, degraded);
   }
 }
 
@@ -381,14 +510,12 @@ bool Speaker::degradedNow() const {
   return config_.health.onFailure == config::Health::OnFailure::Degrade && !health_.healthy();
 }
 
-bool Speaker::unbindForHealth() const {
-  return config_.health.onFailure == config::Health::OnFailure::Withdraw &&
-         config_.health.unbindWhenUnhealthy && !health_.healthy();
-}
+bool Speaker::unbindForHealth() const { return decision().unbindForHealth; }
 
 void Speaker::onHealthChange(bool healthy) {
   // The checker has logged the transition; make the announcements follow it at once.
   if (healthy) {
+    healthEverPassed_ = true;
     healthUnbindTimer_.cancel();
     if (!drainer_.withdrawn() && !drainer_.draining() && handoff_.active()) {
       if (vipsHeldForHealth_) {
@@ -480,10 +607,7 @@ void Speaker::bindAndAnnounce() {
   pushAnnouncements();
 }
 
-bool Speaker::mayBind() const {
-  return !shuttingDown_ && handoff_.active() && !drainer_.withdrawn() && !drainer_.draining() &&
-         !unbindForHealth();
-}
+bool Speaker::mayBind() const { return decision().mayBind; }
 
 void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply reply) {
   const auto command = request["command"].get<std::string>();
@@ -517,7 +641,26 @@ void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply 
   } else if (command == "handoff-yield") {
     handoff_.handleYield(request, std::move(reply));
   } else if (command == "withdraw") {
-    drainer_.handleWithdraw(request, std::move(reply));
+    std::string note;
+    auto refusal = withdrawRefusal(note);
+    if (refusal && !request.value("force", false)) {
+      log_.warn("control", "vipctl withdraw {}", *refusal);
+      reply({{"error", *refusal}, {"refused", "guard"}});
+      return;
+    }
+    if (refusal) {
+      log_.warn("control", "vipctl withdraw --force: the guard would have refused ({})",
+                *refusal);
+    }
+    if (!note.empty()) {
+      log_.info("control", "vipctl withdraw: guard {}", note);
+    }
+    drainer_.handleWithdraw(request, [reply = std::move(reply), note](nlohmann::json answer) {
+      if (!note.empty() && answer.is_object()) {
+        answer["guard"] = note;
+      }
+      reply(std::move(answer));
+    });
   } else if (command == "announce") {
     drainer_.handleAnnounce(std::move(reply));
   } else {
@@ -529,14 +672,37 @@ void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply 
 }
 
 SpeakerIntent Speaker::intent() const {
-  SpeakerIntent out{intendedAnnouncements(), shuttingDown_, {}, {}};
+  const auto d = decision();
+  SpeakerIntent out{d.announced(), shuttingDown_, {}, {}};
   if (handoff_.active() && config_.returnPath.mode != config::ReturnPath::Mode::Off) {
     out.speakerChecks.push_back({"return-path", returnPath_.readinessFailure()});
   }
+  if (handoff_.active()) {
+    // The never-zero rule's holds and unchecked withdrawals, and duplicate router IDs: /readyz
+    // names them (a held node is unhealthy or broken anyway; this says why it still announces).
+    std::vector<std::string> fabric;
+    for (const auto& [vip, v] : d.vips) {
+      if (v.heldByNeverZero) {
+        fabric.push_back(fmt::format("vip {}: {}", vip.toString(), v.reason));
+      }
+    }
+    for (const auto& [vip, view] : fabricView()) {
+      fabric.insert(fabric.end(), view.duplicateRouterId.begin(), view.duplicateRouterId.end());
+    }
+    out.speakerChecks.push_back(
+        {"fabric", fabric.empty() ? std::nullopt
+                                  : std::optional(fmt::format("{}", fmt::join(fabric, "; ")))});
+  }
   for (const auto& vip : vips_.binder().announceable()) {
-    if (returnPath_.blocks(vip)) {
-      out.withheld[vip] =
-          "withheld: VIP-sourced packets get no answer (return path; see returnPath)";
+    const auto& v = d.vips.at(vip);
+    if (v.announce == policy::Announce::None && returnPath_.blocks(vip)) {
+      out.withheld[vip] = "withheld: VIP-sourced packets get no answer (return path; see "
+                          "returnPath)" +
+                          std::string(v.unguardedWithdrawal ? "; no fabric view to check that "
+                                                              "another node serves it"
+                                                            : "");
+    } else if (v.heldByNeverZero) {
+      out.held[vip] = "announced degraded: " + v.reason;
     }
   }
   if (vipsHeldForHealth_) {
@@ -560,6 +726,7 @@ nlohmann::json Speaker::status() const {
     out["listeners"]["health"] = healthHttp_->stats().toJson();
   }
   out["returnPath"] = returnPath_.status();
+  out["fabric"] = fabricStatus(decision());
   out["health"]["onFailure"] =
       config_.health.onFailure == config::Health::OnFailure::Degrade ? "degrade" : "withdraw";
   out["health"]["degraded"] = degradedNow() && handoff_.active();
@@ -572,6 +739,98 @@ nlohmann::json Speaker::status() const {
     out["config"]["lastReloadError"] = configLoads_.lastReloadError;
   }
   return out;
+}
+
+nlohmann::json Speaker::fabricStatus(const policy::Decision& decision) const {
+  nlohmann::json vips = nlohmann::json::object();
+  std::vector<std::string> duplicates;
+  for (const auto& [vip, view] : fabricView()) {
+    nlohmann::json v{{"available", view.available}, {"count", view.count()}};
+    if (!view.available) {
+      v["reason"] = view.unavailableReason;
+    } else {
+      nlohmann::json announcers = nlohmann::json::array();
+      for (const auto& a : view.announcers) {
+        nlohmann::json one{{"node", a.key}, {"self", a.self}};
+        if (!a.self || !a.via.empty()) {
+          std::vector<std::string> via;
+          for (const auto& peer : a.via) {
+            via.push_back(peer.toString());
+          }
+          one["nextHop"] = a.nextHop.toString();
+          one["via"] = via;
+          one["pathIds"] = std::vector<uint32_t>(a.pathIds.begin(), a.pathIds.end());
+          if (a.originatorId) {
+            one["originatorId"] = bgp::IpAddress::v4(*a.originatorId).toString();
+          }
+          std::vector<std::string> asPath;
+          for (const auto& segment : a.asPath) {
+            for (uint32_t asn : segment.asns) {
+              asPath.push_back(std::to_string(asn));
+            }
+          }
+          one["asPath"] = fmt::format("{}", fmt::join(asPath, " "));
+          one["degraded"] = a.degraded;
+          one["draining"] = a.draining;
+        }
+        announcers.push_back(std::move(one));
+      }
+      v["announcers"] = std::move(announcers);
+      v["othersServing"] = view.othersServing();
+    }
+    if (auto d = decision.vips.find(vip); d != decision.vips.end()) {
+      v["announce"] = std::string(policy::announceName(d->second.announce));
+      v["heldByNeverZero"] = d->second.heldByNeverZero;
+      if (d->second.unguardedWithdrawal) {
+        v["unguardedWithdrawal"] = d->second.reason;
+      }
+    }
+    duplicates.insert(duplicates.end(), view.duplicateRouterId.begin(),
+                      view.duplicateRouterId.end());
+    vips[vip.toString()] = std::move(v);
+  }
+  nlohmann::json out{{"vips", std::move(vips)},
+                     {"duplicateRouterId", duplicates},
+                     {"guard", {{"minAnnouncers", config_.guard.minAnnouncers}}}};
+  if (config_.guard.expectedAnnouncers != 0) {
+    out["guard"]["expectedAnnouncers"] = config_.guard.expectedAnnouncers;
+  }
+  return out;
+}
+
+std::optional<std::string> Speaker::withdrawRefusal(std::string& note) const {
+  policy::GuardInputs in;
+  in.minAnnouncers = config_.guard.minAnnouncers;
+  in.announced = intendedAnnouncements();
+  const auto views = fabricView();
+  std::vector<std::string> unchecked;
+  for (const auto& vip : in.announced) {
+    auto it = views.find(vip);
+    if (it != views.end() && it->second.available) {
+      in.othersStaying[vip] = it->second.othersStaying();
+    } else {
+      unchecked.push_back(vip.toString());
+    }
+  }
+  if (!unchecked.empty() && in.minAnnouncers > 0) {
+    note = fmt::format("not checked for {}: fabric view unavailable (the peers send no paths "
+                       "back), so the guard cannot see who else announces",
+                       fmt::join(unchecked, ", "));
+  }
+  auto refusal = policy::withdrawGuard(in);
+  if (!refusal) {
+    return std::nullopt;
+  }
+  std::vector<std::string> parts;
+  for (const auto& [vip, remaining] : refusal->remaining) {
+    const auto& view = views.at(vip);
+    parts.push_back(fmt::format("{}: {} other node(s) would remain ({})", vip.toString(),
+                                remaining, describeAnnouncers(view, false)));
+  }
+  return fmt::format("refused: fewer than guard.minAnnouncers ({}) other nodes would remain "
+                     "announcing: {}; the node is still announcing. `vipctl withdraw --force` "
+                     "withdraws it anyway",
+                     config_.guard.minAnnouncers, fmt::join(parts, "; "));
 }
 
 // Every capped listener gets its share of the descriptor limit (raised to the hard limit by
@@ -699,6 +958,7 @@ void Speaker::stopPeers(std::string shutdownCommunication, std::function<void()>
   housekeepingTimer_.cancel();
   health_.stop();
   healthUnbindTimer_.cancel();
+  fabricSettleTimer_.cancel();
   returnPath_.stop();
   listener_.close();
   deferredStartTimer_.cancel();

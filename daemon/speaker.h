@@ -13,10 +13,11 @@
 //             yields the sessions only through HandoffHost, which the Speaker implements.
 //   StatusReport  reads all of the above, changes none of it.
 //
-// What is announced, at any instant, is intendedAnnouncements(): the VIPs bound on their
-// interface, while the health gate is open, this instance holds the speaker lock, the node is not
-// withdrawn (vipctl withdraw, persisted) and no drain has reached its withdraw step; minus the
-// VIPs the return-path check holds back (returnPath.mode enforce).
+// What is announced, at any instant, is decision(): policy::decide() (policy/announce_policy.h)
+// over every input the Speaker gathers: the VIPs bound on their interface, the health gate, the
+// speaker lock, the withdrawn state and the drain, the VIPs the return-path check holds back, and
+// the fabric's view (the paths the peers send back, policy/fabric_view.h), which the never-zero
+// rule needs. The Speaker carries the decision out; it decides nothing itself.
 #pragma once
 
 #include <functional>
@@ -47,6 +48,8 @@
 #include "daemon/status_report.h"
 #include "daemon/vip/vip_keeper.h"
 #include "netlink/address_table.h"
+#include "policy/announce_policy.h"
+#include "policy/fabric_view.h"
 
 namespace vipd::daemon {
 
@@ -81,7 +84,17 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
  private:
   void fitClientLimits();
   // ---- what is announced ----
-  std::set<bgp::Prefix> intendedAnnouncements() const;
+  policy::Decision decision() const;
+  std::set<bgp::Prefix> intendedAnnouncements() const { return decision().announced(); }
+  // The fabric's view of each VIP, from what the peers hold now.
+  std::map<bgp::Prefix, policy::VipView> fabricView() const;
+  nlohmann::json fabricStatus(const policy::Decision& decision) const;
+  // A session changed state or the paths a peer holds for the VIPs changed: re-decide.
+  void onFabricChange();
+  // vipctl withdraw's guard (guard.minAnnouncers): the refusal, or nullopt to go ahead; `note`
+  // says when the guard could not check.
+  std::optional<std::string> withdrawRefusal(std::string& note) const;
+  void logDecisionChanges(const policy::Decision& decision);
   void scheduleHousekeeping(std::chrono::steady_clock::duration after);
   void onHealthChange(bool healthy);
   // health.onFailure degrade and the check failing: announce the worse path.
@@ -160,6 +173,19 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   bool vipsHeldForHealth_ = false;
   // Runs while this instance speaks; holds back a VIP whose packets get no answer.
   ReturnPathChecker returnPath_;
+  // This node's own addresses (not the VIPs): a path sent back with one of them as next hop is
+  // this node's. Re-read from the kernel on every fabric change.
+  std::set<bgp::IpAddress> ownAddresses_;
+  // Re-decides once a newly Established session has had time to send its paths (kFabricSettle).
+  asio::steady_timer fabricSettleTimer_;
+  // The health check has passed at least once since start (the never-zero rule holds only a
+  // node that proved it can serve).
+  bool healthEverPassed_ = false;
+  // What the log last said about the never-zero rule and the fabric, so each change is logged
+  // once: VIPs held announced, VIPs withdrawn without a fabric view, duplicate router IDs.
+  std::set<bgp::Prefix> loggedHeld_;
+  std::set<bgp::Prefix> loggedUnguarded_;
+  std::set<std::string> loggedDuplicates_;
 
   // Declared after everything its callbacks touch; its thread ends before they are destroyed.
   BfdService bfd_;

@@ -318,6 +318,8 @@ nlohmann::json StatusReport::vipsJson(const SpeakerIntent& intent) const {
       reason = "draining";
     } else if (const auto& withdrawn = drainer_.withdrawn()) {
       reason = fmt::format("withdrawn: {}", withdrawn->reason);
+    } else if (auto held = intent.held.find(binding.vip.prefix); held != intent.held.end()) {
+      reason = held->second;
     } else if (withheld != intent.withheld.end() && announcedTo == 0) {
       reason = withheld->second;
     } else if (reason.empty()) {

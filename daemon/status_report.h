@@ -42,6 +42,8 @@ struct SpeakerIntent {
   bool shuttingDown = false;
   std::vector<ReadinessCheck> speakerChecks;
   std::map<bgp::Prefix, std::string> withheld;
+  // VIPs the never-zero rule keeps announced, degraded, instead of withdrawing them: why.
+  std::map<bgp::Prefix, std::string> held;
 };
 
 class StatusReport {

@@ -103,6 +103,47 @@ void printStatus(const json& s) {
       }
     }
   }
+  if (s.contains("fabric") && s["fabric"].is_object() && s["fabric"].contains("vips") &&
+      s["fabric"]["vips"].is_object()) {
+    for (const auto& [vip, view] : s["fabric"]["vips"].items()) {
+      if (!view.is_object()) {
+        continue;
+      }
+      if (!view.value("available", false)) {
+        fmt::print("fabric: {} {}\n", vip, str(view, "reason"));
+        continue;
+      }
+      std::string list;
+      if (view.contains("announcers") && view["announcers"].is_array()) {
+        for (const auto& a : view["announcers"]) {
+          if (!a.is_object()) {
+            continue;
+          }
+          list += list.empty() ? "" : "; ";
+          list += str(a, "node");
+          if (a.value("self", false)) {
+            continue;
+          }
+          list += " via " + (a.contains("via") ? a["via"].dump() : std::string("-"));
+          if (a.value("draining", false)) {
+            list += " (draining)";
+          } else if (a.value("degraded", false)) {
+            list += " (degraded)";
+          }
+        }
+      }
+      fmt::print("fabric: {} {} announcer(s): {}{}\n", vip, str(view, "count"),
+                 list.empty() ? "none" : list,
+                 view.value("heldByNeverZero", false)
+                     ? "  HELD ANNOUNCED (degraded) by the never-zero rule"
+                     : "");
+    }
+    if (s["fabric"].contains("duplicateRouterId") && s["fabric"]["duplicateRouterId"].is_array()) {
+      for (const auto& line : s["fabric"]["duplicateRouterId"]) {
+        fmt::print("DUPLICATE ROUTER ID: {}\n", line.is_string() ? line.get<std::string>() : "");
+      }
+    }
+  }
   if (s.contains("withdrawn") && s["withdrawn"].value("active", false)) {
     fmt::print("WITHDRAWN since {}: {}  (vipctl announce to undo)\n", str(s["withdrawn"], "since"),
                str(s["withdrawn"], "reason"));

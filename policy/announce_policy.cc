@@ -49,10 +49,11 @@ Decision decide(const PolicyInputs& in) {
   const bool speaking = in.active && !in.shuttingDown;
   const bool operatorOff = in.drainWithdrawSent || (in.operatorWithdrawn && !in.draining);
   const bool healthWithdraws = !in.healthy && !in.degradeOnFailure;
+  const bool notYetHealthy = healthWithdraws && !in.healthEverPassed;
   for (const auto& vip : in.vips) {
     VipDecision d;
     std::vector<std::string> automatic;
-    if (healthWithdraws) {
+    if (healthWithdraws && in.healthEverPassed) {
       automatic.emplace_back("health gate closed");
     }
     if (in.returnPathBlocks.count(vip) != 0) {
@@ -62,6 +63,8 @@ Decision decide(const PolicyInputs& in) {
       d.reason = in.shuttingDown ? "shutting down" : "this instance does not speak BGP";
     } else if (operatorOff) {
       d.reason = in.draining ? "draining: withdrawn" : "withdrawn by the operator";
+    } else if (notYetHealthy) {
+      d.reason = "health check not passed yet";
     } else if (!automatic.empty()) {
       auto fabric = in.fabric.find(vip);
       const bool viewed = fabric != in.fabric.end() && fabric->second.available;
@@ -97,7 +100,7 @@ Decision decide(const PolicyInputs& in) {
   }
   // Binding: a never-zero hold needs the VIP bound even while the health check unbinds.
   bool held = false;
-  if (speaking && !operatorOff && !in.draining && healthWithdraws) {
+  if (speaking && !operatorOff && !in.draining && healthWithdraws && in.healthEverPassed) {
     for (const auto& vip : in.vips) {
       auto fabric = in.fabric.find(vip);
       held = held || (fabric != in.fabric.end() && fabric->second.available &&
@@ -105,6 +108,7 @@ Decision decide(const PolicyInputs& in) {
     }
   }
   const bool healthUnbinds = healthWithdraws && in.unbindWhenUnhealthy && !held;
+  out.unbindForHealth = healthUnbinds;
   out.mayBind = speaking && !in.operatorWithdrawn && !in.draining && !healthUnbinds;
   return out;
 }

@@ -8,14 +8,16 @@
 //   2. An operator's withdraw (vipctl withdraw, persisted or not) or a drain past its withdraw
 //      step: nothing. The operator's decision is checked when it is made (the withdraw guard,
 //      withdrawGuard()), not overridden here.
-//   3. Automatic reasons to withdraw: the health gate closed (health.onFailure withdraw), the
-//      return-path check holding the VIP back (returnPath.mode enforce). Normally nothing; but
+//   3. Automatic reasons to withdraw: the health gate closed (health.onFailure withdraw) after
+//      the check passed at least once, the return-path check holding the VIP back
+//      (returnPath.mode enforce). Normally nothing; but
 //      never zero (issue 28): when the fabric's view says no other node serves the VIP (none
 //      announces a path that is neither degraded nor draining), withdrawing would leave the VIP
 //      without a path while this node can still answer, so the VIP stays announced, degraded
 //      (the health.degrade attributes), and is withdrawn as soon as another node serves again.
 //      Without a fabric view the rule cannot be applied: today's behaviour (withdraw), and the
-//      decision says so.
+//      decision says so. A node whose health check has not passed since start is not announced
+//      at all: nothing says it can serve.
 //   4. Otherwise announced: degraded while the health check fails with health.onFailure
 //      degrade, else normally.
 // Binding: the VIPs stay bound unless the speaker may not bind at all (1, 2) or the failing
@@ -49,6 +51,9 @@ struct PolicyInputs {
   bool draining = false;           // a drain is in progress
   bool drainWithdrawSent = false;  // ... and has reached its withdraw step
   bool healthy = true;
+  // The health check has passed at least once since start: only a node that proved it can
+  // serve is held announced for the never-zero rule (a node starting up is not).
+  bool healthEverPassed = true;
   bool degradeOnFailure = false;     // health.onFailure degrade
   bool unbindWhenUnhealthy = false;  // health.unbindWhenUnhealthy (with onFailure withdraw)
   std::set<bgp::Prefix> vips;        // every configured VIP
@@ -70,6 +75,8 @@ struct VipDecision {
 struct Decision {
   std::map<bgp::Prefix, VipDecision> vips;
   bool mayBind = false;  // VipKeeper may bind (and keep bound) the VIPs
+  // The failing health check unbinds the VIPs (health.unbindWhenUnhealthy, nothing held).
+  bool unbindForHealth = false;
 
   std::set<bgp::Prefix> announced() const;  // Normal or Degraded
   std::set<bgp::Prefix> degraded() const;

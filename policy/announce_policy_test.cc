@@ -135,6 +135,26 @@ TEST(AnnouncePolicy, AnAutomaticWithdrawalNeverLeavesTheFabricWithoutAPath) {
   }
 }
 
+TEST(AnnouncePolicy, ANodeThatNeverPassedItsHealthCheckIsNotHeld) {
+  // Starting up: the gate has not opened yet. Nothing says this node can serve, so an empty
+  // fabric does not make it announce.
+  auto in = healthyNode();
+  in.healthy = false;
+  in.healthEverPassed = false;
+  in.unbindWhenUnhealthy = true;
+  in.fabric[kVip4] = {true, 0};
+  auto d = decide(in);
+  EXPECT_EQ(d.vips.at(kVip4).announce, Announce::None);
+  EXPECT_FALSE(d.vips.at(kVip4).heldByNeverZero);
+  EXPECT_FALSE(d.vips.at(kVip4).unguardedWithdrawal);
+  EXPECT_EQ(d.vips.at(kVip4).reason, "health check not passed yet");
+  EXPECT_FALSE(d.mayBind);
+  // The return path still counts as a reason of its own.
+  in.healthy = true;
+  in.returnPathBlocks = {kVip4};
+  EXPECT_TRUE(decide(in).vips.at(kVip4).heldByNeverZero);
+}
+
 TEST(AnnouncePolicy, OnlyServingNodesCountAsAnotherPath) {
   // Two failing nodes each see the other's degraded path: othersServing is 0 for both, so both
   // stay announced (degraded) instead of withdrawing together.

@@ -73,12 +73,39 @@ std::map<bgp::Prefix, VipView> buildFabricView(const std::vector<SessionView>& s
     VipView view;
     bool established = false;
     std::map<std::string, Announcer> byKey;
+    // Router IDs seen on paths from more than one next hop (two nodes with one router ID):
+    // those paths are told apart by their next hops instead.
+    std::map<uint32_t, std::set<bgp::IpAddress>> nextHopsByOriginator;
+    for (const auto& s : sessions) {
+      auto paths = s.paths.find(vip);
+      if (!s.established || !s.settled || s.addPath.count(vip.address.family) == 0 ||
+          paths == s.paths.end()) {
+        continue;
+      }
+      for (const auto& path : paths->second) {
+        if (path.originatorId && ownNextHops.count(path.nextHop) == 0) {
+          nextHopsByOriginator[*path.originatorId].insert(path.nextHop);
+        }
+      }
+    }
+    for (const auto& [originator, hops] : nextHopsByOriginator) {
+      if (hops.size() > 1 && originator != identity.routerId) {
+        std::vector<std::string> list;
+        for (const auto& h : hops) {
+          list.push_back(h.toString());
+        }
+        view.duplicateRouterId.push_back(fmt::format(
+            "paths for {} from next hops {} all carry router ID {} as ORIGINATOR_ID: these "
+            "nodes use the same router ID",
+            vip.toString(), fmt::join(list, ", "), bgp::IpAddress::v4(originator).toString()));
+      }
+    }
     for (const auto& s : sessions) {
       if (!s.established) {
         continue;
       }
       established = true;
-      if (s.addPath.count(vip.address.family) == 0) {
+      if (s.addPath.count(vip.address.family) == 0 || !s.settled) {
         continue;
       }
       view.available = true;
@@ -99,7 +126,8 @@ std::map<bgp::Prefix, VipView> buildFabricView(const std::vector<SessionView>& s
         std::string key;
         if (self) {
           key = "this node";
-        } else if (path.originatorId && !ourRouterId) {
+        } else if (path.originatorId && !ourRouterId &&
+                   nextHopsByOriginator[*path.originatorId].size() == 1) {
           key = fmt::format("router {}", bgp::IpAddress::v4(*path.originatorId).toString());
         } else if (path.nextHop != s.peer) {
           key = fmt::format("next hop {}", path.nextHop.toString());

@@ -13,8 +13,8 @@
 // A path from another next hop carrying this node's router ID as ORIGINATOR_ID is a duplicate
 // router ID (a cloned node that rendered the same one).
 //
-// Without an Established session that negotiated ADD-PATH for the VIP's family the view is
-// unavailable: nothing is guessed from a single best path.
+// Without an Established, settled session that negotiated ADD-PATH for the VIP's family the view
+// is unavailable: nothing is guessed from a single best path or a half-received table.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +44,9 @@ struct FabricPath {
 struct SessionView {
   bgp::IpAddress peer;
   bool established = false;
+  // Established long enough for the peer to have sent what it holds (the paths arrive right
+  // after the session opens): until then the view from this session is not trusted as complete.
+  bool settled = false;
   // The families in which this peer sends every path (ADD-PATH negotiated, we receive).
   std::set<bgp::Afi> addPath;
   // The next hops this node announces on this session (its own paths, when sent back).

@@ -26,6 +26,7 @@ SessionView reflector(std::vector<FabricPath> paths) {
   SessionView s;
   s.peer = ip("192.0.2.1");
   s.established = true;
+  s.settled = true;
   s.addPath = {bgp::Afi::Ipv4};
   s.ownNextHops = {ip("192.0.2.11")};
   s.paths[kVip4] = std::move(paths);
@@ -104,6 +105,19 @@ TEST(FabricView, AnotherNodeWithThisNodesRouterIdIsReported) {
   EXPECT_EQ(view.announcers[1].key, "next hop 192.0.2.14");
 }
 
+TEST(FabricView, TwoOtherNodesWithOneRouterIdAreCountedApartAndReported) {
+  auto twin = reflected(3, "192.0.2.14");
+  twin.originatorId = id("192.0.2.12");
+  auto view = buildFabricView({reflector({reflected(1, "192.0.2.12"), twin})}, {kVip4}, {kVip4},
+                              kIdentity)
+                  .at(kVip4);
+  EXPECT_EQ(view.others(), 2u);
+  EXPECT_EQ(view.announcers[1].key, "next hop 192.0.2.12");
+  EXPECT_EQ(view.announcers[2].key, "next hop 192.0.2.14");
+  ASSERT_EQ(view.duplicateRouterId.size(), 1u);
+  EXPECT_NE(view.duplicateRouterId[0].find("192.0.2.12, 192.0.2.14"), std::string::npos);
+}
+
 TEST(FabricView, DegradedAndDrainingPathsAreNotServing) {
   auto lowPref = reflected(1, "192.0.2.12");
   lowPref.localPref = 50;  // iBGP degrade
@@ -139,6 +153,9 @@ TEST(FabricView, UnavailableWithoutAnEstablishedAddPathSessionForTheFamily) {
   EXPECT_FALSE(down.available);
   EXPECT_EQ(down.unavailableReason, "fabric view unavailable: no Established peer");
   s.established = true;
+  s.settled = false;  // just opened: the peer may not have sent everything yet
+  EXPECT_FALSE(buildFabricView({s}, {kVip4}, {kVip4}, kIdentity).at(kVip4).available);
+  s.settled = true;
   s.addPath.clear();  // the peer sends only its best path: not a count
   EXPECT_FALSE(buildFabricView({s}, {kVip4}, {kVip4}, kIdentity).at(kVip4).available);
 }

@@ -18,6 +18,7 @@ tl::expected<nlohmann::json, std::string> parseControlRequest(std::string_view l
   static constexpr Field kFields[] = {
       {"persist", &nlohmann::json::is_boolean, "a boolean"},
       {"wait", &nlohmann::json::is_boolean, "a boolean"},
+      {"force", &nlohmann::json::is_boolean, "a boolean"},
       {"reason", &nlohmann::json::is_string, "a string"},
       {"timeoutMs", &nlohmann::json::is_number_unsigned, "an unsigned integer"},
       {"identity", &nlohmann::json::is_object, "an object"},

@@ -202,7 +202,39 @@ Metrics::Metrics()
       returnPathSilences_(
           registry_->counter("vipd_return_path_silences_uncounted_total",
                              "Rounds with unanswered VIP echoes not counted against this node: "
-                             "no evidence that it alone loses them.")) {}
+                             "no evidence that it alone loses them.")),
+      // The fabric's view (issue 28), from fabric; series per VIP, the VIP label as
+      // vipd_vip_bound writes it.
+      // vipd_fabric_view_available{vip}: 1 while an Established peer sends every path for the
+      // VIP back (ADD-PATH), 0 when it is unavailable. Reads: fabric.vips.<vip>.available.
+      fabricAvailable_(registry_->gauge("vipd_fabric_view_available",
+                                        "1 while the fabric's view of the VIP is available (a "
+                                        "peer sends every path back), 0 when it is not.")),
+      // vipd_fabric_announcers{vip}: the nodes the fabric holds a path from, this node included;
+      // absent while the view is unavailable. Reads: fabric.vips.<vip>.count.
+      fabricAnnouncers_(registry_->gauge("vipd_fabric_announcers",
+                                         "Nodes the fabric holds a path from for the VIP, this "
+                                         "node included (only with a fabric view).")),
+      // vipd_fabric_held_by_never_zero{vip}: 1 while the never-zero rule keeps the VIP
+      // announced, degraded, instead of withdrawing it. Reads: fabric.vips.<vip>.heldByNeverZero.
+      fabricHeld_(registry_->gauge("vipd_fabric_held_by_never_zero",
+                                   "1 while an automatic withdrawal of the VIP is held back "
+                                   "because no other node serves it (announced degraded).")),
+      // vipd_fabric_duplicate_router_id: paths from another next hop that carry this node's
+      // router ID as ORIGINATOR_ID (a cloned node). Reads: fabric.duplicateRouterId.
+      fabricDuplicateRouterId_(registry_->gauge(
+          "vipd_fabric_duplicate_router_id",
+          "Paths in the fabric from another node that carry this node's router ID.")),
+      // vipd_fabric_expected_announcers: guard.expectedAnnouncers, when set (the alert compares
+      // vipd_fabric_announcers with it). Reads: fabric.guard.expectedAnnouncers.
+      fabricExpectedAnnouncers_(registry_->gauge(
+          "vipd_fabric_expected_announcers",
+          "How many nodes should announce each VIP (guard.expectedAnnouncers).")),
+      // vipd_guard_min_announcers: guard.minAnnouncers, the other announcers vipctl withdraw
+      // leaves at least. Reads: fabric.guard.minAnnouncers.
+      guardMinAnnouncers_(registry_->gauge(
+          "vipd_guard_min_announcers",
+          "Other announcers vipctl withdraw must leave (guard.minAnnouncers).")) {}
 
 // The BGP session of each peer, from peers[]: series labelled with the peer's address, created
 // when the peer is first seen.
@@ -432,6 +464,38 @@ void Metrics::update(const json& status) {
   }
   if (const json* returnPath = member(status, "returnPath"); returnPath != nullptr) {
     updateReturnPath(*returnPath);
+  }
+  if (const json* fabric = member(status, "fabric"); fabric != nullptr) {
+    updateFabric(*fabric);
+  }
+}
+
+void Metrics::updateFabric(const json& fabric) {
+  if (const json* vips = member(fabric, "vips"); vips != nullptr && vips->is_object()) {
+    for (const auto& [vip, view] : vips->items()) {
+      const exposition::Labels labels{{"vip", vip}};
+      if (auto available = boolean(view, "available")) {
+        fabricAvailable_.add(labels).set(flag(*available));
+      }
+      if (auto count = number(view, "count")) {
+        fabricAnnouncers_.add(labels).set(static_cast<double>(*count));
+      }
+      if (auto held = boolean(view, "heldByNeverZero")) {
+        fabricHeld_.add(labels).set(flag(*held));
+      }
+    }
+  }
+  if (const json* duplicates = member(fabric, "duplicateRouterId");
+      duplicates != nullptr && duplicates->is_array()) {
+    fabricDuplicateRouterId_.add({}).set(static_cast<double>(duplicates->size()));
+  }
+  if (const json* guard = member(fabric, "guard"); guard != nullptr) {
+    if (auto n = number(*guard, "minAnnouncers")) {
+      guardMinAnnouncers_.add({}).set(static_cast<double>(*n));
+    }
+    if (auto n = number(*guard, "expectedAnnouncers")) {
+      fabricExpectedAnnouncers_.add({}).set(static_cast<double>(*n));
+    }
   }
 }
 

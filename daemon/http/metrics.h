@@ -66,6 +66,7 @@ class Metrics {
   void updateListener(const std::string& name, const nlohmann::json& listener);
   void updateConfigLoads(const nlohmann::json& config);
   void updateReturnPath(const nlohmann::json& returnPath);
+  void updateFabric(const nlohmann::json& fabric);
 
   // Increments the counter by how much `current` grew since the last call for this series.
   void advance(CounterFamily& family, const exposition::Labels& labels, double current);
@@ -152,6 +153,12 @@ class Metrics {
   CounterFamily& returnPathRelayDrops_;
   CounterFamily& returnPathWitness_;
   CounterFamily& returnPathSilences_;
+  GaugeFamily& fabricAvailable_;
+  GaugeFamily& fabricAnnouncers_;
+  GaugeFamily& fabricHeld_;
+  GaugeFamily& fabricDuplicateRouterId_;
+  GaugeFamily& fabricExpectedAnnouncers_;
+  GaugeFamily& guardMinAnnouncers_;
 
   // Last status value fed into each counter series (the series are owned by their family and
   // never removed, so the pointers stay valid).

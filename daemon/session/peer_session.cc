@@ -21,7 +21,7 @@ size_t timerIndex(bgp::TimerKind t) { return static_cast<size_t>(t); }
 
 PeerSession::PeerSession(asio::io_context& io, const config::Peer& peer,
                          bgp::SessionConfig sessionConfig, const Logger& log,
-                         AnnounceableNow announceableNow)
+                         AnnounceableNow announceableNow, FabricChanged fabricChanged)
     : io_(io),
       peer_(peer),
       ebgp_(sessionConfig.peerAsn != sessionConfig.localAsn),
@@ -30,7 +30,22 @@ PeerSession::PeerSession(asio::io_context& io, const config::Peer& peer,
       log_(log),
       fsm_(std::move(sessionConfig)),
       timers_{asio::steady_timer(io), asio::steady_timer(io), asio::steady_timer(io)},
-      announceableNow_(std::move(announceableNow)) {}
+      announceableNow_(std::move(announceableNow)),
+      fabricChanged_(std::move(fabricChanged)) {}
+
+void PeerSession::postFabricChange() {
+  if (!fabricChanged_ || fabricChangePosted_) {
+    return;
+  }
+  fabricChangePosted_ = true;
+  // Posted, not called: the speaker answers by setting every session's announcements, which
+  // must not run in the middle of this session's actions (an UPDATE before the KEEPALIVE that
+  // establishes the session, say).
+  asio::post(io_, [this] {
+    fabricChangePosted_ = false;
+    fabricChanged_();
+  });
+}
 
 void PeerSession::start() {
   log_.info(subject_, "starting {} session to AS{} port {}", ebgp_ ? "eBGP" : "iBGP", peer_.asn,
@@ -60,9 +75,11 @@ void PeerSession::yield(std::function<void(bool peerKeepsRoutes)> done) {
   }
 }
 
-void PeerSession::setAnnouncements(std::set<bgp::Prefix> prefixes) {
+void PeerSession::setAnnouncements(std::set<bgp::Prefix> prefixes,
+                                   std::set<bgp::Prefix> degraded) {
   wanted_ = std::move(prefixes);
-  execute(fsm_.setAnnouncements(gated(wanted_)));
+  wantedDegraded_ = std::move(degraded);
+  execute(fsm_.setAnnouncements(gated(wanted_), wantedDegraded_));
 }
 
 std::set<bgp::Prefix> PeerSession::gated(std::set<bgp::Prefix> prefixes) const {
@@ -80,7 +97,7 @@ void PeerSession::setBfdUp() {
   if (!wanted_.empty() && fsm_.state() == bgp::SessionState::Established) {
     log_.info(subject_, "BFD is Up: announcing");
   }
-  execute(fsm_.setAnnouncements(wanted_));
+  execute(fsm_.setAnnouncements(wanted_, wantedDegraded_));
 }
 
 void PeerSession::bfdDown(std::string_view why) {
@@ -96,7 +113,6 @@ void PeerSession::bfdDown(std::string_view why) {
 
 void PeerSession::setGracefulShutdown(bool on) { execute(fsm_.setGracefulShutdown(on)); }
 
-void PeerSession::setDegraded(bool on) { execute(fsm_.setDegraded(on)); }
 
 size_t PeerSession::unacknowledgedBytes() const {
   if (!current_) {
@@ -159,8 +175,13 @@ void PeerSession::execute(bgp::Actions actions) {
             if (peer_.ttlSecurity) {
               noteGtsmDrops(a);
             }
+            if (a.to == bgp::SessionState::Established || a.from == bgp::SessionState::Established) {
+              postFabricChange();
+            }
           } else if constexpr (std::is_same_v<T, bgp::Notice>) {
             log_.warn(subject_, "{}", a.text);
+          } else if constexpr (std::is_same_v<T, bgp::WatchedPathsChanged>) {
+            postFabricChange();
           }
         },
         action);

@@ -42,11 +42,14 @@ class PeerSession {
  public:
   // Returns the prefixes that may be announced now, re-read from the kernel.
   using AnnounceableNow = std::function<std::set<bgp::Prefix>()>;
+  // The session changed state, or the paths the peer holds for the watched prefixes changed
+  // (the fabric's view). Called from the event loop after the change, never from inside it.
+  using FabricChanged = std::function<void()>;
 
   // `announceableNow` is asked right before the session's first announcement (the KEEPALIVE that
   // establishes it), so even a VIP lost a moment earlier is never announced.
   PeerSession(asio::io_context& io, const config::Peer& peer, bgp::SessionConfig sessionConfig,
-              const Logger& log, AnnounceableNow announceableNow);
+              const Logger& log, AnnounceableNow announceableNow, FabricChanged fabricChanged);
   PeerSession(const PeerSession&) = delete;
   PeerSession& operator=(const PeerSession&) = delete;
 
@@ -66,7 +69,8 @@ class PeerSession {
   bool peerSupportsGracefulRestart() const {
     return fsm_.negotiated() && fsm_.negotiated()->peerGracefulRestart.has_value();
   }
-  void setAnnouncements(std::set<bgp::Prefix> prefixes);
+  // What to announce, and which of it with the degraded path (SessionFsm::setAnnouncements).
+  void setAnnouncements(std::set<bgp::Prefix> prefixes, std::set<bgp::Prefix> degraded = {});
   // BFD protects this session (peers[].bfd.enabled): nothing is announced until setBfdUp(),
   // and bfdDown() tears an open session down at once (Cease 6/10) and withholds the routes
   // again until BFD is back Up.
@@ -77,9 +81,10 @@ class PeerSession {
   std::optional<bool> bfdGate() const { return bfdGate_; }
   // Drain step (1): re-announce with GRACEFUL_SHUTDOWN (RFC 8326).
   void setGracefulShutdown(bool on);
-  // health.onFailure degrade: announce the worse path while on (SessionFsm::setDegraded).
-  void setDegraded(bool on);
-  bool degraded() const { return fsm_.degraded(); }
+  // The prefixes announced with the degraded path.
+  const std::set<bgp::Prefix>& degraded() const { return fsm_.degraded(); }
+  // The paths this peer holds for the watched prefixes (the VIPs), while Established.
+  const bgp::WatchedPaths& watchedPaths() const { return fsm_.watchedPaths(); }
   // Bytes written to this session that the peer's TCP has not acknowledged yet (vipd's own queue
   // plus the kernel's send queue, SIOCOUTQ). 0 when there is no connection.
   size_t unacknowledgedBytes() const;
@@ -87,6 +92,11 @@ class PeerSession {
   void acceptIncoming(tcp::socket socket);
 
   PeerStatus status() const;
+  const std::optional<bgp::Negotiated>& negotiated() const { return fsm_.negotiated(); }
+  // How long the session has been in its current state.
+  std::chrono::steady_clock::duration inState() const {
+    return std::chrono::steady_clock::now() - stateSince_;
+  }
   const bgp::IpAddress& address() const { return peer_.address; }
   bgp::SessionState state() const { return fsm_.state(); }
   // What the peer has from us now; cheaper than status() when that is all a caller needs.
@@ -94,6 +104,8 @@ class PeerSession {
 
  private:
   void execute(bgp::Actions actions);
+  // Tells the speaker (fabricChanged_) once the current handler is done, at most once a turn.
+  void postFabricChange();
   void dial();
   void arm(bgp::TimerKind timer, std::chrono::milliseconds after);
   void cancel(bgp::TimerKind timer);
@@ -127,6 +139,9 @@ class PeerSession {
   std::optional<SessionKey> key_;
   uint64_t gtsmDropsSeen_ = 0;  // kernelMinTtlDrops() when this attempt began
   std::set<bgp::Prefix> wanted_;  // the speaker's last setAnnouncements()
+  std::set<bgp::Prefix> wantedDegraded_;
+  FabricChanged fabricChanged_;
+  bool fabricChangePosted_ = false;
   std::optional<bool> bfdGate_;
 };
 

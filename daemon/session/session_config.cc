@@ -1,5 +1,7 @@
 #include "daemon/session/session_config.h"
 
+#include <algorithm>
+
 namespace vipd::daemon {
 
 bgp::SessionConfig sessionConfigFor(const config::Config& config, const config::Peer& peer,
@@ -18,6 +20,16 @@ bgp::SessionConfig sessionConfigFor(const config::Config& config, const config::
   // End-of-RIB, since it sends nothing outside the negotiated families.
   for (bgp::Afi family : peer.families) {
     s.families.push_back({family, bgp::Safi::Unicast});
+  }
+  // The fabric's view (issue 28): ADD-PATH receive for every family the session carries, so a
+  // fabric that sends every path for the VIPs back (add paths tx) can; the FSM keeps those paths
+  // for the VIPs of the session's families, and only those.
+  s.addPathReceive = s.families;
+  for (const auto& vip : config.vips) {
+    if (std::find(peer.families.begin(), peer.families.end(), vip.prefix.address.family) !=
+        peer.families.end()) {
+      s.watchedPrefixes.insert(vip.prefix);
+    }
   }
   s.outbound.ebgp = peer.asn != config.localAsn;
   s.outbound.localAsn = config.localAsn;

@@ -52,6 +52,7 @@ TEST(ControlRequestTest, EveryFieldAHandlerReadsIsTypeChecked) {
     const char* field;
   };
   for (const auto& c : {Case{R"({"command":"withdraw","wait":1})", "wait"},
+                        Case{R"({"command":"withdraw","force":"yes"})", "force"},
                         Case{R"({"command":"withdraw","reason":["a"]})", "reason"},
                         Case{R"({"command":"withdraw","timeoutMs":-1})", "timeoutMs"},
                         Case{R"({"command":"withdraw","timeoutMs":1.5})", "timeoutMs"},

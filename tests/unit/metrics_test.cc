@@ -121,6 +121,34 @@ TEST(Metrics, ProjectsAFullSnapshot) {
   EXPECT_THAT(text, HasSubstr("# TYPE vipd_peer_state gauge\n"));
 }
 
+TEST(Metrics, FabricViewHoldsAndTheGuard) {
+  Metrics metrics;
+  auto status = snapshot(peer("Established", 1, 4));
+  status["fabric"] = {
+      {"vips",
+       {{"203.0.113.10/32", {{"available", true}, {"count", 3}, {"heldByNeverZero", false}}},
+        {"2001:db8:ffff::10/128",
+         {{"available", false}, {"count", 0}, {"reason", "fabric view unavailable"}}}}},
+      {"duplicateRouterId", json::array({"a path ..."})},
+      {"guard", {{"minAnnouncers", 1}, {"expectedAnnouncers", 3}}}};
+  metrics.update(status);
+  auto text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_fabric_view_available{vip=\"203.0.113.10/32\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_fabric_view_available{vip=\"2001:db8:ffff::10/128\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_fabric_announcers{vip=\"203.0.113.10/32\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_fabric_announcers{vip=\"2001:db8:ffff::10/128\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_fabric_held_by_never_zero{vip=\"203.0.113.10/32\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_fabric_duplicate_router_id 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_fabric_expected_announcers 3\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_guard_min_announcers 1\n"));
+  status["fabric"]["vips"]["203.0.113.10/32"]["heldByNeverZero"] = true;
+  status["fabric"]["vips"]["203.0.113.10/32"]["count"] = 1;
+  metrics.update(status);
+  text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_fabric_held_by_never_zero{vip=\"203.0.113.10/32\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_fabric_announcers{vip=\"203.0.113.10/32\"} 1\n"));
+}
+
 TEST(Metrics, CountersAdvanceByTheDeltaAndNeverDecrease) {
   Metrics metrics;
   metrics.update(snapshot(peer("Established", 1, 4)));

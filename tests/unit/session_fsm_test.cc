@@ -669,20 +669,20 @@ TEST_F(SessionFsmTest, GracefulShutdownSetBeforeEstablishedMarksTheInitialAnnoun
             (std::vector<uint32_t>{kCommunity, kGracefulShutdownCommunity}));
 }
 
-// ---- Degraded path (health.onFailure degrade) ----
+// ---- Degraded path (health.onFailure degrade, a VIP held by the never-zero rule) ----
 
 TEST_F(SessionFsmTest, DegradedReannouncesWithThePrependedPathAndBack) {
   config_.outbound.degradePrepend = 2;
   (void)fsm().setAnnouncements({vipA()});
   toEstablished();
-  auto updates = updatesIn(fsm().setDegraded(true));
+  auto updates = updatesIn(fsm().setAnnouncements({vipA()}, {vipA()}));
   ASSERT_EQ(updates.size(), 1u);
   EXPECT_THAT(updates[0].nlri, ElementsAre(vipA()));
   EXPECT_TRUE(updates[0].withdrawn.empty()) << "an implicit replace, never a withdrawal";
   EXPECT_EQ(updates[0].attributes.asPath,
             (AsPath{{AsPathSegment::Type::AsSequence, {kLocalAsn, kLocalAsn, kLocalAsn}}}));
-  EXPECT_TRUE(fsm().setDegraded(true).empty()) << "unchanged: nothing to send";
-  updates = updatesIn(fsm().setDegraded(false));
+  EXPECT_TRUE(fsm().setAnnouncements({vipA()}, {vipA()}).empty()) << "unchanged: nothing to send";
+  updates = updatesIn(fsm().setAnnouncements({vipA()}));
   ASSERT_EQ(updates.size(), 1u);
   EXPECT_EQ(updates[0].attributes.asPath,
             (AsPath{{AsPathSegment::Type::AsSequence, {kLocalAsn}}}));
@@ -690,12 +690,41 @@ TEST_F(SessionFsmTest, DegradedReannouncesWithThePrependedPathAndBack) {
 
 TEST_F(SessionFsmTest, DegradedBeforeEstablishedMarksTheInitialAnnouncement) {
   config_.outbound.degradePrepend = 1;
-  (void)fsm().setAnnouncements({vipA()});
-  EXPECT_TRUE(fsm().setDegraded(true).empty());
+  (void)fsm().setAnnouncements({vipA()}, {vipA()});
   auto updates = updatesIn(toEstablished());
   ASSERT_FALSE(updates.empty());
   EXPECT_EQ(updates[0].attributes.asPath,
             (AsPath{{AsPathSegment::Type::AsSequence, {kLocalAsn, kLocalAsn}}}));
+}
+
+// Issue 28: the never-zero rule holds one VIP announced, degraded, while the other is announced
+// normally (or withdrawn): the marking is per prefix.
+TEST_F(SessionFsmTest, DegradedIsPerPrefix) {
+  config_.outbound.degradePrepend = 1;
+  const Prefix other = *Prefix::parse("203.0.113.20/32");
+  (void)fsm().setAnnouncements({vipA(), other}, {other});
+  auto updates = updatesIn(toEstablished());
+  std::map<Prefix, size_t> pathLength;
+  for (const auto& u : updates) {
+    for (const auto& p : u.nlri) {
+      pathLength[p] = u.attributes.asPath ? (*u.attributes.asPath)[0].asns.size() : 0;
+    }
+  }
+  EXPECT_EQ(pathLength[vipA()], 1u);
+  EXPECT_EQ(pathLength[other], 2u);
+  // Only the prefix whose marking changed goes out again.
+  updates = updatesIn(fsm().setAnnouncements({vipA(), other}, {vipA()}));
+  std::set<Prefix> sent;
+  for (const auto& u : updates) {
+    sent.insert(u.nlri.begin(), u.nlri.end());
+    EXPECT_TRUE(u.withdrawn.empty());
+  }
+  EXPECT_EQ(sent, (std::set<Prefix>{vipA(), other}));
+  // A degraded prefix that is not announced is no marking at all.
+  updates = updatesIn(fsm().setAnnouncements({other}, {vipA()}));
+  ASSERT_EQ(updates.size(), 1u);  // vipA withdrawn; other unchanged (normal since the last call)
+  EXPECT_THAT(updates[0].withdrawn, ElementsAre(vipA()));
+  EXPECT_TRUE(fsm().degraded().empty());
 }
 
 // ---- Timers while the session is up ----

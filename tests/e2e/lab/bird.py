@@ -101,6 +101,11 @@ class Bird:
             export = "filter bgp_out"
         for nb in neighbors:
             v6_nh = nb.next_hop_v6 or next_hop_v6
+            # ADD-PATH send: every path BIRD holds for the VIPs goes back to this neighbour
+            # (BIRD never sends a neighbour its own path back).
+            add_paths = "add paths tx; " if nb.add_paths_tx else ""
+            nb_export = ("where source = RTS_BGP" if nb.add_paths_tx and export == "none"
+                         else export)
             lines += [
                 f"protocol bgp {nb.name} {{",
                 f"  local as {asn};",
@@ -114,11 +119,11 @@ class Bird:
                 f"  hold time {hold_time};",
                 *(["  bfd on;"] if bfd else []),
                 *(f"  {o}" for o in nb.bird_options),
-                *([f"  ipv4 {{ import {imp}; export {export}; }};"]
+                *([f"  ipv4 {{ import {imp}; export {nb_export}; {add_paths}}};"]
                   if "ipv4" in (nb.families or ["ipv4"]) else []),
                 # IPv6 routes over an IPv4 session: BIRD needs a global IPv6 next hop on a
                 # directly connected prefix for what it sends (received ones must resolve too).
-                *([f"  ipv6 {{ import {imp}; export {export}; "
+                *([f"  ipv6 {{ import {imp}; export {nb_export}; {add_paths}"
                    + (f"next hop address {v6_nh}; " if v6_nh else "") + "};"]
                   if "ipv6" in (nb.families or ["ipv6"]) else []),
                 "}",

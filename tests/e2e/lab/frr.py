@@ -90,6 +90,10 @@ class Frr:
                     c.append(f"  network {o.prefix} route-map ORIGIN")
             for nb in neighbors:
                 c.append(f"  neighbor {nb.address} activate")
+                if nb.rr_client:
+                    c.append(f"  neighbor {nb.address} route-reflector-client")
+                if nb.add_paths_tx:
+                    c.append(f"  neighbor {nb.address} addpath-tx-all-paths")
                 if import_routes:
                     c.append(f"  neighbor {nb.address} soft-reconfiguration inbound")
                 else:

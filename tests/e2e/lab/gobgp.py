@@ -69,9 +69,14 @@ class Gobgp:
                 "  [[neighbors.afi-safis]]",
                 "    [neighbors.afi-safis.config]",
                 '      afi-safi-name = "ipv4-unicast"',
+                # ADD-PATH send (RFC 7911): every path, up to 8, for each prefix.
+                *(["    [neighbors.afi-safis.add-paths.config]", "      send-max = 8"]
+                  if nb.add_paths_tx else []),
                 "  [[neighbors.afi-safis]]",
                 "    [neighbors.afi-safis.config]",
                 '      afi-safi-name = "ipv6-unicast"',
+                *(["    [neighbors.afi-safis.add-paths.config]", "      send-max = 8"]
+                  if nb.add_paths_tx else []),
                 # Per-neighbour import policy: accept everything.
                 "  [neighbors.apply-policy.config]",
                 '    import-policy-list = ["accept-all"]',

@@ -26,6 +26,13 @@ class Neighbor:
     # The address families of the session (BIRD: its channels); None: both ipv4 and ipv6. A
     # session per family, as dual-stack fabrics run by default: ["ipv4"] or ["ipv6"].
     families: Optional[list[str]] = None
+    # Send this neighbour every path for what it gets (RFC 7911 ADD-PATH send: BIRD `add paths
+    # tx`, FRR `addpath-tx-all-paths`, GoBGP add-paths send-max), the other nodes' VIP paths
+    # included: vipd's fabric view (issue 28).
+    add_paths_tx: bool = False
+    # FRR, iBGP: this neighbour is a route-reflector client (its paths are reflected to the
+    # other clients with ORIGINATOR_ID and CLUSTER_LIST).
+    rr_client: bool = False
 
 
 @dataclass

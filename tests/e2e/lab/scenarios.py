@@ -112,10 +112,12 @@ class EcmpLab:
 
 def build_ecmp(lab: Lab, speaker_kinds: list[str], timeout: float = 60,
                vipd_edit: Optional[Callable[[dict, Node], None]] = None,
-               bird_bfd: Optional[BfdTimers] = None) -> EcmpLab:
+               bird_bfd: Optional[BfdTimers] = None, add_paths: bool = False) -> EcmpLab:
     """BIRD fabric (AS 65000) + one speaker per node, each node in its own AS (65001, ...);
     vipd_edit(config, node) changes each vipd's config before it starts. bird_bfd: BIRD runs
     BFD with these timers towards every node (Bird(bfd=)); the vipd side is vipd_edit's.
+    add_paths: BIRD sends every node every path it holds for the VIPs (ADD-PATH), so each vipd
+    has the fabric's view; without it BIRD sends the nodes nothing.
 
     Per-node ASNs: BIRD merges eBGP paths from different neighbour ASNs into one multipath kernel
     route when local-pref, AS-path length, origin and MED match (they do: every node sends a
@@ -124,7 +126,8 @@ def build_ecmp(lab: Lab, speaker_kinds: list[str], timeout: float = 60,
     """
     t0 = time.monotonic()
     topo = lab.fabric_with_nodes(len(speaker_kinds))
-    neighbors = [Neighbor(n.v4, n.asn, passive=speaker_dials(k), name=f"node{n.index}")
+    neighbors = [Neighbor(n.v4, n.asn, passive=speaker_dials(k), name=f"node{n.index}",
+                          add_paths_tx=add_paths)
                  for n, k in zip(topo.nodes, speaker_kinds)]
     bird = Bird(lab, topo.fabric, topo.fabric_v4, FABRIC_ASN, neighbors, interfaces=[topo.fabric_if],
                 bfd=bird_bfd)
