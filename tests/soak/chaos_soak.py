@@ -24,33 +24,50 @@ recovery + SETTLE_S):
   http_flood      300 idle TCP connections to the metrics listener for 3-8 s
   fd_limit        vipd's soft RLIMIT_NOFILE set to its open fds + 4 (prlimit), a flood of both
                   listeners for 3-6 s, then the limit restored
+  freeze          vipd SIGSTOPped for 11-15 s, longer than the 9 s hold time (half the time the
+                  node that relays the others' return-path answers), then SIGCONT
+  forged_icmp     a host that is no peer sends 1000 forged echo replies a second in vipd's
+                  layout (its own source, and spoofed from the peer, to the nodes and the VIP,
+                  naming the nodes and addresses of every kind) for 3-8 s
+  relay_flood     the same host sends 1000 datagrams a second to every node's relay port
+                  (forged relays, witness queries and answers, garbage) for 3-8 s
+  withdraw_last   two nodes withdrawn (`vipctl withdraw --wait`), then the third without
+                  --force: refused by the guard (exit 4) and still announcing; then all announced
 
 Invariants (soak_monitor.py, sampled every 200 ms): 1 no fabric path via a node whose VIP is
 not bound (beyond a 1 s grace); 2 no path from a node after its operator's withdraw was
 acknowledged, until `vipctl announce`; 3 no process exits but the injected ones; 4 after a
 20 s quiet tail, no growth of fds, threads or RSS of each running vipd against its own
-baseline; 5 no client failure outside every fault window; R every node announcing again (or
-withdrawn, as its operator asked) within RECOVER_BOUND_S of each fault; S during the floods
-vipctl status and GET /healthz answer and vipd does not spin on EMFILE. Prints a table (fault
+baseline; 5 no client failure outside every fault window; V (issue 28) the VIP has a route in
+the fabric, and client requests through it succeed, at every sample while at least one node is
+healthy (its apiserver up, not withdrawn by an operator, vipd running and not frozen, no fault
+on it or on the fabric); G the guard refuses to withdraw the last announcer without --force; R
+every node announcing again (or withdrawn, as its operator asked) within RECOVER_BOUND_S of each
+fault; S during the floods vipctl status and GET /healthz answer and vipd does not spin on
+EMFILE. The fabric sends every path back (BIRD `add paths tx`), so each vipd has the fabric's
+view. Prints a table (fault
 kinds injected/survived, violations per invariant, client requests) and exits 1 on any
 violation.
 
 Run: sudo python3 tests/soak/chaos_soak.py --duration 600 [--seed N] [--report PATH]
 (VIPD_BUILD_DIR=<build dir> picks the vipd build; CI passes --duration 180.) --kinds a,b
-draws only those fault kinds; --selftest injects a violation of invariants 1, 2, 3 and 5 each
-instead of faults and passes only if the monitor reports all four (proof the checks can fail).
+draws only those fault kinds; --selftest injects a violation of invariants 1, 2, 3, 5 and V
+each instead of faults and passes only if the monitor reports all five (proof the checks can
+fail).
 A fault counts as recovered once the good state (every node in the fabric's route, or out of
 it while its operator has it withdrawn) has held STABLE_S (3 s; 10 s after link faults).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import signal
 import sys
 import time
 import traceback
+from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -62,7 +79,12 @@ import soak_monitor as mon  # noqa: E402
 
 TOOLS = os.path.join(HERE, "soak_tools.py")
 KINDS = ["bird_restart", "link_flap", "partition", "apiserver_flap", "sigkill", "sigterm",
-         "sighup", "withdraw", "vip_del", "statedir_ro", "control_flood", "http_flood", "fd_limit"]
+         "sighup", "withdraw", "vip_del", "statedir_ro", "control_flood", "http_flood", "fd_limit",
+         "freeze", "forged_icmp", "relay_flood", "withdraw_last"]
+# Faults on the whole fabric, or on every node at once: drawn with no node.
+FLEET_KINDS = {"bird_restart", "forged_icmp", "relay_flood", "withdraw_last"}
+HOSTILE_V4 = "192.0.2.99"
+HOSTILE_ICMP = os.path.join(REPO, "tests", "e2e", "hostile_icmp.py")
 QUIET_S = 20.0  # no faults at the end; invariant 4 is measured after it
 RECOVER_BOUND_S = 30.0  # hold time 9 s + BIRD's error wait 1-2 s + connect retry + health rise
 # Recovered means the good state held this long: a killed session reaches BIRD a moment after
@@ -92,6 +114,8 @@ class Soak:
         self.dead: set[str] = set()  # roles that died uninvited (the monitor's finding)
         self.withdrawn: dict[int, float] = {}  # node -> monotonic time of the acknowledged withdraw
         self.active: dict[int, bool] = {}  # node -> a fault is on it
+        self.fabric_fault = False  # a fault on the whole fabric (BIRD restart) is on
+        self.frozen: set[int] = set()  # nodes whose vipd is SIGSTOPped
         self.windows: list[tuple[float, float, str]] = []  # wall-clock fault windows
         self.timeline: list[str] = []
         self.stats = {k: [0, 0] for k in KINDS}
@@ -125,7 +149,7 @@ class Soak:
             c["health"] = {"type": "apiserver", "url": api.url(), "caFile": self.ca[0], **HEALTH}
             self.configs[node.index] = c
 
-        e = lab.build_ecmp(L, ["vipd"] * 3, vipd_edit=edit)
+        e = lab.build_ecmp(L, ["vipd"] * 3, vipd_edit=edit, add_paths=True)
         self.topo, self.fabric, self.nodes = e.topo, e.topo.fabric, e.topo.nodes
         self.bird, self.vipds = e.bird, e.speakers
         self.fabric.sysctl("net.ipv4.fib_multipath_hash_policy", "1")
@@ -133,6 +157,12 @@ class Soak:
             n.ns.sysctl("net.ipv6.conf.all.keep_addr_on_down", "1")
             n.ns.sysctl("net.ipv6.conf.eth0.keep_addr_on_down", "1")
         self.client = benchlab.add_client(L, self.topo)
+        # A host on the node network that is no peer (forged_icmp, relay_flood).
+        self.evil = L.namespace("evil")
+        self.evil.add_veth("eth0", self.fabric, "evil", peer_bridge="br0")
+        self.evil.add_address("eth0", f"{HOSTILE_V4}/24")
+        self.macs = {n.index: json.loads(n.ns.ip("-j", "link", "show", "eth0").stdout)[0]
+                     ["address"] for n in self.nodes}
         self.procs["bird"] = self.bird.proc
         for n, v in zip(self.nodes, self.vipds):
             self.procs[f"vipd-n{n.index}"] = v.proc
@@ -214,12 +244,23 @@ class Soak:
         except Exception:  # noqa: BLE001 - not answering: not known to be withdrawn
             return False
 
-    def withdraw(self, node: lab.Node, reason: str) -> str:
+    def healthy_nodes(self) -> list[int]:
+        """The nodes that can serve the VIP now (invariant V): vipd running and not frozen, its
+        apiserver up, not withdrawn by an operator, no fault on it or on the fabric."""
+        if self.fabric_fault:
+            return []
+        return [n.index for n in self.nodes
+                if not self.active.get(n.index) and n.index not in self.withdrawn
+                and n.index not in self.frozen and self.vipd(n).proc.alive()]
+
+    def withdraw(self, node: lab.Node, reason: str, *extra: str) -> str:
         v = self.vipd(node)
-        r = v.vipctl_run("withdraw", "--wait", "--timeout", "15s", "--reason", reason, timeout=30)
+        r = v.vipctl_run("withdraw", "--wait", "--timeout", "15s", "--reason", reason, *extra,
+                         timeout=30)
         acked = time.monotonic()
         if r.returncode == 0 or self.status_withdrawn(v):
             self.withdrawn[node.index] = acked
+        self.last_withdraw_rc = r.returncode
         return (f"vipctl withdraw exit {r.returncode} "
                 f"({(r.stdout + r.stderr).strip()[:160]!r}); withdrawn: "
                 f"{node.index in self.withdrawn}")
@@ -411,6 +452,99 @@ class Soak:
         return (f"soft limit {fds + 4} ({fds} open) for {hold:.1f} s, then {soft} again; vipd "
                 f"CPU meanwhile {cpu * 100:.0f}%; {self.flood_result(p, hold)}")
 
+    def relaying_node(self) -> Optional[lab.Node]:
+        """The node that relays the others' return-path answers (its relay count grows)."""
+        def sent(v: lab.Vipd) -> int:
+            try:
+                return int(v.status()["returnPath"]["counters"]["relaysSent"])
+            except Exception:  # noqa: BLE001
+                return 0
+        before = [sent(v) for v in self.vipds]
+        self.sleep(2.5)
+        grown = [sent(v) - b for v, b in zip(self.vipds, before)]
+        best = max(range(len(grown)), key=lambda i: grown[i])
+        return self.nodes[best] if grown[best] > 0 else None
+
+    def f_freeze(self, node: lab.Node) -> str:
+        relayer = self.relaying_node() if self.rng.random() < 0.5 else None
+        if relayer is not None and relayer is not node:
+            self.active[node.index] = False
+            node = relayer
+            self.active[node.index] = True
+        hold = self.rng.uniform(11, 15)
+        v = self.vipd(node)
+        self.frozen.add(node.index)
+        v.proc.signal(signal.SIGSTOP)
+        try:
+            self.sleep(hold)
+        finally:
+            v.proc.signal(signal.SIGCONT)
+            self.frozen.discard(node.index)
+        return (f"vipd of node {node.index}{' (the relaying node)' if relayer else ''} frozen "
+                f"for {hold:.1f} s")
+
+    def hostile(self, spec: list[dict], seconds: float) -> str:
+        self.runs += 1
+        path = self.L.path(f"hostile-{self.runs}.json")
+        with open(path, "w") as f:
+            json.dump(spec, f)
+        p = lab.run(self.evil.argv([sys.executable, HOSTILE_ICMP, "flood", "--iface", "eth0",
+                                    "--spec", path, "--rate", "3000", "--seconds",
+                                    f"{seconds:.1f}"]), timeout=seconds + 30)
+        return p.stdout.strip()
+
+    def f_forged_icmp(self, _node) -> str:
+        hold = self.rng.uniform(3, 8)
+        vip4 = lab.VIP4.split("/")[0]
+        spec = []
+        for n in self.nodes:
+            other = self.nodes[n.index % 3]
+            spec += [{"type": "echo", "src": HOSTILE_V4, "dst": dst, "dst_mac": self.macs[n.index],
+                      "relay": other.v4} for dst in (n.v4, vip4)]
+            spec += [{"type": "echo", "src": lab.FABRIC_V4, "dst": vip4,
+                      "dst_mac": self.macs[n.index], "relay": relay}
+                     for relay in (other.v4, "224.0.0.1", "192.0.2.255", "198.51.100.7", vip4,
+                                   "127.0.0.1")]
+        return f"{hold:.1f} s: {self.hostile(spec, hold)}"
+
+    def f_relay_flood(self, _node) -> str:
+        hold = self.rng.uniform(3, 8)
+        spec = [{"type": "udp", "src": src, "dst": n.v4, "dst_mac": self.macs[n.index],
+                 "sport": sport, "payload": payload}
+                for n in self.nodes
+                for src, sport, payload in [(HOSTILE_V4, 9475, "relay"),
+                                            (HOSTILE_V4, 9475, "witness_query"),
+                                            ("198.51.100.7", 9475, "witness_query"),
+                                            (HOSTILE_V4, 9475, "witness_answer"),
+                                            (HOSTILE_V4, 9475, "garbage")]]
+        return f"{hold:.1f} s: {self.hostile(spec, hold)}"
+
+    def f_withdraw_last(self, _node) -> str:
+        order = list(self.nodes)
+        self.rng.shuffle(order)
+        out = []
+        for node in order[:2]:
+            self.active[node.index] = True
+            out.append(f"node {node.index}: {self.withdraw(node, 'chaos soak: all but one')}")
+        last = order[2]
+        self.sleep(1)  # BIRD has sent the last node the others' withdrawals
+        r = self.vipd(last).vipctl_run("withdraw", "--wait", "--reason", "chaos soak: the last",
+                                       timeout=30)
+        self.sleep(1)
+        there = last.v4 in self.fabric.kernel_nexthops(lab.VIP4)
+        out.append(f"node {last.index} (the last) without --force: exit {r.returncode} "
+                   f"({(r.stdout + r.stderr).strip()[:200]!r}); still in the route: {there}")
+        if r.returncode != 4 or not there:
+            self.violations.add("G", f"withdrawing node {last.index}, the last announcer, "
+                                f"without --force: exit {r.returncode}, in the route: {there}")
+            if r.returncode in (0, 1):
+                self.withdrawn[last.index] = time.monotonic()
+                out.append(self.announce(last))
+        for node in order[:2]:
+            out.append(f"node {node.index}: {self.announce(node)}")
+            self.active[node.index] = False
+        return "; ".join(out)
+
     # --- episodes -----------------------------------------------------------------------------
 
     def not_recovered(self) -> list[str]:
@@ -449,6 +583,8 @@ class Soak:
         w0, m0 = time.time(), time.monotonic()
         if node:
             self.active[node.index] = True
+        elif kind == "bird_restart":
+            self.fabric_fault = True
         self.stats[kind][0] += 1
         self.log(f"FAULT {label}: start")
         try:
@@ -464,6 +600,7 @@ class Soak:
         self.stats[kind][1] += ok
         if node:
             self.active[node.index] = False
+        self.fabric_fault = False
         self.windows.append((w0 - PRE_S, time.time() + SETTLE_S, label))
         self.log(f"FAULT {label}: {'recovered' if ok else 'NOT recovered'} "
                  f"{time.monotonic() - m0:.1f} s after the start")
@@ -481,7 +618,7 @@ class Soak:
                 deck = list(a.kinds)
                 self.rng.shuffle(deck)
             kind = deck.pop()
-            self.episode(kind, None if kind == "bird_restart" else self.rng.choice(self.nodes))
+            self.episode(kind, None if kind in FLEET_KINDS else self.rng.choice(self.nodes))
             self.sleep(min(self.rng.uniform(1, 4), faults_until - time.monotonic()))
         self.sleep(max(QUIET_S, self.t0 + a.duration - time.monotonic()))
         self.log("quiet tail over")
@@ -491,13 +628,15 @@ class Soak:
         load.signal(signal.SIGTERM)
         load.popen.wait(CLIENT_TIMEOUT_S + 10)
         client = mon.client_verdict(self.client_log, self.windows, self.violations)
+        mon.served_verdict(self.client_log, self.monitor.healthy_timeline, self.violations)
         return self.report(resources, client)
 
     def selftest(self) -> int:
         """Proves the checks can fail: a ghost VIP (node 1's vipd frozen, its VIP deleted), a
-        pretended operator withdraw of node 2, node 3's apiserver killed uninvited, and the
-        client failures the ghost causes outside any window. Returns the number of checks
-        that did NOT notice (0: the monitor works)."""
+        pretended operator withdraw of node 2, node 3's apiserver killed uninvited, the client
+        failures the ghost causes outside any window, and every path gone from the fabric while
+        all nodes are healthy (V). Returns the number of checks that did NOT notice (0: the
+        monitor works)."""
         self.t0 = time.monotonic()
         self.monitor = mon.Monitor(self)
         n1, n2, n3 = self.nodes
@@ -514,11 +653,20 @@ class Soak:
         self.apis[n3.index].proc.signal(signal.SIGKILL)
         self.sleep(1)
         self.wait_recovered("selftest")
+        # V: the fabric drops every node's path while all three are healthy (BIRD's sessions
+        # disabled by hand, no fault declared).
+        for n in self.nodes:
+            self.bird.birdc("disable", f"node{n.index}")
+        self.sleep(mon.GRACE_S + 3)
+        for n in self.nodes:
+            self.bird.birdc("enable", f"node{n.index}")
+        self.wait_recovered("selftest")
         self.monitor.stop()
         self.procs.pop("load").signal(signal.SIGTERM)
         self.sleep(CLIENT_TIMEOUT_S + 1)
         mon.client_verdict(self.client_log, self.windows, self.violations)
-        missed = [k for k in "1235" if self.violations.count[k] == 0]
+        mon.served_verdict(self.client_log, self.monitor.healthy_timeline, self.violations)
+        missed = [k for k in "1235V" if self.violations.count[k] == 0]
         self.log(f"self-test: violations noticed {self.violations.count}; missed {missed}")
         return len(missed)
 

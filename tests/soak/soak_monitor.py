@@ -19,6 +19,10 @@ Constants, and why these values:
   must use under SPIN_CPU of a core while accept() fails with EMFILE (it backs off).
 - FD_TOL 3: a health probe, a vipctl and a metrics scrape in flight at the final sample.
 - THREADS_TOL 0: vipd's thread count is fixed by its configuration.
+- V (issue 28): while some node is healthy (soak.healthy_nodes()), the fabric's kernel route for
+  each VIP must not be empty for more than GRACE_S, and every second must see a client request
+  answered (served_verdict). A healthy node's vipd keeps announcing whatever happens to the
+  others; a fault on the whole fabric (BIRD restart) leaves no node healthy.
 """
 from __future__ import annotations
 
@@ -49,6 +53,8 @@ INVARIANTS = {
     "3": "process death not injected",
     "4": "fd/thread/RSS growth after the quiet tail",
     "5": "client failure outside every fault window",
+    "V": "no route or no client answer while a node could serve",
+    "G": "the last announcer's withdraw not refused by the guard",
     "R": "node not recovered within the bound",
     "S": "vipd unresponsive or spinning under a flood",
 }
@@ -120,6 +126,9 @@ class Monitor:
         self.unbound_since: dict[tuple[int, str], float] = {}
         self.flagged: set = set()
         self.ticks = 0
+        # (wall time, healthy nodes, every VIP routed) per tick, for invariant V.
+        self.healthy_timeline: list[tuple[float, int, bool]] = []
+        self.unrouted_since: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -156,6 +165,18 @@ class Monitor:
         nh = {lab.VIP4: s.fabric.kernel_nexthops(lab.VIP4),
               lab.VIP6: s.fabric.kernel_nexthops(lab.VIP6)}
         paths = bird_paths(s.bird)
+        healthy = s.healthy_nodes()
+        routed = all(nh[vip] for vip in nh)
+        self.healthy_timeline.append((time.time(), len(healthy), routed))
+        for vip in nh:
+            if nh[vip] or not healthy:
+                self.unrouted_since.pop(vip, None)
+                self._clear(("V", vip))
+                continue
+            since = self.unrouted_since.setdefault(vip, t)
+            if t - since > GRACE_S:
+                self._once(("V", vip), "V", f"no fabric route for {vip} for {t - since:.1f} s "
+                           f"while nodes {healthy} are healthy")
         for node in s.nodes:
             i = node.index
             hop = {lab.VIP4: node.v4, lab.VIP6: node.v6}
@@ -271,3 +292,36 @@ def client_verdict(path: str, windows: list[tuple[float, float, str]],
                            f".{int(t0 * 1000) % 1000:03d} failed ({what}, {t1 - t0:.2f} s) "
                            f"outside every fault window")
     return {"sent": sent, "failed": failed, "unexplained": unexplained, "by_node": by_node}
+
+
+def served_verdict(path: str, timeline: list[tuple[float, int, bool]],
+                   violations: Violations) -> None:
+    """Invariant V, the clients' side: every whole second during which some node was healthy at
+    every sample (and until the requests started in it could finish) must have at least one
+    request started in it answered."""
+    if not timeline:
+        return
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return
+    answered: dict[int, int] = {}
+    started: dict[int, int] = {}
+    for line in lines:
+        parts = line.split(" ", 3)
+        if len(parts) < 4:
+            continue
+        second = int(float(parts[0]))
+        started[second] = started.get(second, 0) + 1
+        if parts[2] == "ok":
+            answered[second] = answered.get(second, 0) + 1
+    unhealthy = [t for t, n, _ in timeline if n == 0]
+    first, last = int(timeline[0][0]) + 1, int(timeline[-1][0]) - 3
+    for second in range(first, last):
+        if any(second - 1 <= t <= second + 3 for t in unhealthy):
+            continue  # no node could serve around then (a fabric fault, every node busy)
+        if started.get(second, 0) and not answered.get(second, 0):
+            violations.add("V", f"no request started at "
+                           f"{time.strftime('%H:%M:%S', time.localtime(second))} was answered "
+                           f"({started[second]} sent) while a node could serve")

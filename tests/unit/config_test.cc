@@ -1124,6 +1124,41 @@ TEST(ConfigErrors, ReturnPath) {
   EXPECT_THAT(onlyError(withPeer("returnPath: on\n")), HasSubstr("returnPath"));
 }
 
+// ---- returnPath.relayNetworks and guard (issue 28) ----
+
+TEST(ConfigParse, RelayNetworksAndTheGuard) {
+  auto ok = parseConfig(withPeer("returnPath:\n  relayNetworks: [192.0.2.0/24, '2001:db8::/64']\n"
+                                 "guard:\n  minAnnouncers: 2\n  expectedAnnouncers: 5\n"),
+                        "vipd.yaml");
+  ASSERT_TRUE(ok) << ok.error().front().toString();
+  EXPECT_EQ(ok->returnPath.relayNetworks,
+            (std::vector{*bgp::Prefix::parse("192.0.2.0/24"), *bgp::Prefix::parse("2001:db8::/64")}));
+  EXPECT_EQ(ok->guard.minAnnouncers, 2u);
+  EXPECT_EQ(ok->guard.expectedAnnouncers, 5u);
+  ok = parseConfig(withPeer(""), "vipd.yaml");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->guard.minAnnouncers, 1u) << "the guard is on by default";
+  EXPECT_EQ(ok->guard.expectedAnnouncers, 0u);
+}
+
+TEST(ConfigErrors, RelayNetworksAndTheGuard) {
+  EXPECT_EQ(onlyError(withPeer("returnPath:\n  relayNetworks: [192.0.2.1/24]\n")),
+            "vipd.yaml:11:19: returnPath.relayNetworks[0]: 192.0.2.1/24 has host bits set; write "
+            "the network, 192.0.2.0/24");
+  EXPECT_THAT(onlyError(withPeer("returnPath:\n  relayNetworks: [224.0.0.0/4]\n")),
+              HasSubstr("is not a node network"));
+  EXPECT_THAT(onlyError(withPeer("returnPath:\n  relayNetworks: [0.0.0.0/0]\n")),
+              HasSubstr("is not a node network"));
+  EXPECT_THAT(onlyError(withPeer("returnPath:\n  relayNetworks: [nodes]\n")),
+              HasSubstr("'nodes' is not a network"));
+  EXPECT_THAT(onlyError(withPeer("guard:\n  minAnnouncers: 3\n  expectedAnnouncers: 3\n")),
+              HasSubstr("minAnnouncers 3 leaves no node of 3 (expectedAnnouncers) free"));
+  EXPECT_THAT(onlyError(withPeer("guard:\n  minAnnouncers: 65\n")),
+              HasSubstr("guard.minAnnouncers"));
+  EXPECT_THAT(onlyError(withPeer("guard:\n  minAnnouncer: 1\n")),
+              HasSubstr("(did you mean 'minAnnouncers'?)"));
+}
+
 // ---- Drain, control, metrics ----
 
 TEST(ConfigErrors, DrainRanges) {
