@@ -466,21 +466,26 @@ class Soak:
         return self.nodes[best] if grown[best] > 0 else None
 
     def f_freeze(self, node: lab.Node) -> str:
+        # Half the time the node that relays the others' answers (it is then the one frozen,
+        # and counted as the one with a fault; the drawn node is left alone).
         relayer = self.relaying_node() if self.rng.random() < 0.5 else None
-        if relayer is not None and relayer is not node:
-            self.active[node.index] = False
-            node = relayer
-            self.active[node.index] = True
+        target = relayer or node
+        self.active[target.index] = True
         hold = self.rng.uniform(11, 15)
-        v = self.vipd(node)
-        self.frozen.add(node.index)
+        v = self.vipd(target)
+        self.frozen.add(target.index)
         v.proc.signal(signal.SIGSTOP)
         try:
             self.sleep(hold)
         finally:
             v.proc.signal(signal.SIGCONT)
-            self.frozen.discard(node.index)
-        return (f"vipd of node {node.index}{' (the relaying node)' if relayer else ''} frozen "
+            self.frozen.discard(target.index)
+        # Recovery is waited for with the drawn node marked; the frozen one stays marked until
+        # the fabric has it back.
+        if target is not node:
+            self.wait_recovered("freeze")
+            self.active[target.index] = False
+        return (f"vipd of node {target.index}{' (the relaying node)' if relayer else ''} frozen "
                 f"for {hold:.1f} s")
 
     def hostile(self, spec: list[dict], seconds: float) -> str:
