@@ -56,20 +56,6 @@ def mac(ns: lab.Namespace, ifname: str) -> str:
     return json.loads(ns.ip("-j", "link", "show", ifname).stdout)[0]["address"]
 
 
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_kb(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def drops(v: lab.Vipd) -> dict:
     c = v.status()["returnPath"]["counters"]
     out = dict(c.get("relaysDroppedByReason", {}))
@@ -149,8 +135,8 @@ def test() -> None:
             with open(spec_file, "w") as f:
                 json.dump(spec, f)
             pids = [v.proc.pid for v in vipds]
-            cpu0 = [cpu_seconds(p) for p in pids]
-            rss0 = [rss_kb(p) for p in pids]
+            cpu0 = [lab.cpu_seconds(p) for p in pids]
+            rss0 = [lab.rss_kib(p) for p in pids]
             drops0 = [drops(v) for v in vipds]
             t0 = time.monotonic()
             flood = L.start(evil, f"flood-{name}", [
@@ -172,8 +158,8 @@ def test() -> None:
                 lab.check(topo.fabric.kernel_nexthops(lab.VIP4) == all4,
                           f"{name}: a node left the fabric route after the case")
                 time.sleep(0.2)
-            cpu = [(cpu_seconds(p) - c) / wall for p, c in zip(pids, cpu0)]
-            rss = [rss_kb(p) - r for p, r in zip(pids, rss0)]
+            cpu = [(lab.cpu_seconds(p) - c) / wall for p, c in zip(pids, cpu0)]
+            rss = [lab.rss_kib(p) - r for p, r in zip(pids, rss0)]
             after = [drops(v) for v in vipds]
             grew = [a[reason] - d.get(reason, 0) for a, d in zip(after, drops0)]
             relayed = [a["relays_sent"] - d["relays_sent"] for a, d in zip(after, drops0)]

@@ -37,12 +37,6 @@ def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def soft_nofile(pid: int) -> int:
     with open(f"/proc/{pid}/limits") as f:
         for line in f:
@@ -125,11 +119,11 @@ def exhaustion(L: lab.Lab, vipd: lab.Vipd, bird: lab.Bird, node: lab.Node, pid: 
                                        vipd.metrics_listen, "--unix", vipd.socket,
                                        "--count", "500", "--hold", "6"])
     time.sleep(0.5)  # the flood is connecting
-    cpu0, t0 = cpu_seconds(pid), time.monotonic()
+    cpu0, t0 = lab.cpu_seconds(pid), time.monotonic()
     while flood.alive() and time.monotonic() - t0 < 5:
         routes_up(bird, node, "during the descriptor exhaustion")
         time.sleep(0.5)
-    cpu = cpu_seconds(pid) - cpu0
+    cpu = lab.cpu_seconds(pid) - cpu0
     spent = time.monotonic() - t0
     lab.wait_until(lambda: not flood.alive(), 15, 0.1, "the flood to end")
     new_lines = vipd.proc.log_text().splitlines()[lines_before:]

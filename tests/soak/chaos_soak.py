@@ -440,12 +440,12 @@ class Soak:
             soft = next(line.split()[3] for line in f if line.startswith("Max open files"))
         lab.run(["prlimit", "--pid", str(pid), f"--nofile={fds + 4}:"])
         hold = self.rng.uniform(3, 6)
-        cpu0, t0 = cpu_seconds(pid), time.monotonic()
+        cpu0, t0 = lab.cpu_seconds(pid), time.monotonic()
         try:
             p = self.flood(node, hold, count=100, tcp=True, unix=True)
             self.sleep(hold)
         finally:
-            cpu = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
+            cpu = (lab.cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
             lab.run(["prlimit", "--pid", str(pid), f"--nofile={soft}:"], check=False)
         if cpu >= mon.SPIN_CPU:
             self.unresponsive.append(f"vipd used {cpu * 100:.0f}% CPU while out of fds")
@@ -701,15 +701,6 @@ class Soak:
             with open(a.report, "w") as f:
                 f.write(text + "\n\nfault timeline:\n" + "\n".join(self.timeline) + "\n")
         return v.total() + len(self.harness_errors)
-
-
-def cpu_seconds(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 def parse_args() -> argparse.Namespace:

@@ -42,7 +42,7 @@ from .gobgp import Gobgp
 from .harness import main
 from .netns import Lab, Namespace, Node, Topology, _addr_key, parse_nexthops
 from .peers import BfdTimers, Neighbor, Origin
-from .process import CAPABILITIES, Proc, capability_mask, proc_status
+from .process import CAPABILITIES, Proc, capability_mask, cpu_seconds, proc_status, rss_kib
 from .scenarios import (PEER_CLASSES, EcmpLab, ExabgpSpeaker, GobgpSpeaker, SingleNode,
                         bfd_selfcheck, build_ecmp, build_single_vipd, ecmp_withdraw_on_stop,
                         peer_scenario, speaker_binaries, speaker_dials, start_fabric_peer,
@@ -60,7 +60,7 @@ __all__ = [
     # checks
     "check", "wait_until", "wait_never", "timed_wait", "SANITIZER_REPORTS", "sanitizer_report",
     # process
-    "Proc", "CAPABILITIES", "capability_mask", "proc_status",
+    "Proc", "CAPABILITIES", "capability_mask", "cpu_seconds", "proc_status", "rss_kib",
     # netns
     "Namespace", "parse_nexthops", "Lab", "Node", "Topology",
     "_addr_key",  # tests sort addresses the way the lab does

@@ -103,3 +103,18 @@ def proc_status(pid: int) -> dict[str, str]:
     """/proc/PID/status as {field: value}."""
     with open(f"/proc/{pid}/status") as f:
         return {k: v.strip() for k, _, v in (line.partition(":") for line in f)}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time pid has used so far (/proc/PID/stat); 0.0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def rss_kib(pid: int) -> int:
+    """VmRSS of pid in KiB."""
+    return int(proc_status(pid)["VmRSS"].split()[0])
