@@ -1,5 +1,6 @@
 // Builds the UPDATE messages vipd sends: one announcement per VIP family with the attributes
-// DEVELOPERS.md and RFC 4271 section 5.1 ask for, withdrawals, and End-of-RIB markers.
+// RFC 4271 section 5.1 asks for (the VIP with this node as next hop), withdrawals, and End-of-RIB
+// markers.
 #pragma once
 
 #include <optional>

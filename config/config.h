@@ -98,7 +98,14 @@ inline constexpr milliseconds kMinOpenHoldTime{3000};
 inline constexpr milliseconds kMaxOpenHoldTime{3600000};  // no reason to wait longer
 
 struct Control {
+  // The node's control socket: served by the instance that speaks BGP for the node (vipctl's
+  // default, the handoff between instances). A daemonset instance replacing another one serves it
+  // once it has taken over (issue 29).
   std::string socket = "/run/vipd/vipd.sock";
+  // This instance's own socket, served always, in a path no other instance shares (a pod's own
+  // volume): the pod's preStop hook, its exec probes and `kubectl exec ... vipctl` reach this
+  // instance and no other, whichever of two pods of a DaemonSet rollout speaks. Unset: none.
+  std::optional<std::string> instanceSocket;
   // Where `vipctl withdraw` persists the withdrawn state, so it survives restarts and reboots.
   std::string stateDir = "/var/lib/vipd";
   // Members of this group may use the socket too (mode 0660); unset = root only (mode 0600).

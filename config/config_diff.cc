@@ -172,6 +172,7 @@ void walkFields(Visitor& d, const Config& a, const Config& b) {
   d.field("listen.address", a.listen.address, b.listen.address);
   d.field("listen.port", a.listen.port, b.listen.port);
   d.field("control.socket", a.control.socket, b.control.socket);
+  d.field("control.instanceSocket", a.control.instanceSocket, b.control.instanceSocket);
   d.field("control.stateDir", a.control.stateDir, b.control.stateDir);
   d.field("control.group", a.control.group, b.control.group);
   d.field("drain.gracefulShutdownTime", a.drain.gracefulShutdownTime, b.drain.gracefulShutdownTime,

@@ -48,22 +48,41 @@ void ConfigReader::readListen(const Field& f, Listen& listen) {
 }
 
 void ConfigReader::readControl(const Field& f, Control& control) {
-  auto m = readMapping(f.value, f.path, {"socket", "stateDir", "group"});
+  auto m = readMapping(f.value, f.path, {"socket", "instanceSocket", "stateDir", "group"});
   if (!m) {
     return;
   }
+  auto readSocket = [this](const Field& s) -> std::optional<std::string> {
+    auto socket = readString(s);
+    if (!socket) {
+      return std::nullopt;
+    }
+    if (socket->empty() || (*socket)[0] != '/') {
+      error(s, fmt::format("the control socket must be an absolute path, got '{}'", *socket));
+    } else if (socket->size() > kMaxSocketPathLength) {
+      error(s, fmt::format("the control socket path is {} bytes; a Unix socket path holds at "
+                           "most {}",
+                           socket->size(), kMaxSocketPathLength));
+    } else if (socket->find('\0') != std::string::npos) {
+      error(s, "the control socket path contains a NUL byte");
+    } else {
+      return socket;
+    }
+    return std::nullopt;
+  };
   if (const Field* s = m->find("socket")) {
-    if (auto socket = readString(*s)) {
-      if (socket->empty() || (*socket)[0] != '/') {
-        error(*s, fmt::format("the control socket must be an absolute path, got '{}'", *socket));
-      } else if (socket->size() > kMaxSocketPathLength) {
-        error(*s, fmt::format("the control socket path is {} bytes; a Unix socket path holds at "
-                              "most {}",
-                              socket->size(), kMaxSocketPathLength));
-      } else if (socket->find('\0') != std::string::npos) {
-        error(*s, "the control socket path contains a NUL byte");
+    if (auto socket = readSocket(*s)) {
+      control.socket = *socket;
+    }
+  }
+  if (const Field* s = m->find("instanceSocket")) {
+    if (auto socket = readSocket(*s)) {
+      if (*socket == control.socket) {
+        error(*s, fmt::format("control.instanceSocket is control.socket ({}); give this "
+                              "instance's own socket another path (in the pod's own volume)",
+                              *socket));
       } else {
-        control.socket = *socket;
+        control.instanceSocket = *socket;
       }
     }
   }

@@ -87,6 +87,15 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
             handleControl(request, std::move(reply));
           },
           log),
+      instanceControl_(
+          config_.control.instanceSocket
+              ? std::make_unique<ControlServer>(
+                    io, *config_.control.instanceSocket, config_.control.group,
+                    [this](const nlohmann::json& request, ControlServer::Reply reply) {
+                      handleControl(request, std::move(reply));
+                    },
+                    log)
+              : nullptr),
       health_(io, config_.health, log, [this](bool healthy, const ProbeResult&) {
         onHealthChange(healthy);
       }),
@@ -169,19 +178,17 @@ tl::expected<void, std::string> Speaker::start() {
     }
   }
   fitClientLimits();
-  if (auto opened = control_.open(); !opened) {
-    return opened;
-  }
-  if (auto listening = http_.listen(config_.metrics.address.toString(), config_.metrics.port);
-      !listening) {
-    return listening;
-  }
-  if (healthHttp_) {
-    if (auto listening = healthHttp_->listen(config_.metrics.health->address.toString(),
-                                             config_.metrics.health->port);
-        !listening) {
-      return listening;
+  if (instanceControl_) {
+    if (auto opened = instanceControl_->open(); !opened) {
+      return opened;
     }
+  }
+  // A daemonset instance started beside the one it replaces (a rollout with maxSurge) finds the
+  // node's control socket and the listeners held by it: it takes them over once that one has
+  // yielded (openListeners() in startSpeaking()). Anything else in the way is an error now.
+  if (auto opened = openListeners(/*mayWait=*/config_.mode == config::Mode::DaemonSet);
+      !opened) {
+    return opened;
   }
   // Only read the kernel here: binding is the Active instance's job (startSpeaking()).
   vips_.start();
@@ -192,7 +199,47 @@ tl::expected<void, std::string> Speaker::start() {
   return handoff_.start();
 }
 
+tl::expected<void, std::string> Speaker::openListeners(bool mayWait) {
+  auto inUse = [&](bool listenerInUse, std::string_view what) {
+    if (mayWait && listenerInUse) {
+      log_.info("speaker", "{} is held by another daemonset instance (the pod this one replaces, "
+                "or a conflict): taking it over once this instance speaks",
+                what);
+      return true;
+    }
+    return false;
+  };
+  if (!control_.bound()) {
+    if (!(mayWait && ControlServer::answering(io_, control_.path()))) {
+      if (auto opened = control_.open(); !opened) {
+        return opened;
+      }
+    } else {
+      inUse(true, fmt::format("the node's control socket {}", control_.path()));
+    }
+  }
+  if (!http_.listening()) {
+    if (auto listening = http_.listen(config_.metrics.address.toString(), config_.metrics.port);
+        !listening && !inUse(http_.lastListenInUse(), "the metrics port")) {
+      return listening;
+    }
+  }
+  if (healthHttp_ && !healthHttp_->listening()) {
+    if (auto listening = healthHttp_->listen(config_.metrics.health->address.toString(),
+                                             config_.metrics.health->port);
+        !listening && !inUse(healthHttp_->lastListenInUse(), "the health probe port")) {
+      return listening;
+    }
+  }
+  return {};
+}
+
 tl::expected<void, std::string> Speaker::startSpeaking(bool restarting, std::string_view why) {
+  // A daemonset instance taking over from the one it replaces takes its listeners now (that one
+  // closed them when it yielded); in the way now, they are an error.
+  if (auto opened = openListeners(/*mayWait=*/false); !opened) {
+    return opened;
+  }
   // Read again on every takeover: the other instance may have been withdrawn meanwhile. A bad
   // file does not stop vipd: it leaves the node withdrawn, and says why (status, /readyz, log).
   drainer_.loadWithdrawn();
@@ -274,10 +321,21 @@ void Speaker::stopSpeaking() {
   bfd_.stop(nullptr);
 }
 
-void Speaker::yieldSessions(std::function<void(std::vector<nlohmann::json>)> done) {
+void Speaker::yieldSessions(bool toSuccessor,
+                            std::function<void(std::vector<nlohmann::json>)> done) {
   vips_.cancelRebind();
   listener_.close();
   returnPath_.stop();
+  if (toSuccessor) {
+    // The daemonset instance that replaces this one serves the node's control socket and the
+    // ports from now on; this one keeps only its own socket (control.instanceSocket), which its
+    // pod's preStop hook and probes use.
+    control_.close();
+    http_.close();
+    if (healthHttp_) {
+      healthHttp_->close();
+    }
+  }
   if (peers_.empty()) {
     done({});
     return;
@@ -725,6 +783,9 @@ nlohmann::json Speaker::status() const {
   if (healthHttp_) {
     out["listeners"]["health"] = healthHttp_->stats().toJson();
   }
+  if (instanceControl_) {
+    out["listeners"]["instanceControl"] = instanceControl_->stats().toJson();
+  }
   out["returnPath"] = returnPath_.status();
   out["fabric"] = fabricStatus(decision());
   out["health"]["onFailure"] =
@@ -843,9 +904,12 @@ void Speaker::fitClientLimits() {
   }
   constexpr size_t kPreferred = 32;
   const size_t reserved = 64 + 4 * config_.peers.size();
-  const size_t listeners = healthHttp_ ? 3 : 2;
+  const size_t listeners = 2 + (healthHttp_ ? 1 : 0) + (instanceControl_ ? 1 : 0);
   const size_t cap = clientLimitFor(limit.rlim_cur, listeners, reserved, kPreferred);
   control_.setMaxClients(cap);
+  if (instanceControl_) {
+    instanceControl_->setMaxClients(cap);
+  }
   http_.setMaxConnections(cap);
   if (healthHttp_) {
     healthHttp_->setMaxConnections(cap);

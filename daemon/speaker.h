@@ -129,7 +129,11 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   // ---- HandoffHost ----
   tl::expected<void, std::string> startSpeaking(bool restarting, std::string_view why) override;
   void stopSpeaking() override;
-  void yieldSessions(std::function<void(std::vector<nlohmann::json>)> done) override;
+  void yieldSessions(bool toSuccessor,
+                     std::function<void(std::vector<nlohmann::json>)> done) override;
+  // Opens the node's control socket and the HTTP listeners that are not open yet. `mayWait`: one
+  // held by another running instance (the daemonset pod this one replaces) is left for later.
+  tl::expected<void, std::string> openListeners(bool mayWait);
   bool draining() const override { return drainer_.draining(); }
   bool shuttingDown() const override { return shuttingDown_; }
   // ---- VipKeeperHost ----
@@ -148,6 +152,8 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   // would make the peer drop the path it kept for us.
   std::vector<bool> deferredStart_;
   ControlServer control_;
+  // control.instanceSocket: this instance's own socket (its pod's hooks and probes).
+  std::unique_ptr<ControlServer> instanceControl_;
   HealthChecker health_;
   Metrics metrics_;
   HttpServer http_;

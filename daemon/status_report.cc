@@ -158,6 +158,8 @@ std::vector<ReadinessCheck> StatusReport::readinessChecks(const SpeakerIntent& i
                                   ? std::nullopt
                                   : std::optional(fmt::format("on standby: {}",
                                                               handoff_.waitingFor()))});
+    // Not when the instance it waits behind has stopped speaking (issue 29 part 3).
+    checks.push_back({"speaker", handoff_.holderSilent()});
     return checks;
   }
   checks.push_back({"role", std::nullopt});

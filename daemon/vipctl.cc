@@ -3,6 +3,7 @@
 //   vipctl [--socket PATH] status [--json]
 //   vipctl [--socket PATH] withdraw [--wait] [--timeout DUR] [--reason TEXT] [--transient] [--force]
 //   vipctl [--socket PATH] announce
+//   vipctl [--socket PATH] ready
 //   vipctl --version
 #include <cstdio>
 #include <cstdlib>
@@ -36,13 +37,15 @@ constexpr const char* kExitCodes =
     "  4  withdraw refused by the guard: this node is among the last announcers of a VIP\n"
     "     (guard.minAnnouncers); it is still announcing (--force overrides)\n"
     "  5  refused for any other reason (the message says why); a refused withdraw leaves\n"
-    "     the node announcing\n";
+    "     the node announcing\n"
+    "  ready: 0 ready, 1 not ready (the reasons on stderr), 3 unreachable\n";
 
 // One code per outcome a replacement script must tell apart (docs/operations.md).
 constexpr int kExitNotAcknowledged = 1;
 constexpr int kExitUnreachable = 3;
 constexpr int kExitRefusedByGuard = 4;
 constexpr int kExitRefused = 5;
+constexpr int kExitNotReady = 1;  // vipctl ready
 
 std::string str(const json& j, const char* key) {
   if (!j.contains(key)) {
@@ -283,6 +286,11 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
                      "withdraw even when this node is among the last guard.minAnnouncers nodes "
                      "announcing a VIP (the guard refuses that otherwise, exit 4)");
   app.add_subcommand("announce", "clear the withdrawn state and announce again (once healthy)");
+  app.add_subcommand("ready",
+                     "exit 0 when this vipd is ready (as /readyz), else print why and exit 1: "
+                     "an exec readiness probe that reaches the pod's own instance through "
+                     "control.instanceSocket, where two pods of a DaemonSet rollout share the "
+                     "node's ports");
   if (auto exitCode = vipd::cli::parse(app, std::vector<std::string>(argv + 1, argv + argc),
                                        std::cout, std::cerr)) {
     return exitCode;
@@ -299,7 +307,7 @@ int main(int argc, char** argv) {
     return *exitCode;
   }
   const std::string& command = options.command;
-  json request{{"command", command}};
+  json request{{"command", command == "ready" ? std::string("status") : command}};
   if (command == "withdraw") {
     request["wait"] = options.wait;
     request["persist"] = !options.transient;
@@ -356,6 +364,20 @@ int main(int argc, char** argv) {
     }
     return response.value("refused", std::string()) == "guard" ? kExitRefusedByGuard
                                                                 : kExitRefused;
+  }
+  if (command == "ready") {
+    if (response.value("ready", false) == true) {
+      std::printf("ready\n");
+      return 0;
+    }
+    std::string reasons;
+    if (response.contains("readyReasons") && response["readyReasons"].is_array()) {
+      for (const auto& r : response["readyReasons"]) {
+        reasons += (reasons.empty() ? "" : "; ") + (r.is_string() ? r.get<std::string>() : r.dump());
+      }
+    }
+    std::fprintf(stderr, "not ready: %s\n", reasons.empty() ? "-" : reasons.c_str());
+    return kExitNotReady;
   }
   if (options.asJson || command != "status") {
     std::printf("%s\n", response.dump(2).c_str());

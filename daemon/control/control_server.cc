@@ -154,12 +154,28 @@ ControlServer::ControlServer(asio::io_context& io, std::string path,
       backoff_(io, log, "control socket " + path_),
       clients_(log, options_.maxClients) {}
 
-ControlServer::~ControlServer() {
+ControlServer::~ControlServer() { close(); }
+
+void ControlServer::close() {
   backoff_.cancel();
   clients_.closeAll();
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
   if (bound_) {
-    ::unlink(path_.c_str());
+    // Only our own file: a successor that took the path over has bound a new one there.
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) == 0 && st.st_ino == boundInode_) {
+      ::unlink(path_.c_str());
+    }
   }
+  bound_ = false;
+}
+
+bool ControlServer::answering(asio::io_context& io, const std::string& path) {
+  local::socket probe(io);
+  boost::system::error_code ec;
+  probe.connect(local::endpoint(path), ec);
+  return !ec;
 }
 
 ListenerStats ControlServer::stats() const {
@@ -209,6 +225,10 @@ tl::expected<void, std::string> ControlServer::open() {
   }
   if (!ec) {
     bound_ = true;
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) == 0) {
+      boundInode_ = st.st_ino;
+    }
     if (groupId_) {
       if (::chown(path_.c_str(), static_cast<uid_t>(-1), *groupId_) != 0 ||
           ::chmod(path_.c_str(), 0660) != 0) {

@@ -17,6 +17,8 @@
 #include <optional>
 #include <string>
 
+#include <sys/types.h>
+
 #include <boost/asio.hpp>
 #include <nlohmann/json.hpp>
 #include <tl/expected.hpp>
@@ -56,6 +58,13 @@ class ControlServer {
 
   // Binds the socket. Fails if another live process owns it; a stale file is replaced.
   [[nodiscard]] tl::expected<void, std::string> open();
+  // Whether a live process answers on `path` (the socket of a running vipd).
+  static bool answering(asio::io_context& io, const std::string& path);
+  bool bound() const { return bound_; }
+  // Stops accepting and removes the socket file (only if it is still the one this server bound:
+  // a successor may have bound the path since); open() may be called again.
+  void close();
+  const std::string& path() const { return path_; }
 
   // Lowers (or raises) the client cap, e.g. to fit the descriptor limit; at least 1.
   void setMaxClients(size_t limit);
@@ -73,6 +82,7 @@ class ControlServer {
   ControlServerOptions options_;
   asio::local::stream_protocol::acceptor acceptor_;
   bool bound_ = false;
+  ino_t boundInode_ = 0;  // the socket file this server created
   std::shared_ptr<ListenerStats> stats_;  // shared with the clients, which count idle timeouts
   AcceptBackoff backoff_;
   ClientCap<ControlConnection> clients_;

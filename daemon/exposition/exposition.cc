@@ -12,7 +12,8 @@ namespace vipd::exposition {
 namespace {
 
 // A bad name is a broken invariant of the code that registers metrics (names are literals and
-// label names constants), never input: abort with the name, as STYLE asks of broken invariants.
+// label names constants), never input: abort with the name, as CONTRIBUTING.md asks of broken
+// invariants.
 [[noreturn]] void brokenInvariant(const std::string& message) {
   std::fprintf(stderr, "vipd: internal error: %s\n", message.c_str());
   std::abort();

@@ -226,7 +226,9 @@ HttpServer::~HttpServer() {
 }
 
 tl::expected<void, std::string> HttpServer::listen(std::string_view address, uint16_t port) {
+  lastListenInUse_ = false;
   auto fail = [&](const boost::system::error_code& ec) {
+    lastListenInUse_ = ec == asio::error::address_in_use;
     boost::system::error_code ignored;
     acceptor_.close(ignored);
     const bool v6 = address.find(':') != std::string_view::npos;
@@ -264,6 +266,17 @@ tl::expected<void, std::string> HttpServer::listen(std::string_view address, uin
   log_.info(shared_->subject, "listening");
   acceptNext();
   return {};
+}
+
+void HttpServer::close() {
+  if (!acceptor_.is_open()) {
+    return;
+  }
+  log_.info(shared_->subject, "closing (another instance takes it over)");
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  backoff_.cancel();
+  connections_.closeAll();
 }
 
 uint16_t HttpServer::port() const {

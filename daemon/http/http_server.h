@@ -71,6 +71,13 @@ class HttpServer {
 
   // The bound port once listen() succeeded, 0 before.
   [[nodiscard]] uint16_t port() const;
+  bool listening() const { return acceptor_.is_open(); }
+  // Whether the last listen() failed because the address is in use (EADDRINUSE): a daemonset
+  // instance replacing another one takes the port over once that one has yielded (issue 29).
+  bool lastListenInUse() const { return lastListenInUse_; }
+  // Stops listening and closes every connection, as if never listening; listen() may be called
+  // again. A yielding daemonset instance frees the port for its successor this way.
+  void close();
 
   // Lowers (or raises) the connection cap, e.g. to fit the descriptor limit; at least 1.
   void setMaxConnections(size_t limit);
@@ -88,6 +95,7 @@ class HttpServer {
   asio::ip::tcp::acceptor acceptor_;
   AcceptBackoff backoff_;
   ClientCap<Connection> connections_;
+  bool lastListenInUse_ = false;
 };
 
 // An HTTP request-target split into its path and its query (without the '?').

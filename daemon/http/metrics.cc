@@ -106,6 +106,13 @@ Metrics::Metrics()
           registry_->gauge("vipd_handoff_refused",
                            "1 while this instance's takeover is refused (vipctl status says "
                            "why), 0 otherwise.")),
+      // vipd_handoff_holder_silent: 1 while this waiting instance sees no BGP session of the
+      // instance that holds the speaker lock for longer than the hold time (issue 29: frozen or
+      // stuck; the node announces nothing). Reads: handoff.holderSilent.
+      handoffHolderSilent_(
+          registry_->gauge("vipd_handoff_holder_silent",
+                           "1 while the instance holding the speaker lock has had no BGP session "
+                           "for longer than the hold time (frozen or stuck), 0 otherwise.")),
       // vipd_handoffs_total{event}: took_over, yielded, took_back, refused. Reads:
       // handoff.tookOver, handoff.yielded, handoff.tookBack, handoff.refusals.
       handoffs_(registry_->counter("vipd_handoffs_total",
@@ -608,6 +615,9 @@ void Metrics::updateListener(const std::string& name, const json& listener) {
 void Metrics::updateHandoff(const json& handoff) {
   if (auto refused = boolean(handoff, "refused")) {
     handoffRefused_.add({}).set(flag(*refused));
+  }
+  if (auto silent = boolean(handoff, "holderSilent")) {
+    handoffHolderSilent_.add({}).set(flag(*silent));
   }
   const std::pair<const char*, const char*> events[] = {{"tookOver", "took_over"},
                                                         {"yielded", "yielded"},

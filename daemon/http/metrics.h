@@ -137,6 +137,7 @@ class Metrics {
   HealthFamilies health_;
   GaugeFamily& role_;
   GaugeFamily& handoffRefused_;
+  GaugeFamily& handoffHolderSilent_;
   CounterFamily& handoffs_;
   GaugeFamily& listenerOpen_;
   GaugeFamily& listenerLimit_;

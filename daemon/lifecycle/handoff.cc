@@ -58,11 +58,36 @@ bool yieldedMomentsAgo(HostLock& lock, const config::Config& config, const Logge
          bootTimeMs() - (*marker)->yieldedAtBootMs < (*marker)->restartTimeMs;
 }
 
+// A daemonset instance takes over from the static pod (day 0 to day 2) and from the daemonset
+// pod it replaces (a rollout with maxSurge).
+bool mayTakeOverFrom(const LockHolder& holder) {
+  return holder.mode == config::modeName(config::Mode::StaticPod) ||
+         holder.mode == config::modeName(config::Mode::DaemonSet);
+}
+
+// How long a holder may have no Established session before it counts as silent: as long as the
+// most patient peer waits for it (the longest hold time), at least 3 s.
+std::chrono::steady_clock::duration silenceAfter(const config::Config& config) {
+  std::chrono::milliseconds longest{3000};
+  for (const auto& peer : config.peers) {
+    longest = std::max(longest, peer.holdTime);
+  }
+  return longest;
+}
+
+// How often a waiting instance looks at the kernel's TCP table.
+constexpr auto kHolderLook = 1s;
+
 }  // namespace
 
 Handoff::Handoff(asio::io_context& io, const config::Config& config, const Logger& log,
                  HandoffHost& host)
-    : io_(io), config_(config), log_(log), host_(host), lockTimer_(io) {}
+    : io_(io),
+      config_(config),
+      log_(log),
+      host_(host),
+      lockTimer_(io),
+      silence_(silenceAfter(config)) {}
 
 std::string_view Handoff::roleName() const {
   switch (role_) {
@@ -96,8 +121,7 @@ tl::expected<void, std::string> Handoff::start() {
                                                : "no other instance holds the speaker lock");
   }
   auto holder = lock_->holder();
-  bool contend = config_.mode == config::Mode::DaemonSet &&
-                 (!holder || holder->mode == config::modeName(config::Mode::StaticPod));
+  bool contend = config_.mode == config::Mode::DaemonSet && (!holder || mayTakeOverFrom(*holder));
   waitForLock(contend ? Role::Contending : Role::Standby,
               holder ? fmt::format("the {} instance ({}) speaks BGP on this node",
                                    holder->mode, describe(*holder))
@@ -109,6 +133,7 @@ void Handoff::stop() { lockTimer_.cancel(); }
 
 tl::expected<void, std::string> Handoff::becomeActive(bool restarting, std::string_view why) {
   role_ = Role::Active;
+  silence_.reset();
   state_.waitingFor.clear();
   state_.lastRestarting = restarting;
   return host_.startSpeaking(restarting, why);
@@ -148,13 +173,13 @@ bool Handoff::acquireLock() {
   std::string why;
   if (granted) {
     ++state_.tookOver;
-    why = "took over from the static-pod instance";
+    why = fmt::format("took over from the {} instance", state_.takingOverFrom);
   } else {
     ++state_.tookBack;
     if (restarting) {
       why = "took the node back: the instance it yielded to never took the lock";
     } else if (role_ == Role::Contending) {
-      why = "the static-pod instance that held the speaker lock is gone";
+      why = "the instance that held the speaker lock is gone";
     } else {
       why = "took the node back: the instance that held the speaker lock is gone";
     }
@@ -171,7 +196,45 @@ bool Handoff::acquireLock() {
   return true;
 }
 
+void Handoff::watchHolder() {
+  auto now = std::chrono::steady_clock::now();
+  if (now < nextHolderLook_) {
+    return;
+  }
+  nextHolderLook_ = now + kHolderLook;
+  std::vector<BgpPeerEndpoint> peers;
+  for (const auto& p : config_.peers) {
+    peers.push_back({p.address, p.port});
+  }
+  if (!silence_.sample(anyBgpSessionEstablished(readKernelTcpTable(), peers), now)) {
+    return;
+  }
+  if (silence_.silent()) {
+    log_.error("handoff", "{}; not taking over while it holds the speaker lock (two speakers "
+               "for the node once it wakes up); its pod's liveness probe restarts it, and this "
+               "instance takes the node back then",
+               *holderSilent());
+  } else {
+    log_.info("handoff", "the instance holding the speaker lock has a BGP session again");
+  }
+}
+
+std::optional<std::string> Handoff::holderSilent() const {
+  if (role_ == Role::Active || !silence_.silent()) {
+    return std::nullopt;
+  }
+  auto holder = this->holder();
+  return fmt::format(
+      "the instance holding the speaker lock ({}) has had no Established BGP session for {}s: "
+      "frozen, stuck or cut off; the node announces nothing",
+      holder ? fmt::format("{} {}", holder->mode, describe(*holder)) : std::string("unknown"),
+      std::chrono::duration_cast<std::chrono::seconds>(
+          silence_.silentFor(std::chrono::steady_clock::now()))
+          .count());
+}
+
 void Handoff::pollLock() {
+  watchHolder();
   auto now = std::chrono::steady_clock::now();
   bool expecting = now < state_.expectLockUntil;
   if (now >= state_.noTakebackBefore && acquireLock()) {
@@ -180,7 +243,7 @@ void Handoff::pollLock() {
   if (role_ == Role::Contending && !expecting && !state_.inFlight &&
       now >= state_.nextAttempt) {
     auto holder = lock_->holder();
-    if (holder && holder->mode == config::modeName(config::Mode::StaticPod)) {
+    if (holder && mayTakeOverFrom(*holder)) {
       if (host_.healthy()) {
         attemptTakeover(*holder);
       } else {
@@ -198,8 +261,9 @@ void Handoff::refuse(std::string reason) {
   ++state_.refusals;
   if (!state_.refused || state_.lastRefusal != reason) {
     log_.error("handoff",
-               "not taking over: {}; the static-pod instance keeps speaking; retrying every {}s",
-               reason, std::chrono::duration_cast<std::chrono::seconds>(kRefusedRetry).count());
+               "not taking over: {}; the {} instance keeps speaking; retrying every {}s", reason,
+               state_.takingOverFrom.empty() ? std::string("running") : state_.takingOverFrom,
+               std::chrono::duration_cast<std::chrono::seconds>(kRefusedRetry).count());
   }
   state_.refused = true;
   state_.lastRefusal = std::move(reason);
@@ -208,7 +272,8 @@ void Handoff::refuse(std::string reason) {
 
 void Handoff::attemptTakeover(const LockHolder& holder) {
   state_.inFlight = true;
-  state_.waitingFor = fmt::format("asking the static-pod instance ({}, {}) to hand over",
+  state_.takingOverFrom = holder.mode;
+  state_.waitingFor = fmt::format("asking the {} instance ({}, {}) to hand over", holder.mode,
                                   describe(holder), holder.controlSocket);
   // Step 1 changes nothing on either side: both check the prerequisites first.
   sendControlRequest(io_, holder.controlSocket,
@@ -228,12 +293,14 @@ void Handoff::onCheckAnswer(const LockHolder& holder,
   if (!answer) {
     state_.inFlight = false;
     state_.nextAttempt = std::chrono::steady_clock::now() + 1s;
-    state_.waitingFor = fmt::format("cannot reach the static-pod instance: {}", answer.error());
+    state_.waitingFor =
+        fmt::format("cannot reach the {} instance: {}", holder.mode, answer.error());
     log_.warn("handoff", "{}; retrying in 1s", state_.waitingFor);
     return;
   }
   if (answer->contains("error")) {
-    return refuse(fmt::format("the static-pod instance answered: {}", (*answer)["error"].dump()));
+    return refuse(
+        fmt::format("the {} instance answered: {}", holder.mode, (*answer)["error"].dump()));
   }
   auto mine = identityOf(config_);
   auto theirs = identityFromJson(field(*answer, "identity", nlohmann::json()));
@@ -274,8 +341,9 @@ void Handoff::onYieldAnswer(tl::expected<nlohmann::json, std::string> answer) {
   state_.refused = false;
   state_.lastRefusal.clear();
   state_.expectLockUntil = std::chrono::steady_clock::now() + kExpectLockFor;
-  state_.waitingFor = "the static-pod instance yielded; taking the speaker lock";
-  log_.info("handoff", "the static-pod instance yielded ({}); taking the lock",
+  state_.waitingFor =
+      fmt::format("the {} instance yielded; taking the speaker lock", state_.takingOverFrom);
+  log_.info("handoff", "the {} instance yielded ({}); taking the lock", state_.takingOverFrom,
             field(*answer, "peers", nlohmann::json::array()).dump());
   lockTimer_.cancel();
   pollLock();
@@ -330,17 +398,25 @@ void Handoff::handleYield(const nlohmann::json& request, ControlServer::Reply re
     reply({{"ok", false}, {"refusal", marked.error()}, {"identity", toJson(mine)}});
     return;
   }
-  log_.info("handoff", "yielding to the daemonset instance: closing every session without a "
-            "NOTIFICATION (graceful restart, restart time {}s); the VIPs stay bound",
-            std::chrono::duration_cast<std::chrono::seconds>(config_.handoff.restartTime).count());
+  // A taker of this instance's own mode is its successor in a DaemonSet rollout: it needs the
+  // node's control socket and the listeners this instance holds.
+  const auto taker = identityFromJson(request.value("identity", nlohmann::json()));
+  const bool toSuccessor = taker && taker->mode == config::modeName(config_.mode);
+  log_.info("handoff", "yielding to the {}: closing every session without a NOTIFICATION "
+            "(graceful restart, restart time {}s); the VIPs stay bound{}",
+            toSuccessor ? "daemonset instance that replaces this one" : "daemonset instance",
+            std::chrono::duration_cast<std::chrono::seconds>(config_.handoff.restartTime).count(),
+            toSuccessor ? "; handing over the control socket and the listeners" : "");
   // From here nothing may announce or withdraw: the sessions close as they are.
   role_ = Role::Standby;
-  host_.yieldSessions([this, reply](std::vector<nlohmann::json> peers) {
+  host_.yieldSessions(toSuccessor, [this, reply, toSuccessor](std::vector<nlohmann::json> peers) {
     lock_->release();
     ++state_.yielded;
     state_.lastYieldPeers = peers;
     state_.noTakebackBefore = std::chrono::steady_clock::now() + kTakebackDelay;
-    waitForLock(Role::Standby, "yielded to the daemonset instance");
+    waitForLock(Role::Standby, toSuccessor ? "yielded to the daemonset instance that replaces "
+                                             "this one (a rollout)"
+                                           : "yielded to the daemonset instance");
     reply({{"ok", true}, {"identity", toJson(identityOf(config_))}, {"peers", peers}});
   });
 }
@@ -359,7 +435,11 @@ nlohmann::json Handoff::status() const {
                    {"tookBack", state_.tookBack},
                    {"refusals", state_.refusals},
                    {"gracefulRestart", state_.lastRestarting},
-                   {"lastYieldPeers", state_.lastYieldPeers}};
+                   {"lastYieldPeers", state_.lastYieldPeers},
+                   {"holderSilent", holderSilent().has_value()}};
+  if (auto silent = holderSilent()) {
+    h["holderSilentReason"] = *silent;
+  }
   if (lock_) {
     h["dir"] = lock_->dir();
     if (auto holder = lock_->holder(); holder && role_ != Role::Active) {

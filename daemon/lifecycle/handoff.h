@@ -1,8 +1,9 @@
-// Which of a node's two vipd instances speaks BGP (issue 5's two lives), and the handoff between
+// Which of a node's vipd instances speaks BGP (issue 5's two lives), and the handoff between
 // them. With mode static-pod or daemonset, the speaker lock under handoff.dir decides; a daemonset
-// instance takes over from a static-pod one through the control socket, with graceful restart so
-// the node's path never leaves the fabric, and a static-pod instance on standby takes the node
-// back when the lock comes free. Owns: the role, the lock, the lock poll's timer and the handoff's
+// instance takes over from a static-pod one (day 0 to day 2) or from the daemonset pod it
+// replaces (a rollout with maxSurge, issue 29) through the control socket, with graceful restart
+// so the node's path never leaves the fabric, and an instance on standby takes the node back
+// when the lock comes free (the instance it yielded to went away: a failed rollout rolls back). Owns: the role, the lock, the lock poll's timer and the handoff's
 // counters. The protocol's values and checks are handoff_protocol.h's; the lock is host_lock.h's;
 // what speaking and yielding do to the sessions is the HandoffHost's.
 #pragma once
@@ -22,6 +23,7 @@
 #include "config/config.h"
 #include "daemon/base/logger.h"
 #include "daemon/control/control_server.h"
+#include "daemon/lifecycle/holder_watch.h"
 #include "daemon/lifecycle/host_lock.h"
 
 namespace vipd::daemon {
@@ -35,9 +37,12 @@ class HandoffHost {
   // After startSpeaking failed half-way: closes whatever it opened.
   virtual void stopSpeaking() = 0;
   // Closes every session without a NOTIFICATION (the peers keep the path through graceful
-  // restart), then BFD with AdminDown; the VIPs stay bound. `done` gets one JSON object per peer:
-  // {"address", "gracefulRestart": whether that peer keeps the path}.
-  virtual void yieldSessions(std::function<void(std::vector<nlohmann::json> peers)> done) = 0;
+  // restart), then BFD with AdminDown; the VIPs stay bound. `toSuccessor`: the taker is an
+  // instance of this one's own mode (a DaemonSet rollout), which needs the listeners this one
+  // holds (the node's control socket, metrics and probe ports): close them. `done` gets one JSON
+  // object per peer: {"address", "gracefulRestart": whether that peer keeps the path}.
+  virtual void yieldSessions(bool toSuccessor,
+                             std::function<void(std::vector<nlohmann::json> peers)> done) = 0;
   virtual bool healthy() const = 0;
   virtual bool draining() const = 0;
   virtual bool shuttingDown() const = 0;
@@ -74,6 +79,10 @@ class Handoff {
   const std::string& waitingFor() const { return state_.waitingFor; }
   // The instance that holds the speaker lock, when it is not this one.
   std::optional<LockHolder> holder() const;
+  // Why the instance holding the lock seems to have stopped speaking (holder_watch.h): no BGP
+  // session Established for longer than the hold time. nullopt while it speaks, or when this
+  // instance is the one speaking.
+  std::optional<std::string> holderSilent() const;
   nlohmann::json status() const;
 
  private:
@@ -82,6 +91,7 @@ class Handoff {
   void scheduleLockPoll(std::chrono::milliseconds after);
   void pollLock();
   bool acquireLock();
+  void watchHolder();
   void attemptTakeover(const LockHolder& holder);
   void onCheckAnswer(const LockHolder& holder, tl::expected<nlohmann::json, std::string> answer);
   void onYieldAnswer(tl::expected<nlohmann::json, std::string> answer);
@@ -95,6 +105,8 @@ class Handoff {
   Role role_ = Role::Active;
   std::optional<HostLock> lock_;
   asio::steady_timer lockTimer_;
+  HolderSilence silence_;
+  std::chrono::steady_clock::time_point nextHolderLook_{};
   struct State {
     std::string waitingFor;   // one sentence for status: what this instance waits for
     std::string lastRefusal;  // why the last takeover was refused; empty once one succeeded
@@ -103,8 +115,9 @@ class Handoff {
     std::chrono::steady_clock::time_point nextAttempt{};
     std::chrono::steady_clock::time_point expectLockUntil{};  // after a yield was granted
     std::chrono::steady_clock::time_point noTakebackBefore{};  // after yielding
-    uint64_t tookOver = 0;   // daemonset: took over from a static-pod instance
-    uint64_t yielded = 0;    // static-pod: handed over
+    uint64_t tookOver = 0;   // daemonset: took over from a static-pod or daemonset instance
+    uint64_t yielded = 0;    // handed over
+    std::string takingOverFrom;  // the mode of the instance this one is taking over from
     uint64_t tookBack = 0;   // took the lock after its holder went away
     uint64_t refusals = 0;
     bool lastRestarting = false;  // the last takeover reopened the sessions as a graceful restart

@@ -87,9 +87,13 @@ std::optional<std::string> handoffRefusal(const SpeakerIdentity& holder,
                                    fmt::join(holder.protocolVersions, ","),
                                    fmt::join(taker.protocolVersions, ",")));
   }
-  if (holder.mode != "static-pod" || taker.mode != "daemonset") {
-    problems.push_back(fmt::format("only a daemonset instance takes over from a static-pod one "
-                                   "(running: {}, taking over: {})",
+  // A daemonset instance takes over from the static pod (day 0 to day 2) and from the daemonset
+  // pod it replaces in a rollout (issue 29); nothing takes over from a daemonset instance but
+  // another one, and a static pod never takes over (it takes the node back only when the lock
+  // comes free).
+  if (taker.mode != "daemonset" || (holder.mode != "static-pod" && holder.mode != "daemonset")) {
+    problems.push_back(fmt::format("only a daemonset instance takes over, from a static-pod or "
+                                   "another daemonset instance (running: {}, taking over: {})",
                                    holder.mode, taker.mode));
   }
   if (holder.routerId != taker.routerId) {

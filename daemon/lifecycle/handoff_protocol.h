@@ -41,7 +41,8 @@ nlohmann::json toJson(const SpeakerIdentity& identity);
 tl::expected<SpeakerIdentity, std::string> identityFromJson(const nlohmann::json& j);
 
 // Why `taker` must not take over from `holder` (every mismatch, in one sentence), or nullopt.
-// Only a daemonset instance takes over, and only from a static-pod one.
+// Only a daemonset instance takes over: from a static-pod one (day 0 to day 2), or from the
+// daemonset pod it replaces (a rollout, issue 29).
 std::optional<std::string> handoffRefusal(const SpeakerIdentity& holder,
                                           const SpeakerIdentity& taker);
 

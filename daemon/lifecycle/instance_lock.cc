@@ -163,7 +163,7 @@ std::vector<std::string_view> instanceSlots(config::Mode mode) {
     case config::Mode::Standalone:
       break;
   }
-  return {kStaticPod, kDaemonSet};
+  return {kStaticPod, kDaemonSet, kDaemonSetSuccessorSlot};
 }
 
 std::string vipLockName(std::string_view tag, const bgp::Prefix& vip, std::string_view slot) {
@@ -173,8 +173,29 @@ std::string vipLockName(std::string_view tag, const bgp::Prefix& vip, std::strin
 tl::expected<InstanceLock, std::string> InstanceLock::acquire(const config::Config& config,
                                                               std::vector<std::string>& warnings,
                                                               std::string_view tag) {
+  std::vector<std::string> firstWarnings;
+  auto lock = acquireSlots(config, instanceSlots(config.mode), firstWarnings, tag);
+  if (lock || config.mode != config::Mode::DaemonSet) {
+    warnings.insert(warnings.end(), firstWarnings.begin(), firstWarnings.end());
+    return lock;
+  }
+  // A DaemonSet rollout with maxSurge starts the new pod beside the one it replaces: the
+  // successor slot lets exactly one more daemonset instance run; it takes over through the
+  // speaker lock.
+  auto successor = acquireSlots(config, {kDaemonSetSuccessorSlot}, warnings, tag);
+  if (!successor) {
+    return tl::unexpected(fmt::format("{}; and the successor slot is taken too: {}", lock.error(),
+                                      successor.error()));
+  }
+  successor->successor_ = true;
+  return successor;
+}
+
+tl::expected<InstanceLock, std::string> InstanceLock::acquireSlots(
+    const config::Config& config, const std::vector<std::string_view>& slots,
+    std::vector<std::string>& warnings, std::string_view tag) {
   InstanceLock lock;  // releases whatever it took if a later step fails
-  for (auto slot : instanceSlots(config.mode)) {
+  for (auto slot : slots) {
     auto file = lockStateDir(config.control.stateDir, slot, warnings);
     if (!file) {
       return tl::unexpected(file.error());
@@ -184,7 +205,7 @@ tl::expected<InstanceLock, std::string> InstanceLock::acquire(const config::Conf
     }
   }
   for (const auto& vip : config.vips) {
-    for (auto slot : instanceSlots(config.mode)) {
+    for (auto slot : slots) {
       auto socket = lockVip(tag, vip.prefix, slot);
       if (!socket) {
         return tl::unexpected(socket.error());
@@ -198,7 +219,8 @@ tl::expected<InstanceLock, std::string> InstanceLock::acquire(const config::Conf
 InstanceLock::InstanceLock(InstanceLock&& other) noexcept
     : heldFds_(std::move(other.heldFds_)),
       served_(std::move(other.served_)),
-      vipSockets_(std::move(other.vipSockets_)) {
+      vipSockets_(std::move(other.vipSockets_)),
+      successor_(other.successor_) {
   other.heldFds_.clear();
   other.vipSockets_.clear();
 }
@@ -209,6 +231,7 @@ InstanceLock& InstanceLock::operator=(InstanceLock&& other) noexcept {
     heldFds_ = std::move(other.heldFds_);
     served_ = std::move(other.served_);
     vipSockets_ = std::move(other.vipSockets_);
+    successor_ = other.successor_;
     other.heldFds_.clear();
     other.vipSockets_.clear();
   }

@@ -11,10 +11,12 @@
 //   a network namespace, as VIPs do, so vipd instances in different namespaces (lab nodes,
 //   separate hosts) never see each other; the contender reads the holder's PID with SO_PEERCRED.
 //
-// Slots make the static-pod to DaemonSet handoff (issue 5) the one sanctioned overlap: an
-// instance in mode static-pod or daemonset claims its own mode's slot, a standalone instance
-// claims every slot. Two instances conflict unless one is the static-pod and the other the
-// daemonset instance; between those two the speaker lock (host_lock.h) decides who speaks.
+// Slots make the sanctioned overlaps possible: the static-pod to DaemonSet handoff (issue 5), and
+// a DaemonSet rollout with maxSurge (issue 29), where the new pod starts beside the old one and
+// takes over from it. A static-pod instance claims the "static-pod" slot; a daemonset instance
+// claims "daemonset", or "daemonset-successor" when that one is held (the pod it is replacing);
+// a standalone instance claims every slot. So at most one static-pod and two daemonset instances
+// run on a node; between them the speaker lock (host_lock.h) decides who speaks.
 #pragma once
 
 #include <list>
@@ -31,8 +33,11 @@
 
 namespace vipd::daemon {
 
-// The slots an instance of `mode` claims: {"static-pod"}, {"daemonset"}, or both (standalone).
+// The slots an instance of `mode` claims together: {"static-pod"}, {"daemonset"}, or every slot
+// (standalone).
 std::vector<std::string_view> instanceSlots(config::Mode mode);
+// The slot a daemonset instance claims when "daemonset" is held: the pod it replaces holds that.
+inline constexpr std::string_view kDaemonSetSuccessorSlot = "daemonset-successor";
 
 // The abstract socket name (without the leading NUL) that locks `vip` for `slot`.
 std::string vipLockName(std::string_view tag, const bgp::Prefix& vip, std::string_view slot);
@@ -58,6 +63,10 @@ class InstanceLock {
   // `log` must outlive the lock.
   void serve(boost::asio::io_context& io, const Logger& log);
 
+  // Whether this daemonset instance took the successor slot (another daemonset instance, the
+  // pod it replaces, holds "daemonset").
+  bool successor() const { return successor_; }
+
  private:
   struct Served {
     boost::asio::local::stream_protocol::acceptor acceptor;
@@ -65,6 +74,9 @@ class InstanceLock {
   };
 
   InstanceLock() = default;
+  static tl::expected<InstanceLock, std::string> acquireSlots(
+      const config::Config& config, const std::vector<std::string_view>& slots,
+      std::vector<std::string>& warnings, std::string_view tag);
   static void acceptNext(Served& served);
 
   // The flock'ed state-directory files (and any VIP socket serve() could not take), held open
@@ -72,6 +84,7 @@ class InstanceLock {
   std::vector<int> heldFds_;
   std::list<Served> served_;    // a list: the accept handlers hold references
   std::vector<int> vipSockets_;  // listening, until serve() hands them to served_
+  bool successor_ = false;
 };
 
 }  // namespace vipd::daemon

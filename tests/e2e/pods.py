@@ -9,13 +9,15 @@
 - Podman: podman with a store of its own in the lab's temp dir (the pods of one test never meet
   another's or the machine's), run as the node's host.
 - for_podman(): the only changes made to a manifest before `podman kube play`, each one a
-  documented gap between podman 4.3 and a kubelet (../shared/RUNTIME.md):
+  documented gap between podman 4.3 and a kubelet:
     * `ports:` is removed: podman rejects it on hostNetwork pods (for a kubelet it is only
       informational there);
     * `$(VAR)` from the downward API is expanded by the test: podman does not do it;
-    * the probes are removed and run by the test the way a kubelet runs them (probe()): podman
-      turns an httpGet probe into `/bin/sh -c "curl ..."` inside the image, and the image has
-      neither, on purpose; it would also need systemd for its timers, which these machines lack;
+    * the probes are removed and run by the test the way a kubelet runs them (probe()): an
+      httpGet from the node's network namespace, an exec probe with `podman exec` in the
+      container; podman turns an httpGet probe into `/bin/sh -c "curl ..."` inside the image,
+      and the image has neither, on purpose; it would also need systemd for its timers, which
+      these machines lack;
     * a DaemonSet becomes its pod template (podman refuses kind DaemonSet).
   podman also ignores preStop hooks and the grace period (a test stops a pod with
   `podman pod stop -t 30`: SIGTERM, then the wait), and `podman kube down` kills with SIGKILL, so
@@ -228,12 +230,22 @@ def for_podman(doc: dict, downward: dict[str, str]) -> tuple[dict, dict[str, dic
     return doc, probes
 
 
-def probe(ns: lab.Namespace, p: dict) -> tuple[bool, str]:
+def probe(ns: lab.Namespace, p: dict, podman: Optional["Podman"] = None,
+          container: Optional[str] = None) -> tuple[bool, str]:
     """One probe as a kubelet runs it for a hostNetwork pod: an httpGet from the node's network
-    namespace; success is a status from 200 to 399."""
+    namespace (success: a status from 200 to 399), or an exec probe in the container (podman
+    exec; success: exit 0)."""
+    if "exec" in p:
+        if podman is None or container is None:
+            raise AssertionError(f"an exec probe needs the container: {p}")
+        r = podman.run("exec", container, *p["exec"]["command"], check=False,
+                       timeout=p.get("timeoutSeconds", 1) + 10)
+        detail = (r.stdout + r.stderr).strip()[:120]
+        return r.returncode == 0, f"exec {' '.join(p['exec']['command'])}: {r.returncode} " \
+                                  f"{detail!r}"
     get = p.get("httpGet")
     if get is None:
-        raise AssertionError(f"the test runs only httpGet probes, not {p}")
+        raise AssertionError(f"the test runs httpGet and exec probes only, not {p}")
     url = f"{get.get('scheme', 'HTTP').lower()}://{get.get('host', '127.0.0.1')}:{get['port']}" \
           f"{get.get('path', '/')}"
     try:
@@ -393,14 +405,16 @@ class PodLab:
         self.podman.play(name, played)
         return pod, probes
 
-    def probes_pass(self, probes: dict[str, dict], timeout: float) -> None:
+    def probes_pass(self, probes: dict[str, dict], timeout: float, pod: str = "vipd") -> None:
         """Every probe passes as a kubelet would see it, within timeout (a readiness probe may
-        need the health gate's rise first)."""
+        need the health gate's rise first). pod: the played pod's name (exec probes run in its
+        container)."""
         for what, p in probes.items():
             result = {}
+            container = f"{pod}-{what.split('/')[0]}"
 
-            def ok(p=p) -> bool:
-                result["passed"], result["detail"] = probe(self.n1.ns, p)
+            def ok(p=p, container=container) -> bool:
+                result["passed"], result["detail"] = probe(self.n1.ns, p, self.podman, container)
                 return result["passed"]
             lab.wait_until(ok, timeout, 0.2, lambda what=what: f"{what}: {result.get('detail')}")
             lab.log(f"probe {what}: {result['detail']}")

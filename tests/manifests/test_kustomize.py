@@ -7,11 +7,12 @@ Asserts:
   on stderr but kustomize's own deprecation notice for `bases` (which kubectl 1.20 needs); they
   are exactly the DaemonSet and its ConfigMap (the static-pod template is not picked up);
 - the DaemonSet: kube-system, hostNetwork, system-node-critical, the control-plane role label as
-  nodeSelector and tolerations, RollingUpdate maxUnavailable 1, capabilities exactly
+  nodeSelector and tolerations, RollingUpdate maxSurge 1 / maxUnavailable 0, capabilities exactly
   NET_ADMIN + NET_BIND_SERVICE + NET_RAW with ALL dropped (tests/e2e/test_capabilities.py runs vipd with
   that set), not privileged, no privilege escalation, read-only root,
-  the preStop `vipctl ... withdraw --wait --transient` on the config's control socket, probes on
-  127.0.0.1 and the config's metrics port, the ConfigMap mounted where --config points and the
+  the preStop `vipctl ... withdraw --wait --transient` and exec probes (`vipctl status --json`,
+  `vipctl ready`) on the pod's own socket (control.instanceSocket, an emptyDir), the ConfigMap
+  mounted where --config points and the
   host's /etc/vipd (read-only) where --node-config points, hostPaths for every directory the
   config names, a selector that does not match the static pod, and a grace period above the
   config's drain;
@@ -84,6 +85,7 @@ CONFIG_FILE = CONFIG_MOUNT + "/vipd.yaml"
 NODE_DIR = "/etc/vipd"
 NODE_CONFIG = NODE_DIR + "/node.yaml"
 CA_FILE = "/etc/kubernetes/pki/ca.crt"
+INSTANCE_SOCKET = "/run/vipd-instance/vipd.sock"  # control.instanceSocket: the pod's own
 
 
 def kubectl() -> str:
@@ -120,8 +122,11 @@ def host_paths(pod_spec: dict, container: dict) -> dict[str, tuple[str, bool, st
 
 
 def check_pod_common(c: Checks, who: str, spec: dict, port: int, socket: str,
-                     metrics_port: int = 0) -> dict:
-    """What the DaemonSet's pod and the static pod share: security, probes, drain, host paths."""
+                     metrics_port: int = 0, exec_probes: bool = False) -> dict:
+    """What the DaemonSet's pod and the static pod share: security, probes, drain, host paths.
+    exec_probes: the probes are `vipctl --socket SOCKET status --json` (liveness) and `... ready`
+    (readiness) on the pod's own socket, not GETs on 127.0.0.1:PORT (the DaemonSet: two pods of
+    a rollout share the node's ports)."""
     ctr = container_of(spec)
     c.equal(spec.get("hostNetwork"), True, f"{who}: hostNetwork")
     c.equal(spec.get("priorityClassName"), "system-node-critical", f"{who}: priority class")
@@ -139,10 +144,17 @@ def check_pod_common(c: Checks, who: str, spec: dict, port: int, socket: str,
     c.equal(sc.get("readOnlyRootFilesystem"), True, f"{who}: read-only root filesystem")
     c.equal(sc.get("runAsUser"), 0, f"{who}: runs as root (for the capabilities)")
 
-    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
-        get = ctr.get(probe, {}).get("httpGet", {})
-        c.equal((get.get("host"), get.get("path"), get.get("port")), ("127.0.0.1", path, port),
-                f"{who}: {probe} GET 127.0.0.1:{port}{path}")
+    if exec_probes:
+        for probe, command in (("livenessProbe", ["status", "--json"]),
+                               ("readinessProbe", ["ready"])):
+            got = ctr.get(probe, {}).get("exec", {}).get("command")
+            c.equal(got, ["vipctl", "--socket", socket, *command],
+                    f"{who}: {probe} runs vipctl {' '.join(command)} on the pod's own socket")
+    else:
+        for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+            get = ctr.get(probe, {}).get("httpGet", {})
+            c.equal((get.get("host"), get.get("path"), get.get("port")),
+                    ("127.0.0.1", path, port), f"{who}: {probe} GET 127.0.0.1:{port}{path}")
     metrics_port = metrics_port or port
     c.equal([p.get("containerPort") for p in ctr.get("ports", [])], [metrics_port],
             f"{who}: declares the metrics port {metrics_port}")
@@ -170,6 +182,8 @@ def check_config(c: Checks, text: str, ds_spec: dict, ctr: dict) -> dict:
         c.expect(key not in cfg, f"ConfigMap: no {key} (a node fact: the node file's)")
     c.equal(cfg.get("mode"), "daemonset", "ConfigMap: mode daemonset")
     c.equal(cfg.get("control", {}).get("socket"), "/run/vipd/vipd.sock", "ConfigMap: socket")
+    c.equal(cfg.get("control", {}).get("instanceSocket"), INSTANCE_SOCKET,
+            "ConfigMap: the pod's own socket (hooks, probes)")
     c.equal(cfg.get("control", {}).get("stateDir", "/var/lib/vipd"), "/var/lib/vipd",
             "ConfigMap: stateDir is the hostPath")
     c.equal(cfg.get("handoff", {}).get("dir", "/run/vipd"), "/run/vipd",
@@ -177,7 +191,7 @@ def check_config(c: Checks, text: str, ds_spec: dict, ctr: dict) -> dict:
     c.equal(cfg.get("metrics", {}).get("listen"), "0.0.0.0:9472",
             "ConfigMap: /metrics on every node address (Prometheus)")
     c.equal(cfg.get("metrics", {}).get("healthListen"), "127.0.0.1:9474",
-            "ConfigMap: the probes' endpoints on 127.0.0.1 only")
+            "ConfigMap: /healthz and /readyz on 127.0.0.1 only")
     c.equal([v.get("address") for v in cfg.get("vips", [])], ["203.0.113.10/32"],
             "ConfigMap: example VIP")
     health = cfg.get("health", {})
@@ -243,8 +257,10 @@ def check_daemonset(c: Checks, objects: list[dict]) -> dict:
              "ConfigMap: named vipd-config (plus kustomize's content hash)")
 
     strategy = ds["spec"].get("updateStrategy", {})
-    c.equal((strategy.get("type"), strategy.get("rollingUpdate", {}).get("maxUnavailable")),
-            ("RollingUpdate", 1), "DaemonSet: RollingUpdate, maxUnavailable 1")
+    rolling = strategy.get("rollingUpdate", {})
+    c.equal((strategy.get("type"), rolling.get("maxSurge"), rolling.get("maxUnavailable")),
+            ("RollingUpdate", 1, 0),
+            "DaemonSet: RollingUpdate, maxSurge 1, maxUnavailable 0 (the new pod takes over)")
     selector = ds["spec"].get("selector", {}).get("matchLabels", {})
     template_labels = ds["spec"]["template"].get("metadata", {}).get("labels", {})
     c.expect(selector.items() <= template_labels.items(), "DaemonSet: selector matches its pods")
@@ -258,7 +274,13 @@ def check_daemonset(c: Checks, objects: list[dict]) -> dict:
     c.expect((CONTROL_PLANE, "Exists", "NoSchedule") in tolerations,
              "DaemonSet: tolerates the control-plane NoSchedule taint")
 
-    ctr = check_pod_common(c, "DaemonSet", spec, 9474, "/run/vipd/vipd.sock", metrics_port=9472)
+    ctr = check_pod_common(c, "DaemonSet", spec, 9474, INSTANCE_SOCKET, metrics_port=9472,
+                           exec_probes=True)
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    instance = [m for m in ctr.get("volumeMounts", [])
+                if m.get("mountPath") == os.path.dirname(INSTANCE_SOCKET)]
+    c.expect(bool(instance) and "emptyDir" in volumes.get(instance[0]["name"], {}),
+             f"DaemonSet: {os.path.dirname(INSTANCE_SOCKET)} is the pod's own emptyDir")
     c.equal(ctr.get("args"), ["--config", CONFIG_FILE, "--node-config", NODE_CONFIG],
             "DaemonSet: args --config (the ConfigMap) and --node-config (the node file)")
     c.equal(host_paths(spec, ctr).get(NODE_DIR), (NODE_DIR, True, "Directory"),

@@ -16,6 +16,7 @@
 
 #include "config/config_parser.h"
 #include "daemon/lifecycle/handoff_protocol.h"
+#include "daemon/lifecycle/holder_watch.h"
 #include "daemon/lifecycle/host_lock.h"
 
 namespace vipd::daemon {
@@ -52,8 +53,11 @@ TEST(HandoffIdentity, EveryMismatchIsNamedInOneSentence) {
 
 TEST(HandoffIdentity, OnlyDaemonsetTakesOverFromStaticPod) {
   EXPECT_THAT(handoffRefusal(daemonset(), staticPod()).value_or(""),
-              HasSubstr("only a daemonset instance takes over from a static-pod one"));
-  EXPECT_TRUE(handoffRefusal(daemonset(), daemonset()).has_value());
+              HasSubstr("only a daemonset instance takes over, from a static-pod or another "
+                        "daemonset instance (running: daemonset, taking over: static-pod)"));
+  EXPECT_TRUE(handoffRefusal(staticPod(), staticPod()).has_value());
+  // A rollout: the new daemonset pod takes over from the one it replaces (issue 29).
+  EXPECT_EQ(handoffRefusal(daemonset(), daemonset()), std::nullopt);
 }
 
 TEST(HandoffIdentity, NoCommonProtocolVersionIsRefused) {
@@ -221,6 +225,80 @@ TEST_F(HostLockTest, UnusableDirectoryIsAClearError) {
   auto lock = HostLock::open("/proc/vipd-cannot-exist/run");
   ASSERT_FALSE(lock);
   EXPECT_THAT(lock.error(), HasSubstr("cannot create the handoff directory"));
+}
+
+}  // namespace
+}  // namespace vipd::daemon
+
+// ---- the watch on a silent lock holder (issue 29 part 3) ----
+
+namespace vipd::daemon {
+namespace {
+
+// Three rows as the kernel prints them: a listener on 179, an Established session from
+// 192.0.2.11:43210 to the peer 192.0.2.1:179, and one in CLOSE_WAIT (8) to 192.0.2.2:179.
+constexpr std::string_view kTcp =
+    "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout "
+    "inode\n"
+    "   0: 00000000:00B3 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 "
+    "1 1 0000000000000000 100 0 0 10 0\n"
+    "   1: 0B0200C0:A8CA 010200C0:00B3 01 00000000:00000000 02:000A7A6B 00000000     0        0 "
+    "2 1 0000000000000000 20 4 30 10 -1\n"
+    "   2: 0B0200C0:A8CB 020200C0:00B3 08 00000000:00000000 00:00000000 00000000     0        0 "
+    "3 1 0000000000000000 20 4 30 10 -1\n"
+    "   3: garbage\n";
+
+TEST(HolderWatch, ParsesTheKernelsTcpTable) {
+  auto rows = parseProcNetTcp(kTcp, false);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1].local, *bgp::IpAddress::parse("192.0.2.11"));
+  EXPECT_EQ(rows[1].localPort, 43210);
+  EXPECT_EQ(rows[1].remote, *bgp::IpAddress::parse("192.0.2.1"));
+  EXPECT_EQ(rows[1].remotePort, 179);
+  EXPECT_EQ(rows[1].state, 1);
+  EXPECT_EQ(rows[2].state, 8);
+  // IPv6: four little-endian words; 2001:db8::11 port 179.
+  auto v6 = parseProcNetTcp(
+      "  sl  local_address remote_address st\n"
+      "   0: B80D0120000000000000000011000000:00B3 B80D0120000000000000000001000000:C350 01\n",
+      true);
+  ASSERT_EQ(v6.size(), 1u);
+  EXPECT_EQ(v6[0].local, *bgp::IpAddress::parse("2001:db8::11"));
+  EXPECT_EQ(v6[0].remote, *bgp::IpAddress::parse("2001:db8::1"));
+  EXPECT_EQ(v6[0].remotePort, 50000);
+}
+
+TEST(HolderWatch, OnlyAnEstablishedSessionWithAConfiguredPeerCounts) {
+  auto rows = parseProcNetTcp(kTcp, false);
+  EXPECT_TRUE(anyBgpSessionEstablished(rows, {{*bgp::IpAddress::parse("192.0.2.1"), 179}}));
+  EXPECT_FALSE(anyBgpSessionEstablished(rows, {{*bgp::IpAddress::parse("192.0.2.2"), 179}}))
+      << "CLOSE_WAIT: the peer hung up on a frozen holder";
+  EXPECT_FALSE(anyBgpSessionEstablished(rows, {{*bgp::IpAddress::parse("192.0.2.9"), 179}}));
+  // A session the peer opened to our port 179 counts too.
+  TcpEntry incoming{*bgp::IpAddress::parse("192.0.2.11"), 179, *bgp::IpAddress::parse("192.0.2.9"),
+                    50000, 1};
+  EXPECT_TRUE(anyBgpSessionEstablished({incoming}, {{*bgp::IpAddress::parse("192.0.2.9"), 179}}));
+}
+
+TEST(HolderWatch, SilentOnlyAfterTheHoldTimeWithNoSession) {
+  using namespace std::chrono_literals;
+  HolderSilence silence(9s);
+  const auto t0 = HolderSilence::Clock::time_point() + 1h;
+  EXPECT_FALSE(silence.sample(true, t0));
+  EXPECT_FALSE(silence.sample(false, t0 + 5s));
+  EXPECT_FALSE(silence.silent());
+  EXPECT_TRUE(silence.sample(false, t0 + 10s));
+  EXPECT_TRUE(silence.silent());
+  EXPECT_EQ(silence.silentFor(t0 + 10s), 10s);
+  EXPECT_TRUE(silence.sample(true, t0 + 11s));  // back
+  EXPECT_FALSE(silence.silent());
+  // A watcher that starts while the holder is silent counts from its first look.
+  HolderSilence late(9s);
+  EXPECT_FALSE(late.sample(false, t0));
+  EXPECT_FALSE(late.sample(false, t0 + 9s));
+  EXPECT_TRUE(late.sample(false, t0 + 10s));
+  late.reset();
+  EXPECT_FALSE(late.silent());
 }
 
 }  // namespace

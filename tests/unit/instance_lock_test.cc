@@ -57,7 +57,7 @@ class InstanceLockTest : public ::testing::Test {
 
 TEST(InstanceSlots, StandaloneClaimsEverySlotAndEachLifeItsOwn) {
   EXPECT_EQ(instanceSlots(config::Mode::Standalone),
-            (std::vector<std::string_view>{"static-pod", "daemonset"}));
+            (std::vector<std::string_view>{"static-pod", "daemonset", "daemonset-successor"}));
   EXPECT_EQ(instanceSlots(config::Mode::StaticPod), (std::vector<std::string_view>{"static-pod"}));
   EXPECT_EQ(instanceSlots(config::Mode::DaemonSet), (std::vector<std::string_view>{"daemonset"}));
 }
@@ -97,16 +97,29 @@ TEST_F(InstanceLockTest, ALockReleasedIsFreeAgainAndAFailedAttemptHoldsNothing) 
 }
 
 // The day-0 static pod and the day-2 DaemonSet share the state directory and the VIPs during the
-// handoff: the one sanctioned overlap. A second of either kind, or a standalone one, is refused.
-TEST_F(InstanceLockTest, StaticPodAndDaemonSetMayOverlapNothingElseMay) {
+// handoff, and a DaemonSet rollout with maxSurge runs the new pod beside the old one (issue 29):
+// the sanctioned overlaps. A second static pod, a third daemonset instance or a standalone one is
+// refused.
+TEST_F(InstanceLockTest, StaticPodAndTwoDaemonSetInstancesMayOverlapNothingElseMay) {
   auto vip = std::vector<std::string>{"192.0.2.10/32"};
   auto staticPod = acquire(configFor(config::Mode::StaticPod, "s", vip));
   ASSERT_TRUE(staticPod) << staticPod.error();
   auto daemonSet = acquire(configFor(config::Mode::DaemonSet, "s", vip));
   ASSERT_TRUE(daemonSet) << daemonSet.error();
+  EXPECT_FALSE(daemonSet->successor());
   EXPECT_FALSE(acquire(configFor(config::Mode::StaticPod, "s", vip)));
-  EXPECT_FALSE(acquire(configFor(config::Mode::DaemonSet, "other", vip)));
+  auto successor = acquire(configFor(config::Mode::DaemonSet, "s", vip));
+  ASSERT_TRUE(successor) << successor.error();
+  EXPECT_TRUE(successor->successor());
+  auto third = acquire(configFor(config::Mode::DaemonSet, "s", vip));
+  ASSERT_FALSE(third);
+  EXPECT_THAT(third.error(), HasSubstr("the successor slot is taken too"));
   EXPECT_FALSE(acquire(configFor(config::Mode::Standalone, "s", {"192.0.2.99/32"})));
+  // The pod that was replaced exits: the next rollout's pod takes the free slot.
+  daemonSet = tl::unexpected(std::string("gone"));
+  auto next = acquire(configFor(config::Mode::DaemonSet, "s", vip));
+  ASSERT_TRUE(next) << next.error();
+  EXPECT_FALSE(next->successor());
 }
 
 TEST_F(InstanceLockTest, DifferentStateDirsAndVipsDoNotConflict) {
@@ -123,7 +136,7 @@ TEST_F(InstanceLockTest, AnUnusableStateDirIsAWarningNotAFailure) {
   auto c = configFor(config::Mode::Standalone, "file/state", {"192.0.2.10/32"});
   auto lock = acquire(c);
   ASSERT_TRUE(lock) << lock.error();
-  ASSERT_EQ(warnings_.size(), 2u);  // one per slot
+  ASSERT_EQ(warnings_.size(), 3u);  // one per slot
   EXPECT_THAT(warnings_[0], HasSubstr("is not stopped by it (the VIP locks still apply)"));
   EXPECT_FALSE(acquire(c)) << "the VIP lock still holds";
 }
