@@ -4,8 +4,9 @@ laid out like a node (etc/vipd, etc/kubernetes/manifests). No root, no namespace
 
 Asserts:
 - a dual-stack JSON metadata document with a password file renders: exit 0, one output line per
-  file written, the config passes `vipd validate --config`, the manifest is the real template
-  filled (image, config path and directory, no placeholder left), modes 0644/0600;
+  file written, the config passes `vipd validate --config` (with the key file in place, 0600),
+  the manifest is the real template filled (image, config path and directory, no placeholder
+  left), modes 0644/0600;
 - rendering again changes nothing ("unchanged", same inode and mtime);
 - a new image archives the old manifest outside the manifest directory and writes the new one;
 - a stray backup file is named in a warning; with --strict render exits 1 and changes nothing;
@@ -119,6 +120,10 @@ def test() -> None:
                        f"passwordFile: {os.path.join(config_dir, 'bgp-password')}",
                        "socket: /run/vipd/static-pod.sock", 'listen: "127.0.0.1:9473"']:
             lab.check(needle in text, f"the config should contain {needle!r}")
+        # vipd validate reads the password file as start does: the node's provisioning puts it
+        # there, mode 0600.
+        write(doc["passwordFile"], "bgp-key\n")
+        os.chmod(doc["passwordFile"], 0o600)
         v = cmd([vipd, "validate", "--config", config])
         lab.check(v.returncode == 0 and f"{config}: valid" in v.stdout,
                   "vipd validate should accept the rendered config")
