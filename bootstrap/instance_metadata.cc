@@ -88,11 +88,14 @@ bool isSafePathCharacter(char c) {
 }
 
 // Why the static pod could not read `file` (the `what`) for a config rendered at `configPath`:
-// the pod mounts only the config's directory (and the kubeadm CA certificate). Lexical: symbolic
-// links are not followed, since render may run before the files exist.
+// the pod mounts only the config's directory (and the kubeadm CA certificate). Nor may it be a
+// file render writes (the config, the node file): vipd would read its own config as a key or a
+// CA bundle. Lexical: symbolic links are not followed, since render may run before the files
+// exist.
 std::optional<std::string> unmountedFileProblem(std::string_view file,
-                                                const std::string& configPath,
+                                                const MetadataContext& context,
                                                 std::string_view what) {
+  const std::string& configPath = context.configPath;
   fs::path path = fs::path(std::string(file));
   if (!path.is_absolute()) {
     return fmt::format("the {} must be an absolute path, got '{}'", what, file);
@@ -102,9 +105,13 @@ std::optional<std::string> unmountedFileProblem(std::string_view file,
     return fmt::format("'{}' names a directory, not a {}", file, what);
   }
   fs::path configDir = fs::path(configPath).parent_path();
-  if (normal == fs::path(configPath)) {
-    return fmt::format("'{}' is the rendered config itself; the {} needs a file of its own", file,
-                       what);
+  for (const auto& [rendered, name] :
+       {std::pair{fs::path(configPath), "config"},
+        std::pair{fs::path(nodeConfigPathOf(context)).lexically_normal(), "node file"}}) {
+    if (normal == rendered) {
+      return fmt::format("'{}' is the rendered {} itself; the {} needs a file of its own", file,
+                         name, what);
+    }
   }
   fs::path relative = normal.lexically_relative(configDir);
   if (relative.empty() || *relative.begin() == "..") {
@@ -301,7 +308,7 @@ std::optional<std::string> MetadataReader::readPasswordFile(const Field& f) {
   if (!file) {
     return std::nullopt;
   }
-  if (auto problem = unmountedFileProblem(*file, context_.configPath, "password file")) {
+  if (auto problem = unmountedFileProblem(*file, context_, "password file")) {
     error(f, *problem);
     return std::nullopt;
   }
@@ -514,7 +521,7 @@ void MetadataReader::readHealth(const Field& f, HealthMetadata& health) {
   // else.
   if (const Field* ca = m->find("caFile");
       ca && health.caFile && *health.caFile != distro().caFile) {
-    if (auto problem = unmountedFileProblem(*health.caFile, context_.configPath, "CA file")) {
+    if (auto problem = unmountedFileProblem(*health.caFile, context_, "CA file")) {
       error(*ca, fmt::format("{} (or use {}, which the static pod mounts too)", *problem,
                              distro().caFile));
     }
@@ -594,6 +601,15 @@ Result<InstanceMetadata> parseMetadata(std::string_view text, std::string_view f
     reader.error(YAML::Mark::null_mark(), "", fmt::format("cannot parse: {}", e.what()));
   }
   return tl::unexpected(reader.takeErrors());
+}
+
+std::string defaultNodeConfigPath(std::string_view configPath) {
+  return (fs::path(std::string(configPath)).parent_path() / "node.yaml").string();
+}
+
+std::string nodeConfigPathOf(const MetadataContext& context) {
+  return context.nodeConfigPath.empty() ? defaultNodeConfigPath(context.configPath)
+                                        : context.nodeConfigPath;
 }
 
 std::optional<std::string> configOutProblem(std::string_view path) {

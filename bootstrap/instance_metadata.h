@@ -77,7 +77,15 @@ struct MetadataContext {
   // --distro: the health check's defaults and the CA file the static pod mounts. Not owned;
   // nullptr is defaultDistro() (kubeadm).
   const Distro* distro = nullptr;
+  // --node-out, already checked with configOutProblem(); empty: defaultNodeConfigPath(). Like
+  // the config, no password or CA file may be it.
+  std::string nodeConfigPath;
 };
+
+// Where the node file goes without --node-out: node.yaml in the config's directory.
+[[nodiscard]] std::string defaultNodeConfigPath(std::string_view configPath);
+// The context's node file: nodeConfigPath, or the default beside the config.
+[[nodiscard]] std::string nodeConfigPathOf(const MetadataContext& context);
 
 // Parses and checks the document; `fileName` only labels errors. On failure returns every error,
 // ordered by position in the document.

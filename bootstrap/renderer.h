@@ -39,7 +39,9 @@ struct RenderInput {
   std::string templateName;  // labels template errors
   std::string defaultImage;  // MetadataContext::defaultImage
   const Distro* distro = nullptr;  // --distro; nullptr is kubeadm
-  std::string nodeConfigPath;      // --node-out: labels the node file's errors
+  // --node-out: labels the node file's errors; no password or CA file may be it. Empty:
+  // defaultNodeConfigPath().
+  std::string nodeConfigPath;
 };
 
 struct Rendered {

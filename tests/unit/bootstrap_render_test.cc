@@ -240,6 +240,40 @@ TEST(BootstrapRender, RulesOfTheConfigSchemaAreCheckedOnTheRenderedConfig) {
                     "check type; use apiserver, tcp or none")));
 }
 
+// The node file is rendered too: a password or CA file that is the node file would have vipd read
+// its own node facts as a key or a certificate bundle (and fail at start, after render said yes).
+TEST(BootstrapRender, APasswordOrCaFileThatIsTheNodeFileIsRefused) {
+  std::string base = readFile(kDataDir / "ipv4-only.metadata.yaml");
+  struct Case {
+    std::string nodeOut;  // --node-out; empty: node.yaml beside the config
+    std::string file;     // named in the metadata
+  };
+  for (const auto& c : {Case{std::string(kNodeConfigPath), std::string(kNodeConfigPath)},
+                        Case{"", "/etc/vipd/node.yaml"},
+                        Case{"", "/etc/vipd/./keys/../node.yaml"},
+                        Case{"/etc/vipd/facts/node-1.yaml", "/etc/vipd/facts/node-1.yaml"}}) {
+    std::string metadata = base + "passwordFile: " + c.file +
+                           "\nhealth: {type: apiserver, caFile: " + c.file + "}\n";
+    auto rendered = render({metadata, "m.yaml", std::string(kConfigPath), {},
+                            testing::testTemplate(), "t", "", nullptr, c.nodeOut});
+    ASSERT_FALSE(rendered.has_value()) << c.file;
+    EXPECT_THAT(strings(rendered.error()),
+                ElementsAre(HasSubstr(fmt::format("m.yaml:12:15: passwordFile: '{}' is the "
+                                                  "rendered node file itself; the password file "
+                                                  "needs a file of its own",
+                                                  c.file)),
+                            HasSubstr(fmt::format("health.caFile: '{}' is the rendered node file "
+                                                  "itself; the CA file needs a file of its own",
+                                                  c.file))))
+        << c.file;
+  }
+  // Beside the node file is fine.
+  auto rendered = render({base + "passwordFile: /etc/vipd/node.yaml.key\n", "m.yaml",
+                          std::string(kConfigPath), {}, testing::testTemplate(), "t", "", nullptr,
+                          std::string(kNodeConfigPath)});
+  EXPECT_TRUE(rendered.has_value()) << joined(strings(rendered.error()));
+}
+
 TEST(BootstrapRender, BootstrapDisabledRendersTheConfigOnly) {
   std::string yaml =
       readFile(kDataDir / "ipv4-only.metadata.yaml") + "bootstrap: {enabled: false}\n";
