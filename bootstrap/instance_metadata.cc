@@ -174,6 +174,7 @@ class MetadataReader {
   void readPeers(const Field& f, const std::optional<std::string>& defaultPasswordFile,
                  bool anyIpv6Vip, std::vector<PeerMetadata>& peers);
   void readBootstrap(const Field& f, bool& enabled);
+  void readMetrics(const Field& f, std::optional<std::string>& listen);
   void readHealth(const Field& f, HealthMetadata& health);
   void readImage(const Mapping& root, bool bootstrapEnabled, std::string& image);
 
@@ -324,7 +325,7 @@ void MetadataReader::readDocument(const YAML::Node& root, InstanceMetadata& out)
   }
   auto m = readMapping(root, "",
                        {"apiVersion", "kind", "node", "localAsn", "vips", "peers", "passwordFile",
-                        "bootstrap", "health", "image"});
+                        "bootstrap", "health", "metrics", "image"});
   for (auto [key, expected] :
        {std::pair{"apiVersion", kMetadataApiVersion}, std::pair{"kind", kMetadataKind}}) {
     if (const Field* f = require(*m, key)) {
@@ -360,6 +361,10 @@ void MetadataReader::readDocument(const YAML::Node& root, InstanceMetadata& out)
   } else {
     out.health = {"apiserver", distro().readyzUrl(), std::string(distro().caFile), std::nullopt};
   }
+  std::optional<std::string> metricsListen;
+  if (const Field* f = m->find("metrics")) {
+    readMetrics(*f, metricsListen);
+  }
   readImage(*m, out.bootstrapEnabled, out.image);
 
   auto firstV4 = std::find_if(nodeAddresses_.begin(), nodeAddresses_.end(),
@@ -371,6 +376,10 @@ void MetadataReader::readDocument(const YAML::Node& root, InstanceMetadata& out)
           "no IPv4 address; the router ID is rendered from this node's first IPv4 address (a "
           "BGP identifier is 32 bits, even on an IPv6-only node)");
   }
+  // The node's own address, not 0.0.0.0: a wildcard serves /metrics on the VIPs too, to every
+  // client of the API.
+  out.metricsListen =
+      metricsListen.value_or(fmt::format("{}:{}", out.routerId.toString(), kDaemonSetMetricsPort));
 }
 
 void MetadataReader::readNode(const Field& f) {
@@ -490,6 +499,16 @@ void MetadataReader::readPeers(const Field& f,
       peer.passwordFile = defaultPasswordFile;
     }
     peers.push_back(std::move(peer));
+  }
+}
+
+void MetadataReader::readMetrics(const Field& f, std::optional<std::string>& listen) {
+  auto m = readMapping(f.value, f.path, {"listen"});
+  if (!m) {
+    return;
+  }
+  if (const Field* l = require(*m, "listen")) {
+    listen = readString(*l);
   }
 }
 

@@ -53,6 +53,9 @@ struct HealthMetadata {
   std::optional<std::string> address;
 };
 
+// The DaemonSet's /metrics port (the static pod's is renderer.h's kMetricsPort, 9473).
+inline constexpr uint16_t kDaemonSetMetricsPort = 9472;
+
 struct InstanceMetadata {
   bgp::IpAddress routerId;  // this node's first IPv4 address
   uint32_t localAsn = 0;
@@ -60,6 +63,10 @@ struct InstanceMetadata {
   std::vector<PeerMetadata> peers;
   bool bootstrapEnabled = true;
   HealthMetadata health;  // defaults applied
+  // The node file's metrics.listen, the DaemonSet's /metrics listener: the document's
+  // metrics.listen as text (its rules are the config schema's), else routerId:9472. The static
+  // pod's config keeps its own (renderer.h).
+  std::string metricsListen;
   // From the metadata, --image or the context's default; empty only when bootstrap is disabled
   // and none gives one.
   std::string image;

@@ -47,7 +47,8 @@ struct RenderInput {
 struct Rendered {
   std::string config;
   // The node file (config_layers.h): this node's router ID, AS and peers, which the DaemonSet
-  // reads with --node-config. The same values as in `config`, checked to be.
+  // reads with --node-config, the same values as in `config`, checked to be; and the
+  // DaemonSet's metrics.listen (InstanceMetadata::metricsListen), which `config` does not share.
   std::string nodeConfig;
   // nullopt when the metadata disables bootstrap: the static pod must go away.
   std::optional<std::string> manifest;
@@ -60,7 +61,7 @@ struct Rendered {
 [[nodiscard]] Result<Rendered> render(const RenderInput& input);
 
 // The config text for `metadata`, before validation. The header names `metadataPath`. Without
-// `nodeFacts` it leaves out what the node file holds (routerId, localAsn, peers).
+// `nodeFacts` it leaves out what the node file holds (routerId, localAsn, peers, metrics.listen).
 std::string renderConfig(const InstanceMetadata& metadata, std::string_view metadataPath,
                          bool nodeFacts = true);
 // The node file's text for `metadata`, before validation.
