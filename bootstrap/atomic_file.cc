@@ -42,7 +42,10 @@ class Fd {
 }  // namespace
 
 IoResult<std::optional<std::string>> readFileIfExists(const fs::path& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: opening a FIFO for reading blocks until some process opens it for writing, so
+  // `vipd render --metadata FIFO` hung before the regular-file check below could refuse it. A
+  // regular file ignores the flag; O_NOCTTY keeps a terminal from becoming ours.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (fd.get() < 0) {
     if (errno == ENOENT) {
       return std::optional<std::string>();

@@ -33,7 +33,8 @@ enum class WriteOutcome { Written, Unchanged };
                                                          const std::filesystem::path& tempDir,
                                                          mode_t mode);
 
-// The file's whole content, or nullopt when it does not exist. Refuses files over 16 MiB (no
+// The file's whole content, or nullopt when it does not exist. Refuses, without waiting on it,
+// anything that is not a regular file (a FIFO, a device, a directory), and files over 16 MiB (no
 // manifest or config is that large; it is the wrong file).
 [[nodiscard]] IoResult<std::optional<std::string>> readFileIfExists(
     const std::filesystem::path& path);

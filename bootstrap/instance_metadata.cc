@@ -88,11 +88,14 @@ bool isSafePathCharacter(char c) {
 }
 
 // Why the static pod could not read `file` (the `what`) for a config rendered at `configPath`:
-// the pod mounts only the config's directory (and the kubeadm CA certificate). Lexical: symbolic
-// links are not followed, since render may run before the files exist.
+// the pod mounts only the config's directory (and the kubeadm CA certificate). Nor may it be a
+// file render writes (the config, the node file): vipd would read its own config as a key or a
+// CA bundle. Lexical: symbolic links are not followed, since render may run before the files
+// exist.
 std::optional<std::string> unmountedFileProblem(std::string_view file,
-                                                const std::string& configPath,
+                                                const MetadataContext& context,
                                                 std::string_view what) {
+  const std::string& configPath = context.configPath;
   fs::path path = fs::path(std::string(file));
   if (!path.is_absolute()) {
     return fmt::format("the {} must be an absolute path, got '{}'", what, file);
@@ -102,9 +105,13 @@ std::optional<std::string> unmountedFileProblem(std::string_view file,
     return fmt::format("'{}' names a directory, not a {}", file, what);
   }
   fs::path configDir = fs::path(configPath).parent_path();
-  if (normal == fs::path(configPath)) {
-    return fmt::format("'{}' is the rendered config itself; the {} needs a file of its own", file,
-                       what);
+  for (const auto& [rendered, name] :
+       {std::pair{fs::path(configPath), "config"},
+        std::pair{fs::path(nodeConfigPathOf(context)).lexically_normal(), "node file"}}) {
+    if (normal == rendered) {
+      return fmt::format("'{}' is the rendered {} itself; the {} needs a file of its own", file,
+                         name, what);
+    }
   }
   fs::path relative = normal.lexically_relative(configDir);
   if (relative.empty() || *relative.begin() == "..") {
@@ -167,6 +174,7 @@ class MetadataReader {
   void readPeers(const Field& f, const std::optional<std::string>& defaultPasswordFile,
                  bool anyIpv6Vip, std::vector<PeerMetadata>& peers);
   void readBootstrap(const Field& f, bool& enabled);
+  void readMetrics(const Field& f, std::optional<std::string>& listen);
   void readHealth(const Field& f, HealthMetadata& health);
   void readImage(const Mapping& root, bool bootstrapEnabled, std::string& image);
 
@@ -301,7 +309,7 @@ std::optional<std::string> MetadataReader::readPasswordFile(const Field& f) {
   if (!file) {
     return std::nullopt;
   }
-  if (auto problem = unmountedFileProblem(*file, context_.configPath, "password file")) {
+  if (auto problem = unmountedFileProblem(*file, context_, "password file")) {
     error(f, *problem);
     return std::nullopt;
   }
@@ -317,7 +325,7 @@ void MetadataReader::readDocument(const YAML::Node& root, InstanceMetadata& out)
   }
   auto m = readMapping(root, "",
                        {"apiVersion", "kind", "node", "localAsn", "vips", "peers", "passwordFile",
-                        "bootstrap", "health", "image"});
+                        "bootstrap", "health", "metrics", "image"});
   for (auto [key, expected] :
        {std::pair{"apiVersion", kMetadataApiVersion}, std::pair{"kind", kMetadataKind}}) {
     if (const Field* f = require(*m, key)) {
@@ -353,6 +361,10 @@ void MetadataReader::readDocument(const YAML::Node& root, InstanceMetadata& out)
   } else {
     out.health = {"apiserver", distro().readyzUrl(), std::string(distro().caFile), std::nullopt};
   }
+  std::optional<std::string> metricsListen;
+  if (const Field* f = m->find("metrics")) {
+    readMetrics(*f, metricsListen);
+  }
   readImage(*m, out.bootstrapEnabled, out.image);
 
   auto firstV4 = std::find_if(nodeAddresses_.begin(), nodeAddresses_.end(),
@@ -364,6 +376,10 @@ void MetadataReader::readDocument(const YAML::Node& root, InstanceMetadata& out)
           "no IPv4 address; the router ID is rendered from this node's first IPv4 address (a "
           "BGP identifier is 32 bits, even on an IPv6-only node)");
   }
+  // The node's own address, not 0.0.0.0: a wildcard serves /metrics on the VIPs too, to every
+  // client of the API.
+  out.metricsListen =
+      metricsListen.value_or(fmt::format("{}:{}", out.routerId.toString(), kDaemonSetMetricsPort));
 }
 
 void MetadataReader::readNode(const Field& f) {
@@ -486,6 +502,16 @@ void MetadataReader::readPeers(const Field& f,
   }
 }
 
+void MetadataReader::readMetrics(const Field& f, std::optional<std::string>& listen) {
+  auto m = readMapping(f.value, f.path, {"listen"});
+  if (!m) {
+    return;
+  }
+  if (const Field* l = require(*m, "listen")) {
+    listen = readString(*l);
+  }
+}
+
 void MetadataReader::readBootstrap(const Field& f, bool& enabled) {
   auto m = readMapping(f.value, f.path, {"enabled"});
   if (!m) {
@@ -514,7 +540,7 @@ void MetadataReader::readHealth(const Field& f, HealthMetadata& health) {
   // else.
   if (const Field* ca = m->find("caFile");
       ca && health.caFile && *health.caFile != distro().caFile) {
-    if (auto problem = unmountedFileProblem(*health.caFile, context_.configPath, "CA file")) {
+    if (auto problem = unmountedFileProblem(*health.caFile, context_, "CA file")) {
       error(*ca, fmt::format("{} (or use {}, which the static pod mounts too)", *problem,
                              distro().caFile));
     }
@@ -594,6 +620,15 @@ Result<InstanceMetadata> parseMetadata(std::string_view text, std::string_view f
     reader.error(YAML::Mark::null_mark(), "", fmt::format("cannot parse: {}", e.what()));
   }
   return tl::unexpected(reader.takeErrors());
+}
+
+std::string defaultNodeConfigPath(std::string_view configPath) {
+  return (fs::path(std::string(configPath)).parent_path() / "node.yaml").string();
+}
+
+std::string nodeConfigPathOf(const MetadataContext& context) {
+  return context.nodeConfigPath.empty() ? defaultNodeConfigPath(context.configPath)
+                                        : context.nodeConfigPath;
 }
 
 std::optional<std::string> configOutProblem(std::string_view path) {

@@ -53,6 +53,9 @@ struct HealthMetadata {
   std::optional<std::string> address;
 };
 
+// The DaemonSet's /metrics port (the static pod's is renderer.h's kMetricsPort, 9473).
+inline constexpr uint16_t kDaemonSetMetricsPort = 9472;
+
 struct InstanceMetadata {
   bgp::IpAddress routerId;  // this node's first IPv4 address
   uint32_t localAsn = 0;
@@ -60,6 +63,10 @@ struct InstanceMetadata {
   std::vector<PeerMetadata> peers;
   bool bootstrapEnabled = true;
   HealthMetadata health;  // defaults applied
+  // The node file's metrics.listen, the DaemonSet's /metrics listener: the document's
+  // metrics.listen as text (its rules are the config schema's), else routerId:9472. The static
+  // pod's config keeps its own (renderer.h).
+  std::string metricsListen;
   // From the metadata, --image or the context's default; empty only when bootstrap is disabled
   // and none gives one.
   std::string image;
@@ -77,7 +84,15 @@ struct MetadataContext {
   // --distro: the health check's defaults and the CA file the static pod mounts. Not owned;
   // nullptr is defaultDistro() (kubeadm).
   const Distro* distro = nullptr;
+  // --node-out, already checked with configOutProblem(); empty: defaultNodeConfigPath(). Like
+  // the config, no password or CA file may be it.
+  std::string nodeConfigPath;
 };
+
+// Where the node file goes without --node-out: node.yaml in the config's directory.
+[[nodiscard]] std::string defaultNodeConfigPath(std::string_view configPath);
+// The context's node file: nodeConfigPath, or the default beside the config.
+[[nodiscard]] std::string nodeConfigPathOf(const MetadataContext& context);
 
 // Parses and checks the document; `fileName` only labels errors. On failure returns every error,
 // ordered by position in the document.

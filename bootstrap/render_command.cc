@@ -155,7 +155,7 @@ RenderPaths renderPaths(const Options& options) {
   RenderPaths p;
   p.config = fs::path(options.configOut);
   p.configDir = p.config.parent_path();
-  p.node = options.nodeOut ? fs::path(*options.nodeOut) : p.configDir / "node.yaml";
+  p.node = fs::path(options.nodeOut.value_or(defaultNodeConfigPath(options.configOut)));
   p.nodeDir = p.node.parent_path();
   p.manifestDir = directoryPath(options.manifestDir.value_or(std::string(options.distro->staticPodDir)));
   p.manifest = p.manifestDir / kManifestFileName;

@@ -139,19 +139,24 @@ void renderPeers(Lines& line, const InstanceMetadata& metadata) {
 }
 
 // Checks the node file: merged under the config without its node facts, it must give exactly the
-// config the static pod runs with, so the DaemonSet and the static pod speak as the same node.
+// config the static pod runs with, so the DaemonSet and the static pod speak as the same node;
+// only metrics.listen differs, the DaemonSet's own.
 Errors validateNodeConfig(const InstanceMetadata& metadata, const Rendered& rendered,
-                          const RenderInput& input) {
+                          const RenderInput& input, const std::string& nodeConfigPath) {
   std::string policy = renderConfig(metadata, input.metadataPath, false);
   auto layered = config::parseConfigLayers(
       {policy, fmt::format("rendered {} without node facts", input.configPath)},
-      config::ConfigFile{rendered.nodeConfig, fmt::format("rendered {}", input.nodeConfigPath)});
+      config::ConfigFile{rendered.nodeConfig, fmt::format("rendered {}", nodeConfigPath)});
   if (!layered) {
     return layered.error();
   }
   auto whole = config::parseConfig(rendered.config, input.configPath);
-  if (!whole || layered->config != *whole) {
-    return {{input.nodeConfigPath, 0, 0, "",
+  config::Config staticPod = layered->config;
+  if (whole) {
+    staticPod.metrics = whole->metrics;
+  }
+  if (!whole || staticPod != *whole) {
+    return {{nodeConfigPath, 0, 0, "",
              "the rendered node file does not carry the same node facts as the rendered config; "
              "this is a bug in vipd render"}};
   }
@@ -191,8 +196,10 @@ std::string renderConfig(const InstanceMetadata& metadata, std::string_view meta
   line("control:");
   line(fmt::format("  socket: {}", scalar(kControlSocket)));
   line(fmt::format("  stateDir: {}", scalar(kStateDir)));
-  line("metrics:");
-  line(fmt::format("  listen: {}", scalar(fmt::format("{}:{}", kMetricsAddress, kMetricsPort))));
+  if (nodeFacts) {
+    line("metrics:");
+    line(fmt::format("  listen: {}", scalar(fmt::format("{}:{}", kMetricsAddress, kMetricsPort))));
+  }
   return line.take();
 }
 
@@ -200,9 +207,13 @@ std::string renderNodeConfig(const InstanceMetadata& metadata, std::string_view 
   Lines line;
   renderHeader(line, metadataPath, config::kNodeConfigKind);
   line("# This node's own facts. The DaemonSet reads this file (vipd --node-config) and merges it");
-  line("# with its ConfigMap; the static pod's config carries the same values.");
+  line("# with its ConfigMap; the static pod's config carries the same values, except");
+  line("# metrics.listen: the DaemonSet's /metrics on this node's address (the static pod's is");
+  line(fmt::format("# {}:{}).", kMetricsAddress, kMetricsPort));
   renderRouterIdAndAsn(line, metadata);
   renderPeers(line, metadata);
+  line("metrics:");
+  line(fmt::format("  listen: {}", scalar(metadata.metricsListen)));
   return line.take();
 }
 
@@ -210,9 +221,9 @@ Result<Rendered> render(const RenderInput& input) {
   if (auto problem = configOutProblem(input.configPath)) {
     return tl::unexpected(Errors{{"--config-out", 0, 0, "", *problem}});
   }
-  auto metadata =
-      parseMetadata(input.metadataText, input.metadataPath,
-                    {input.configPath, input.image, input.defaultImage, input.distro});
+  const MetadataContext context{input.configPath, input.image, input.defaultImage, input.distro,
+                                input.nodeConfigPath};
+  auto metadata = parseMetadata(input.metadataText, input.metadataPath, context);
   if (!metadata) {
     return tl::unexpected(metadata.error());
   }
@@ -222,7 +233,8 @@ Result<Rendered> render(const RenderInput& input) {
     return tl::unexpected(std::move(errors));
   }
   rendered.nodeConfig = renderNodeConfig(*metadata, input.metadataPath);
-  if (Errors errors = validateNodeConfig(*metadata, rendered, input); !errors.empty()) {
+  if (Errors errors = validateNodeConfig(*metadata, rendered, input, nodeConfigPathOf(context));
+      !errors.empty()) {
     return tl::unexpected(std::move(errors));
   }
   if (!metadata->bootstrapEnabled) {

@@ -39,13 +39,16 @@ struct RenderInput {
   std::string templateName;  // labels template errors
   std::string defaultImage;  // MetadataContext::defaultImage
   const Distro* distro = nullptr;  // --distro; nullptr is kubeadm
-  std::string nodeConfigPath;      // --node-out: labels the node file's errors
+  // --node-out: labels the node file's errors; no password or CA file may be it. Empty:
+  // defaultNodeConfigPath().
+  std::string nodeConfigPath;
 };
 
 struct Rendered {
   std::string config;
   // The node file (config_layers.h): this node's router ID, AS and peers, which the DaemonSet
-  // reads with --node-config. The same values as in `config`, checked to be.
+  // reads with --node-config, the same values as in `config`, checked to be; and the
+  // DaemonSet's metrics.listen (InstanceMetadata::metricsListen), which `config` does not share.
   std::string nodeConfig;
   // nullopt when the metadata disables bootstrap: the static pod must go away.
   std::optional<std::string> manifest;
@@ -58,7 +61,7 @@ struct Rendered {
 [[nodiscard]] Result<Rendered> render(const RenderInput& input);
 
 // The config text for `metadata`, before validation. The header names `metadataPath`. Without
-// `nodeFacts` it leaves out what the node file holds (routerId, localAsn, peers).
+// `nodeFacts` it leaves out what the node file holds (routerId, localAsn, peers, metrics.listen).
 std::string renderConfig(const InstanceMetadata& metadata, std::string_view metadataPath,
                          bool nodeFacts = true);
 // The node file's text for `metadata`, before validation.

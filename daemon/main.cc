@@ -32,6 +32,7 @@
 #include "daemon/speaker.h"
 #include "daemon/base/version.h"
 #include "daemon/lifecycle/instance_lock.h"
+#include "daemon/session/session_key.h"
 #include "netlink/address_table.h"
 
 namespace {
@@ -87,7 +88,8 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
                  "the least severe events logged (default info)");
   CLI::App* validate = app.add_subcommand(
       "validate",
-      "checks a config file and exits: 0 when it is valid, 1 after naming every error in it");
+      "checks a config file and the password files it names, and exits: 0 when all is valid, 1 "
+      "after naming every error");
   addConfigOptions(*validate, options);
   CLI::App* show = app.add_subcommand(
       "config", "prints the effective config, each field with the file it came from");
@@ -304,16 +306,28 @@ int main(int argc, char** argv) {
   if (options.command == Command::Probe) {
     return daemon::runProbeCommand(options.commandArgs);
   }
-  auto loaded = config::loadConfig(options.sources);
-  if (!loaded) {
-    for (const auto& error : loaded.error()) {
+  auto refuse = [&options](const std::vector<config::ConfigError>& errors) {
+    for (const auto& error : errors) {
       std::fprintf(stderr, "%s\n", error.toString().c_str());
     }
     std::fprintf(stderr, "vipd: %s: %zu error(s); nothing started\n", configNames(options).c_str(),
-                 loaded.error().size());
+                 errors.size());
     return 1;
+  };
+  auto loaded = config::loadConfig(options.sources);
+  if (!loaded) {
+    return refuse(loaded.error());
   }
   if (options.command == Command::Validate) {
+    // The password files too, read as Speaker::start() reads them (one function), so that the
+    // systemd unit's ExecStartPre (this) fails wherever the start would.
+    if (auto keys = daemon::readSessionKeys(loaded->config.peers); !keys) {
+      auto errors = keys.error();
+      for (auto& error : errors) {
+        error.file = loaded->origins.blame(error.path, options.sources.configPath);
+      }
+      return refuse(errors);
+    }
     std::printf("%s: valid\n", configNames(options).c_str());
     return 0;
   }

@@ -167,14 +167,18 @@ tl::expected<void, std::string> Speaker::start() {
       return tl::unexpected(*problem);
     }
   }
+  // The same reading `vipd validate` does (main.cc), so it refuses every file this refuses.
+  auto keys = readSessionKeys(config_.peers);
+  if (!keys) {
+    std::string problems;
+    for (const auto& error : keys.error()) {
+      problems += fmt::format("{}{}: {}", problems.empty() ? "" : "; ", error.path, error.message);
+    }
+    return tl::unexpected(problems);
+  }
   for (size_t i = 0; i < peers_.size(); ++i) {
-    if (const auto& file = config_.peers[i].passwordFile) {
-      auto key = readSessionKey(*file);
-      if (!key) {
-        return tl::unexpected(fmt::format("peers[{}] ({}): {}", i,
-                                          config_.peers[i].address.toString(), key.error()));
-      }
-      peers_[i]->setSessionKey(std::move(*key));
+    if ((*keys)[i]) {
+      peers_[i]->setSessionKey(std::move(*(*keys)[i]));
     }
   }
   fitClientLimits();

@@ -20,7 +20,9 @@
 
 #include "cli/command_line.h"
 #include "config/duration.h"
+#include "daemon/base/printable.h"
 #include "daemon/base/version.h"
+#include "daemon/control/control_request.h"
 
 namespace {
 
@@ -47,12 +49,15 @@ constexpr int kExitRefusedByGuard = 4;
 constexpr int kExitRefused = 5;
 constexpr int kExitNotReady = 1;  // vipctl ready
 
+// A field of vipd's reply for the terminal. Strings may hold text from elsewhere (a withdraw
+// reason from withdrawn.json, a peer's shutdown message, file contents in an error): their
+// control characters are escaped, so none reaches the terminal.
 std::string str(const json& j, const char* key) {
-  if (!j.contains(key)) {
+  if (!j.is_object() || !j.contains(key)) {
     return "-";
   }
   const auto& v = j[key];
-  return v.is_string() ? v.get<std::string>() : v.dump();
+  return v.is_string() ? vipd::daemon::printable(v.get<std::string>()) : v.dump();
 }
 
 // The families a session carries ("ipv4,ipv6"); on an Established session, one the peer did not
@@ -143,7 +148,8 @@ void printStatus(const json& s) {
     }
     if (s["fabric"].contains("duplicateRouterId") && s["fabric"]["duplicateRouterId"].is_array()) {
       for (const auto& line : s["fabric"]["duplicateRouterId"]) {
-        fmt::print("DUPLICATE ROUTER ID: {}\n", line.is_string() ? line.get<std::string>() : "");
+        fmt::print("DUPLICATE ROUTER ID: {}\n",
+                   line.is_string() ? vipd::daemon::printable(line.get<std::string>()) : "");
       }
     }
   }
@@ -189,7 +195,8 @@ void printStatus(const json& s) {
   if (!s.value("ready", true) && s.contains("readyReasons")) {
     fmt::print("\nnot ready:\n");
     for (const auto& r : s["readyReasons"]) {
-      fmt::print("  - {}\n", r.get<std::string>());
+      fmt::print("  - {}\n",
+                 r.is_string() ? vipd::daemon::printable(r.get<std::string>()) : r.dump());
     }
   }
 }
@@ -276,8 +283,16 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
                        : fmt::format("takes a duration such as 30s, not '{}'", text);
           },
           ""));
-  withdraw->add_option("--reason", options.reason, "why, for `vipctl status` and vipd's log")
-      ->option_text("TEXT");
+  withdraw
+      ->add_option("--reason", options.reason,
+                   "why, for `vipctl status` and vipd's log: one line of printable text")
+      ->option_text("TEXT")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            // vipd refuses it too; checked here so that nothing is sent.
+            return vipd::daemon::reasonProblem(text).value_or(std::string());
+          },
+          ""));
   withdraw->add_flag("--transient", options.transient,
                      "drain this running instance only; nothing is persisted, so the next start "
                      "announces again (a pod's preStop hook: a persisted withdraw there would "

@@ -6,6 +6,8 @@
 #include <fmt/chrono.h>
 #include <nlohmann/json.hpp>
 
+#include "daemon/base/printable.h"
+
 namespace vipd::daemon {
 namespace {
 
@@ -43,7 +45,11 @@ void Logger::log(LogLevel level, std::string_view subject, std::string_view mess
                      {"msg", message}};
     line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   } else {
-    line = fmt::format("{} {:5} {}: {}", timestamp(), levelName(level), subject, message);
+    // Subjects and messages carry text from elsewhere (an operator's withdraw reason, a peer's
+    // shutdown message, file contents): escaped, it can neither forge a line nor reach the
+    // reader's terminal as an escape sequence. JSON escapes it already.
+    line = fmt::format("{} {:5} {}: {}", timestamp(), levelName(level), printable(subject),
+                       printable(message));
   }
   line += '\n';
   std::fwrite(line.data(), 1, line.size(), stderr);

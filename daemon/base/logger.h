@@ -1,5 +1,7 @@
 // Leveled, one-event-per-line logging to stderr, as text or JSON (--log-format). Each line names
-// its subject ("peer 192.0.2.1", "vip 203.0.113.10/32") and says what happens next.
+// its subject ("peer 192.0.2.1", "vip 203.0.113.10/32") and says what happens next. One event is
+// one line whatever it carries: the text format escapes control characters in the subject and
+// the message (daemon/base/printable.h), JSON escapes them its own way.
 #pragma once
 
 #include <string>

@@ -2,7 +2,16 @@
 
 #include <fmt/format.h>
 
+#include "daemon/base/printable.h"
+
 namespace vipd::daemon {
+
+std::optional<std::string> reasonProblem(std::string_view reason) {
+  if (auto bad = unprintableIn(reason)) {
+    return fmt::format("must be one line of printable text; it holds {}", *bad);
+  }
+  return std::nullopt;
+}
 
 tl::expected<nlohmann::json, std::string> parseControlRequest(std::string_view line) {
   auto request = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
@@ -28,6 +37,14 @@ tl::expected<nlohmann::json, std::string> parseControlRequest(std::string_view l
     if (it != request.end() && !((*it).*field.isType)()) {
       return tl::unexpected(fmt::format("malformed request: \"{}\" must be {}, not {}", field.name,
                                         field.type, it->type_name()));
+    }
+  }
+  // Refused rather than escaped: the reason is shown as given in `vipctl status`, the log and
+  // withdrawn.json, so the operator learns now that it cannot hold what it holds, instead of
+  // finding it rewritten later.
+  if (auto it = request.find("reason"); it != request.end()) {
+    if (auto bad = reasonProblem(it->get_ref<const std::string&>())) {
+      return tl::unexpected(fmt::format("malformed request: \"reason\" {}", *bad));
     }
   }
   return request;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
@@ -17,10 +18,17 @@
 namespace vipd::daemon {
 
 // Parses `line` (one JSON object; a trailing newline is allowed) and checks it: "command" is
-// required and a string; "persist" and "wait" are booleans, "reason" a string, "timeoutMs" an
-// unsigned integer, and "identity" an object (its contents are identityFromJson()'s to judge),
-// each when present. Unknown fields are ignored. Returns the request, or the error to answer
-// with, starting "malformed request: ".
+// required and a string; "persist" and "wait" are booleans, "reason" a string that passes
+// reasonProblem(), "timeoutMs" an unsigned integer, and "identity" an object (its contents are
+// identityFromJson()'s to judge), each when present. Unknown fields are ignored. Returns the
+// request, or the error to answer with, starting "malformed request: ".
 [[nodiscard]] tl::expected<nlohmann::json, std::string> parseControlRequest(std::string_view line);
+
+// Why `reason` (a withdraw's, for `vipctl status`, vipd's log and withdrawn.json) cannot be one:
+// it must be one line of printable text, with no control character (a newline forged a log line,
+// an escape sequence reached terminals) and nothing that is not UTF-8. "must be one line of
+// printable text; it holds a line feed (\n)"; nullopt when it is fine. vipctl checks --reason
+// with it before sending.
+[[nodiscard]] std::optional<std::string> reasonProblem(std::string_view reason);
 
 }  // namespace vipd::daemon

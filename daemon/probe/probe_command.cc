@@ -121,7 +121,8 @@ int watch(const Options& options, const CLI::App& app) {
                                    [](const ProbeSource& s) { return s.error.empty(); });
     auto matrix = probeMatrixJson(sources);
     if (options.json) {
-      std::cout << matrix.dump(2) << "\n";
+      // A --watch URL from the command line need not be UTF-8: replaced, not thrown on.
+      std::cout << matrix.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return allAnswered ? 0 : 1;
     }
     std::string title = fmt::format("vipd probe matrix, {:%Y-%m-%d %H:%M:%S} UTC",

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "daemon/base/json_fields.h"
+#include "daemon/base/printable.h"
 
 namespace vipd::daemon {
 
@@ -21,10 +22,30 @@ namespace {
 constexpr std::string_view kBlocks[] = {"\u2581", "\u2582", "\u2583", "\u2584",
                                         "\u2585", "\u2586", "\u2587", "\u2588"};
 
+using json_fields::boolean;
+using json_fields::member;
 using json_fields::number;
 
 std::string text(const json& object, const char* key) {
   return json_fields::string(object, key).value_or("");
+}
+
+// A string of the matrix as the terminal gets it: whatever another host put in it (site and
+// target names, failure reasons), no control character reaches the operator's terminal.
+std::string shown(const json& object, const char* key) { return printable(text(object, key)); }
+
+// The array at `key`, or an empty one when it is missing or something else.
+const json& list(const json& object, const char* key) {
+  static const json kEmpty = json::array();
+  const json* value = member(object, key);
+  return value != nullptr && value->is_array() ? *value : kEmpty;
+}
+
+// A member that may be missing, as null.
+const json& orNull(const json& object, const char* key) {
+  static const json kNull;
+  const json* value = member(object, key);
+  return value != nullptr ? *value : kNull;
 }
 
 // Terminal columns of UTF-8 text: one per code point (every character drawn here is narrow).
@@ -53,14 +74,16 @@ std::string sparkline(const json& recent, size_t width) {
   }
   size_t first = recent.size() > width ? recent.size() - width : 0;
   double slowest = 0;
+  // Whatever is not `"ok": true` is a failure (a string "yes" too).
+  auto ok = [&recent](size_t i) { return boolean(recent[i], "ok").value_or(false); };
   for (size_t i = first; i < recent.size(); ++i) {
-    if (recent[i].is_object() && recent[i].value("ok", false)) {
+    if (ok(i)) {
       slowest = std::max(slowest, number(recent[i], "ms").value_or(0));
     }
   }
   std::string out;
   for (size_t i = first; i < recent.size(); ++i) {
-    if (!recent[i].is_object() || !recent[i].value("ok", false)) {
+    if (!ok(i)) {
       out += 'x';
       continue;
     }
@@ -89,11 +112,7 @@ json probeMatrixJson(const std::vector<ProbeSource>& sources, size_t sparkWidth)
       continue;
     }
     sites.insert(site);
-    const json& list = source.document.contains("targets") ? source.document["targets"] : json();
-    if (!list.is_array()) {
-      continue;
-    }
-    for (const auto& target : list) {
+    for (const auto& target : list(source.document, "targets")) {
       std::string name = text(target, "name");
       if (name.empty()) {
         continue;
@@ -101,21 +120,19 @@ json probeMatrixJson(const std::vector<ProbeSource>& sources, size_t sparkWidth)
       if (std::find(targets.begin(), targets.end(), name) == targets.end()) {
         targets.push_back(name);
       }
-      auto orNull = [](std::optional<double> v) { return v ? json(*v) : json(); };
-      const json& last = target.is_object() && target.contains("last") ? target["last"] : json();
-      const json& recent =
-          target.is_object() && target.contains("recent") ? target["recent"] : json();
+      auto valueOrNull = [](auto v) { return v ? json(*v) : json(); };
+      const json& last = orNull(target, "last");
       json cell = {{"site", site},
                    {"target", name},
                    {"url", text(target, "url")},
-                   {"probes", orNull(number(target, "probes"))},
-                   {"successRate", orNull(number(target, "successRate"))},
-                   {"p50Ms", orNull(number(target, "p50Ms"))},
-                   {"p99Ms", orNull(number(target, "p99Ms"))},
-                   {"lastOk", last.is_object() ? json(last.value("ok", false)) : json()},
+                   {"probes", valueOrNull(number(target, "probes"))},
+                   {"successRate", valueOrNull(number(target, "successRate"))},
+                   {"p50Ms", valueOrNull(number(target, "p50Ms"))},
+                   {"p99Ms", valueOrNull(number(target, "p99Ms"))},
+                   {"lastOk", valueOrNull(boolean(last, "ok"))},
                    {"lastReason", text(last, "reason")},
                    {"lastDetail", text(last, "detail")},
-                   {"sparkline", sparkline(recent, sparkWidth)}};
+                   {"sparkline", sparkline(orNull(target, "recent"), sparkWidth)}};
       cells.push_back(std::move(cell));
     }
   }
@@ -128,23 +145,24 @@ json probeMatrixJson(const std::vector<ProbeSource>& sources, size_t sparkWidth)
 std::string renderProbeMatrix(const json& matrix, const std::string& title) {
   std::vector<std::string> sites;
   std::vector<std::string> targets;
-  for (const auto& s : matrix.value("sites", json::array())) {
-    sites.push_back(s.is_string() ? s.get<std::string>() : "?");
+  // Names as they are drawn, escaped; the cells below are keyed by the same (shown()).
+  for (const auto& s : list(matrix, "sites")) {
+    sites.push_back(s.is_string() ? printable(s.get<std::string>()) : "?");
   }
-  for (const auto& t : matrix.value("targets", json::array())) {
-    targets.push_back(t.is_string() ? t.get<std::string>() : "?");
+  for (const auto& t : list(matrix, "targets")) {
+    targets.push_back(t.is_string() ? printable(t.get<std::string>()) : "?");
   }
   std::map<std::pair<std::string, std::string>, std::string> cellText;
-  for (const auto& cell : matrix.value("cells", json::array())) {
+  for (const auto& cell : list(matrix, "cells")) {
     auto rate = number(cell, "successRate");
     std::string s = fmt::format("{:>6} {:>5}/{:<5}ms {}",
                                 rate ? fmt::format("{:.1f}%", *rate * 100) : "-",
                                 formatMs(number(cell, "p50Ms")), formatMs(number(cell, "p99Ms")),
-                                text(cell, "sparkline"));
-    if (cell.value("lastOk", json()).is_boolean() && !cell["lastOk"].get<bool>()) {
-      s += " " + text(cell, "lastReason");
+                                shown(cell, "sparkline"));
+    if (auto lastOk = boolean(cell, "lastOk"); lastOk && !*lastOk) {
+      s += " " + shown(cell, "lastReason");
     }
-    cellText[{text(cell, "site"), text(cell, "target")}] = s;
+    cellText[{shown(cell, "site"), shown(cell, "target")}] = s;
   }
   size_t siteWidth = displayWidth("site");
   for (const auto& s : sites) {
@@ -177,8 +195,8 @@ std::string renderProbeMatrix(const json& matrix, const std::string& title) {
     line.erase(line.find_last_not_of(' ') + 1);
     out += line + "\n";
   }
-  for (const auto& u : matrix.value("unreachable", json::array())) {
-    out += fmt::format("unreachable: {}: {}\n", text(u, "url"), text(u, "error"));
+  for (const auto& u : list(matrix, "unreachable")) {
+    out += fmt::format("unreachable: {}: {}\n", shown(u, "url"), shown(u, "error"));
   }
   return out;
 }

@@ -2,7 +2,8 @@
 // success rate, p50/p99 latency and a sparkline of the last probes. Built from the /probe.json
 // documents of one or more `vipd probe` instances (one per site). Pure: text and JSON out, no
 // terminal, no I/O. The documents are untrusted (any field may be missing or of the wrong type:
-// a cell shows what it can, never throws).
+// a cell shows what it can, never throws; every field is read through json_fields, never with
+// json::value() or get<T>() unchecked, which throw on a type mismatch).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -31,7 +32,9 @@ struct ProbeSource {
 
 // The matrix as text for a terminal, one line per site under a header of target names; a
 // failing cell ends with its last failure's reason; unreachable instances are listed below.
-// `title` is the first line (the watcher puts the time there).
+// `title` is the first line (the watcher puts the time there). Every string from the matrix
+// (names, reasons, URLs, errors: other hosts' text) is drawn with its control characters escaped
+// (daemon/base/printable.h), so a document cannot drive the terminal or fake a row.
 [[nodiscard]] std::string renderProbeMatrix(const nlohmann::json& matrix,
                                             const std::string& title);
 

@@ -21,7 +21,9 @@ constexpr size_t kMaxMd5KeyLength = 80;
 }  // namespace
 
 tl::expected<SessionKey, std::string> readSessionKey(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer, so the regular-file check
+  // below could never refuse it. A regular file ignores the flag.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     const int error = errno;
     // The key must be mode 0600 or stricter (below), so only its owner can read it: a root
@@ -68,6 +70,27 @@ tl::expected<SessionKey, std::string> readSessionKey(const std::string& path) {
                                       path, kMaxMd5KeyLength));
   }
   return SessionKey{SessionKey::Kind::TcpMd5, std::move(secret)};
+}
+
+config::Result<std::vector<std::optional<SessionKey>>> readSessionKeys(
+    const std::vector<config::Peer>& peers) {
+  std::vector<std::optional<SessionKey>> keys(peers.size());
+  std::vector<config::ConfigError> errors;
+  for (size_t i = 0; i < peers.size(); ++i) {
+    if (!peers[i].passwordFile) {
+      continue;
+    }
+    auto key = readSessionKey(*peers[i].passwordFile);
+    if (!key) {
+      errors.push_back({"", 0, 0, fmt::format("peers[{}].passwordFile", i), key.error()});
+      continue;
+    }
+    keys[i] = std::move(*key);
+  }
+  if (!errors.empty()) {
+    return tl::unexpected(std::move(errors));
+  }
+  return keys;
 }
 
 tl::expected<void, std::string> applySessionKey(int fd, const bgp::IpAddress& peer,

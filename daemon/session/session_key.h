@@ -3,11 +3,15 @@
 // peer address on the socket before connect() and on the listener, so callers need not change.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <tl/expected.hpp>
 
 #include "bgp/ip_address.h"
+#include "config/config.h"
+#include "config/config_parser.h"
 
 namespace vipd::daemon {
 
@@ -18,9 +22,18 @@ struct SessionKey {
 };
 
 // Reads a key file (peers[].passwordFile). Refused, with what to do, when it is not a regular
-// file, is readable or writable by group or others, is empty, or is longer than the 80 bytes
-// TCP-MD5 allows. One trailing newline (as `echo` writes) is not part of the key.
+// file (a FIFO is refused at once, never waited on), is readable or writable by group or others,
+// is empty, or is longer than the 80 bytes TCP-MD5 allows. One trailing newline (as `echo`
+// writes) is not part of the key.
 [[nodiscard]] tl::expected<SessionKey, std::string> readSessionKey(const std::string& path);
+
+// Every peer's key, by the index of `peers` (nullopt: no passwordFile). vipd's start and `vipd
+// validate` both read the keys through this, so validate (the systemd unit's ExecStartPre)
+// refuses every key file start would. On failure, one error per refused file, in peer order,
+// each with path "peers[N].passwordFile", no position, and `file` left empty for the caller to
+// name (the config file that set the peers).
+[[nodiscard]] config::Result<std::vector<std::optional<SessionKey>>> readSessionKeys(
+    const std::vector<config::Peer>& peers);
 
 // Installs `key` for segments to and from `peer` on socket `fd` (a socket about to connect, or a
 // listener). Must run before connect()/accept() for the handshake to be signed.

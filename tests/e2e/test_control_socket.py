@@ -14,7 +14,10 @@ Asserts:
 - raw requests (python socket): longer than 4096 bytes without a newline, malformed JSON, JSON
   without "command", an unknown command, a connection closed without a request: each gets an
   error reply (where one can be sent) and vipd stays up, the session Established and the VIPs
-  announced; vipctl status works afterwards.
+  announced; vipctl status works afterwards;
+- a withdraw reason with a newline or an escape sequence: vipctl refuses it (exit 2), vipd
+  refuses it in a raw request, nothing is withdrawn, and vipd's log holds no control character
+  and no forged line.
 """
 import json
 import os
@@ -132,6 +135,25 @@ def test() -> None:
         error_reply(vipd.socket, b'{"command": "status"', "no newline before EOF, truncated")
         ok = json.loads(raw_request(vipd.socket, b'{"command": "status"}\n'))
         lab.check("peers" in ok, f"a well-formed raw status request should work: {str(ok)[:200]}")
+
+        # A withdraw reason that would forge a log line or reach a terminal as an escape sequence
+        # (it goes into the log, `vipctl status` and withdrawn.json): vipctl refuses it before
+        # connecting (usage error), vipd refuses it from any other client, and nothing is
+        # withdrawn.
+        forged = "replace node\n2025-01-01T00:00:00.000Z info  drain: vipctl announce"
+        r = vipd.vipctl_run("withdraw", "--reason", forged)
+        lab.log(f"vipctl withdraw --reason {forged!r}: exit {r.returncode}, {r.stderr.strip()!r}")
+        lab.check(r.returncode == 2 and "--reason must be one line of printable text" in r.stderr,
+                  f"vipctl should refuse a reason with a newline (exit 2): {r.returncode}")
+        err = error_reply(vipd.socket, json.dumps({"command": "withdraw",
+                                                   "reason": "x\x1b[2J\nFORGED"}).encode() + b"\n",
+                          "a reason with control characters")
+        lab.check('"reason" must be one line of printable text' in err,
+                  f"vipd should refuse a reason with control characters: {err!r}")
+        lab.check(vipd.status()["withdrawn"]["active"] is False,
+                  "a refused reason must not withdraw")
+        lab.check("\x1b" not in vipd.proc.log_text() and not vipd.log_lines(r"^FORGED|^2025-01-01"),
+                  "no control character and no forged line in vipd's log")
 
         lab.check(vipd.proc.alive(), "vipd should survive bad requests")
         lab.check(bird.neighbor_state(node.v4) == "Established", "the session should stay up")

@@ -4,12 +4,15 @@ laid out like a node (etc/vipd, etc/kubernetes/manifests). No root, no namespace
 
 Asserts:
 - a dual-stack JSON metadata document with a password file renders: exit 0, one output line per
-  file written, the config passes `vipd validate --config`, the manifest is the real template
-  filled (image, config path and directory, no placeholder left), modes 0644/0600;
+  file written, the config passes `vipd validate --config` (with the key file in place, 0600),
+  the manifest is the real template filled (image, config path and directory, no placeholder
+  left), modes 0644/0600;
 - rendering again changes nothing ("unchanged", same inode and mtime);
 - a new image archives the old manifest outside the manifest directory and writes the new one;
 - a stray backup file is named in a warning; with --strict render exits 1 and changes nothing;
 - broken metadata exits 1, lists every error as file:line:col: path: message, writes nothing;
+- a FIFO as the metadata, or where the config goes, exits 1 at once (not a regular file) and
+  writes nothing;
 - the image given twice exits 1; a usage error exits 2;
 - the command line: `--flag=value` renders as `--flag value` does; `vipd render --help` exits 0
   with the usage on stdout; a flag given twice (`--metadata A --metadata B`) exits 2 naming it
@@ -25,6 +28,7 @@ import os
 import re
 import shutil
 import stat
+import subprocess
 import tempfile
 
 import lab
@@ -116,6 +120,10 @@ def test() -> None:
                        f"passwordFile: {os.path.join(config_dir, 'bgp-password')}",
                        "socket: /run/vipd/static-pod.sock", 'listen: "127.0.0.1:9473"']:
             lab.check(needle in text, f"the config should contain {needle!r}")
+        # vipd validate reads the password file as start does: the node's provisioning puts it
+        # there, mode 0600.
+        write(doc["passwordFile"], "bgp-key\n")
+        os.chmod(doc["passwordFile"], 0o600)
         v = cmd([vipd, "validate", "--config", config])
         lab.check(v.returncode == 0 and f"{config}: valid" in v.stdout,
                   "vipd validate should accept the rendered config")
@@ -211,6 +219,29 @@ def test() -> None:
                   "render should count the errors and say nothing was written")
         lab.check((read(config), read(manifest), sorted(os.listdir(archive))) == snapshot
                   and p.stdout == "", "broken metadata wrote files")
+
+        # A FIFO where render reads (the metadata; the config it compares before replacing):
+        # refused at once as not a regular file, never waited on, and nothing written.
+        fifo_metadata = os.path.join(tmp, "metadata.fifo")
+        fifo_config = os.path.join(config_dir, "fifo.yaml")
+        for fifo in (fifo_metadata, fifo_config):
+            os.mkfifo(fifo, 0o600)
+        for argv in ([vipd, "render", "--metadata", fifo_metadata, "--config-out", config,
+                      "--manifest-dir", manifests],
+                     [vipd, "render", "--metadata", metadata, "--config-out", fifo_config,
+                      "--manifest-dir", manifests]):
+            try:
+                p = lab.run(argv, check=False, timeout=5)
+            except subprocess.TimeoutExpired:
+                lab.check(False, f"{argv[1:]} blocked on a FIFO for 5 s")
+            fifo = argv[3] if argv[3] == fifo_metadata else fifo_config
+            lab.log(f"$ {' '.join(argv)}  -> exit {p.returncode}: {p.stderr.strip()!r}")
+            lab.check(p.returncode == 1 and f"{fifo} is not a regular file" in p.stderr,
+                      f"a FIFO is refused as not a regular file: exit {p.returncode}")
+            lab.check((read(config), read(manifest), sorted(os.listdir(archive))) == snapshot,
+                      "a FIFO changed files")
+        for fifo in (fifo_metadata, fifo_config):
+            os.remove(fifo)
 
         # One source per value; usage errors.
         p = cmd(render + ["--image", "registry.example/vipd:flag"])

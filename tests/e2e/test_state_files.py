@@ -10,10 +10,14 @@ null, a JSON array, and a truncated object. Asserts for each:
   field, for the wrong types); /readyz answers 503 naming the file; the log has an error line
   naming it;
 - nothing is bound (no VIP on lo) and, once the session is up, BIRD has no route from the node.
+Then a file whose reason holds an escape sequence and a newline (valid: the node is withdrawn
+with that reason): `vipctl status` shows it escaped, on one line, and no control character.
 Then `vipctl announce` (after the last one): the file is gone, both VIPs are bound and in BIRD,
 /readyz 200.
 """
+import json
 import os
+import re
 import signal
 
 import lab
@@ -73,6 +77,25 @@ def test() -> None:
             lab.wait_never(lambda: any(bird.has_route(p) for p in VIPS), 1.5, 0.1,
                            "a route from the node in BIRD")
             lab.check(vipd.proc.alive(), "vipd should still be running")
+
+        # A reason with an escape sequence and a newline, as an older vipd accepted it or an
+        # operator wrote it by hand: a valid withdraw, shown escaped on one line.
+        vipd.proc.signal(signal.SIGTERM)
+        lab.check(vipd.wait_exit(10) == 0, "vipd should exit 0 on SIGTERM")
+        reason = "disk swap\x1b[2J\nFORGED"
+        with open(state_file, "w") as f:
+            json.dump({"reason": reason, "since": "2025-01-01T00:00:00Z"}, f)
+        vipd.restart()
+        lab.wait_until(lambda: vipd.status(), 10, 0.1, "vipd to answer")
+        st = vipd.status()["withdrawn"]
+        lab.check(st.get("active") is True and st.get("reason") == reason,
+                  f"withdrawn with the file's reason: {st}")
+        r = vipd.vipctl_run("status")
+        shown = "WITHDRAWN since 2025-01-01T00:00:00Z: disk swap\\x1b[2J\\nFORGED  (vipctl"
+        lab.log(f"vipctl status: {[l for l in r.stdout.splitlines() if 'WITHDRAWN' in l]}")
+        lab.check(r.returncode == 0 and shown in r.stdout and "\x1b" not in r.stdout
+                  and not re.search(r"^FORGED", r.stdout, re.MULTILINE),
+                  f"vipctl status should show the reason escaped, on one line: {r.stdout!r}")
 
         r = vipd.vipctl_run("announce")
         lab.log(f"vipctl announce: exit {r.returncode}")

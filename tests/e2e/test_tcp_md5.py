@@ -2,12 +2,14 @@
 """e2e: TCP-MD5 (RFC 2385) with peers[].passwordFile against BIRD (`password` on its side).
 
 - a key file readable by others: vipd refuses to start, exit 1, and says to chmod 600;
+  `vipd validate` on the same config refuses it too, with the same message;
 - the right key: Established, and the VIP is in BIRD;
 - a wrong key, and no key at all: the session never reaches Established (checked for 6 s), and
   the kernel drops the unsigned or mis-signed segments (vipd's TCP connect times out or is never
   answered).
 """
 import os
+import re
 import signal
 import time
 
@@ -46,6 +48,12 @@ def test() -> None:
         errors = v.log_lines(r"chmod 600")
         lab.log(f"loose key file: exit {rc}; {errors}")
         lab.check(rc == 1 and errors, "a group/other-readable key file must stop vipd with a fix")
+        # `vipd validate` (the systemd unit's ExecStartPre) refuses it with start's words.
+        p = lab.run([v.binary, "validate", "--config", v.conf], check=False)
+        said = re.findall(r"peers\[0\]\.passwordFile: .*", p.stderr)
+        lab.log(f"vipd validate: exit {p.returncode}; {said}")
+        lab.check(p.returncode == 1 and said and any(said[0] in line for line in errors),
+                  f"vipd validate must refuse the key file as start did: {p.stderr!r}")
 
         # 2. The right key (with the trailing newline `echo` writes): Established.
         good = write_key(L, "good.key", KEY + "\n", 0o600)

@@ -11,6 +11,9 @@ Asserts:
   space; a VIP equal to a peer's address or to the router ID; a router ID in 127.0.0.0/8,
   0.0.0.0 or 255.255.255.255; an IPv4-mapped IPv6 VIP) is refused by `vipd validate` and by
   starting vipd alike, with the same message at the same key;
+- `vipd validate` reads peers[].passwordFile as start does: a 0600 key file is valid; one that
+  group or others can read, a missing one and a FIFO (refused at once, not waited on) exit 1
+  with start's message at `peers[0].passwordFile`;
 - `vipctl --socket /nonexistent status` exits 3 and says vipd is not reachable at that path.
 The command line (cli/, on CLI11), the same for vipd and vipctl:
 - `--flag=value` as well as `--flag value`; vipctl's --socket before or after the command;
@@ -22,6 +25,7 @@ The command line (cli/, on CLI11), the same for vipd and vipctl:
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 
 import lab
@@ -64,6 +68,51 @@ def cmd(argv: list[str], timeout: float = 10):
     for line in (p.stdout + p.stderr).rstrip().splitlines():
         print(f"  {line}")
     return p
+
+
+def check_password_files(vipd: str, tmp: str, valid_text: str) -> None:
+    """`vipd validate` reads peers[].passwordFile as start does (one function,
+    daemon/session/session_key.h): a key file group or others can read, a missing one and a FIFO
+    (refused at once, never waited on) fail it with the error start gives, at the key's path."""
+    key = os.path.join(tmp, "bgp.key")
+    anchor = "    asn: 65000\n"
+    lab.check(anchor in valid_text, "the valid config has a peer to give a key")
+    keyed = os.path.join(tmp, "keyed.yaml")
+    with open(keyed, "w") as f:
+        f.write(valid_text.replace(anchor, f"{anchor}    passwordFile: {key}\n"))
+
+    def validate(what: str):
+        try:
+            return cmd([vipd, "validate", "--config", keyed], timeout=5)
+        except subprocess.TimeoutExpired:
+            lab.check(False, f"vipd validate with {what} as the password file hung for 5 s")
+
+    with open(key, "w") as f:
+        f.write("secret\n")
+    os.chmod(key, 0o600)
+    p = validate("a 0600 key file")
+    lab.check(p.returncode == 0 and f"{keyed}: valid" in p.stdout,
+              f"a 0600 key file is valid: exit {p.returncode}")
+
+    fifo = os.path.join(tmp, "fifo.key")
+    os.mkfifo(fifo, 0o600)
+    cases = [("mode 0644", 0o644, key, rf"the password file {re.escape(key)} has mode 0644, "
+                                       rf"so group or others can read or change the BGP key; "
+                                       rf"run chmod 600 {re.escape(key)}$"),
+             ("a missing file", None, os.path.join(tmp, "missing.key"),
+              r"cannot read the password file .*missing\.key: No such file or directory$"),
+             ("a FIFO", None, fifo, rf"the password file {re.escape(fifo)} is not a regular file$")]
+    for what, mode, path, message in cases:
+        if mode is not None:
+            os.chmod(path, mode)
+        with open(keyed, "w") as f:
+            f.write(valid_text.replace(anchor, f"{anchor}    passwordFile: {path}\n"))
+        p = validate(what)
+        pattern = rf"^{re.escape(keyed)}: peers\[0\]\.passwordFile: {message}"
+        lab.check(p.returncode == 1 and re.search(pattern, p.stderr, re.MULTILINE)
+                  and f"{keyed}: 1 error(s); nothing started" in p.stderr,
+                  f"validate refuses a password file that is {what} as start does: exit "
+                  f"{p.returncode}, expected a line matching {pattern!r}")
 
 
 def test() -> None:
@@ -147,6 +196,8 @@ def test() -> None:
                       f"{key} {new!r}: validate and start refuse it alike: "
                       f"exit {checked.returncode}/{started.returncode}, {errors}")
             lab.check(not os.path.exists(socket), f"vipd started with {key} {new!r}")
+
+        check_password_files(vipd, tmp, valid_text)
 
         p = cmd([vipctl, "--socket", "/nonexistent", "status"])
         lab.check(p.returncode == 3, f"vipctl with no vipd should exit 3, not {p.returncode}")

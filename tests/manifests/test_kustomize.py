@@ -16,11 +16,13 @@ Asserts:
   host's /etc/vipd (read-only) where --node-config points, hostPaths for every directory the
   config names, a selector that does not match the static pod, and a grace period above the
   config's drain;
-- the ConfigMap's vipd.yaml: cluster-wide policy only (no routerId, localAsn or peers: those are
-  the node file's), mode daemonset, the socket and metrics address above, TEST-NET example
-  values, the apiserver check against the mounted CA; `vipd validate` accepts it with a node
-  file as `vipd render` writes one, refuses it without one (no router ID, AS or peers), and
-  refuses a node file that also sets a key the ConfigMap sets, naming both files;
+- the ConfigMap's vipd.yaml: cluster-wide policy only (no routerId, localAsn, peers or
+  metrics.listen: those are the node file's), mode daemonset, the socket and health listener
+  above, TEST-NET example values, the apiserver check against the mounted CA; `vipd validate`
+  accepts it with a node file as `vipd render` writes one (the renderer's golden file), with
+  /metrics on the node's address from that file (`vipd config --show`), refuses it without one
+  (no router ID, AS or peers), and refuses a node file that also sets a key the ConfigMap sets,
+  naming both files;
 - the static-pod template holds exactly the six placeholders, is YAML as it stands, and after
   substitution is a Pod with the same security fields, probes on METRICS_PORT and the preStop
   on CONTROL_SOCKET;
@@ -54,16 +56,10 @@ yaml = yaml_module()
 MANIFESTS = os.path.join(SOURCE_DIR, "manifests")
 STATIC_POD = os.path.join(MANIFESTS, "static-pod", "vipd.yaml")
 VIPD = os.path.join(BUILD_DIR, "daemon", "vipd")
-ROUTER_ID = "192.0.2.11"
-# A node file as `vipd render` writes one (tests/data/bootstrap/*.node.yaml).
-NODE_FILE = f"""apiVersion: vipd.io/v1alpha1
-kind: NodeConfiguration
-routerId: {ROUTER_ID}
-localAsn: 64513
-peers:
-  - address: 192.0.2.1
-    asn: 64512
-"""
+# A node file as `vipd render` writes one: the renderer's golden output (router ID 192.0.2.11,
+# so /metrics on 192.0.2.11:9472).
+NODE_FILE = os.path.join(SOURCE_DIR, "tests", "data", "bootstrap", "ipv4-only.node.yaml")
+NODE_METRICS_ADDRESS = "192.0.2.11"
 
 # kustomize v5 (kubectl >= 1.27) still builds `bases:` but says so on stderr; v2.0.3 (kubectl
 # 1.20, Debian 12) accepts a directory only there.
@@ -188,8 +184,9 @@ def check_config(c: Checks, text: str, ds_spec: dict, ctr: dict) -> dict:
             "ConfigMap: stateDir is the hostPath")
     c.equal(cfg.get("handoff", {}).get("dir", "/run/vipd"), "/run/vipd",
             "ConfigMap: handoff.dir is the hostPath")
-    c.equal(cfg.get("metrics", {}).get("listen"), "0.0.0.0:9472",
-            "ConfigMap: /metrics on every node address (Prometheus)")
+    c.expect("listen" not in cfg.get("metrics", {}),
+             "ConfigMap: no metrics.listen (the node file puts /metrics on the node's address; "
+             "0.0.0.0 would serve it on the VIP too)")
     c.equal(cfg.get("metrics", {}).get("healthListen"), "127.0.0.1:9474",
             "ConfigMap: /healthz and /readyz on 127.0.0.1 only")
     c.equal([v.get("address") for v in cfg.get("vips", [])], ["203.0.113.10/32"],
@@ -216,11 +213,18 @@ def check_validate(c: Checks, text: str) -> None:
         with open(config, "w") as f:
             f.write(text)
         node = os.path.join(tmp, "node.yaml")
+        with open(NODE_FILE) as f:
+            node_text = f.read()
         with open(node, "w") as f:
-            f.write(NODE_FILE)
+            f.write(node_text)
         p = run([VIPD, "validate", "--config", config, "--node-config", node])
         c.equal(p.returncode, 0, f"ConfigMap's vipd.yaml validates with a node file: "
                 f"{(p.stdout + p.stderr).strip()}")
+        p = run([VIPD, "config", "--show", "--config", config, "--node-config", node])
+        shown = {key: (value, source) for key, value, source in
+                 re.findall(r"^metrics\.(address|port): (\S+)\s+# (\S+)$", p.stdout, re.MULTILINE)}
+        c.equal(shown, {"address": (NODE_METRICS_ADDRESS, node), "port": ("9472", node)},
+                "the DaemonSet's /metrics is on the node's address, from the node file")
 
         p = run([VIPD, "validate", "--config", config])
         out = p.stdout + p.stderr
@@ -230,7 +234,7 @@ def check_validate(c: Checks, text: str) -> None:
 
         twice = os.path.join(tmp, "node-with-vips.yaml")
         with open(twice, "w") as f:
-            f.write(NODE_FILE + "vips: [{address: 203.0.113.99/32}]\n")
+            f.write(node_text + "vips: [{address: 203.0.113.99/32}]\n")
         p = run([VIPD, "validate", "--config", config, "--node-config", twice])
         out = (p.stdout + p.stderr).strip()
         c.expect(p.returncode == 1 and f"vips: set in both {config}" in out and twice in out,

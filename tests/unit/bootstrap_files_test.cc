@@ -428,7 +428,8 @@ TEST_F(BootstrapRenderCommand, MetadataErrorsWriteNothing) {
                        "not read the password file; put the file in " +
                        config_.parent_path().string() + "\n" + m +
                        ":8:1: colour: unknown key 'colour'; expected one of: apiVersion, kind, "
-                       "node, localAsn, vips, peers, passwordFile, bootstrap, health, image\n"
+                       "node, localAsn, vips, peers, passwordFile, bootstrap, health, metrics, "
+                       "image\n"
                        "vipd render: " +
                        m + ": 3 error(s); nothing written\n");
   EXPECT_EQ(readFile(config_), config);

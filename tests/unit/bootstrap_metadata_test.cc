@@ -251,13 +251,14 @@ TEST(BootstrapMetadata, UnknownKeysAtEveryLevel) {
                   "addresses",
                   "metadata.yaml:11:1: routerId: unknown key 'routerId'; expected one of: "
                   "apiVersion, kind, node, localAsn, vips, peers, passwordFile, bootstrap, "
-                  "health, image",
+                  "health, metrics, image",
                   "metadata.yaml:12:28: bootstrap.delay: unknown key 'delay'; expected one of: "
                   "enabled",
                   "metadata.yaml:13:21: health.interval: unknown key 'interval'; expected one of: "
                   "type, url, caFile, address",
                   "metadata.yaml:14:1: peers2: unknown key 'peers2'; expected one of: apiVersion, "
-                  "kind, node, localAsn, vips, peers, passwordFile, bootstrap, health, image"))
+                  "kind, node, localAsn, vips, peers, passwordFile, bootstrap, health, "
+                  "metrics, image"))
       << joined(errors);
   EXPECT_THAT(errorsOf(replaced("asn: 4200000000}", "asn: 4200000000, port: 1179}")),
               ElementsAre("metadata.yaml:8:43: peers[0].port: unknown key 'port'; expected one "

@@ -19,8 +19,10 @@
 namespace vipd::bootstrap {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 using testing::joined;
 using testing::kDataDir;
 using testing::readFile;
@@ -92,6 +94,58 @@ TEST_P(BootstrapGolden, TheNodeFileCarriesTheNodeFacts) {
               HasSubstr(fmt::format("routerId: {}\n", whole->routerId.toString())));
   EXPECT_THAT(rendered->nodeConfig, HasSubstr(fmt::format("localAsn: {}\n", whole->localAsn)));
   EXPECT_EQ(rendered->nodeConfig.find("vips:"), std::string::npos);
+}
+
+// The DaemonSet's /metrics: the node file puts it on the router ID (this node's first IPv4
+// address) at 9472, where Prometheus scrapes the node, and not on 0.0.0.0, which served it on the
+// VIP to every client of the API. Under a ConfigMap that sets no metrics.listen (as
+// manifests/daemonset/vipd.yaml) it is what the DaemonSet listens on; the static pod keeps
+// 127.0.0.1:9473.
+TEST_P(BootstrapGolden, TheNodeFileListensForMetricsOnTheNodeAddress) {
+  const Golden& g = GetParam();
+  auto rendered = renderData(g.metadataFile, g.image, testing::testTemplate());
+  ASSERT_TRUE(rendered.has_value()) << joined(strings(rendered.error()));
+  auto daemonSet = config::parseConfigLayers(
+      {"apiVersion: vipd.io/v1alpha1\nkind: SpeakerConfiguration\nmode: daemonset\n"
+       "vips: [{address: 203.0.113.10/32, interface: lo}]\nhealth: {type: none}\n"
+       "metrics: {healthListen: \"127.0.0.1:9474\"}\n",
+       "configmap.yaml"},
+      config::ConfigFile{rendered->nodeConfig, "node.yaml"});
+  ASSERT_TRUE(daemonSet.has_value()) << joined(strings(daemonSet.error()));
+  EXPECT_EQ(daemonSet->config.metrics.address.toString(), "192.0.2.11");
+  EXPECT_EQ(daemonSet->config.metrics.port, 9472);
+  EXPECT_EQ(daemonSet->origins.sourceOf("metrics.listen"), "node.yaml");
+  auto staticPod = config::parseConfig(rendered->config, kConfigPath);
+  ASSERT_TRUE(staticPod.has_value());
+  EXPECT_EQ(staticPod->metrics.address.toString(), "127.0.0.1");
+  EXPECT_EQ(staticPod->metrics.port, 9473);
+}
+
+// metrics.listen in the metadata widens (or moves) the DaemonSet's listener; its rules are the
+// config schema's, checked on the rendered node file.
+TEST(BootstrapRender, MetadataMetricsListenGoesIntoTheNodeFileOnly) {
+  std::string base = readFile(kDataDir / "ipv4-only.metadata.yaml");
+  for (const char* listen : {"0.0.0.0:9472", "[2001:db8::11]:9500"}) {
+    auto rendered =
+        render({base + fmt::format("metrics: {{listen: \"{}\"}}\n", listen), "m.yaml",
+                std::string(kConfigPath), {}, testing::testTemplate(), "t", "", nullptr,
+                std::string(kNodeConfigPath)});
+    ASSERT_TRUE(rendered.has_value()) << listen << ": " << joined(strings(rendered.error()));
+    EXPECT_THAT(rendered->nodeConfig,
+                HasSubstr(fmt::format("metrics:\n  listen: \"{}\"\n", listen)));
+    EXPECT_THAT(rendered->config, HasSubstr("metrics:\n  listen: \"127.0.0.1:9473\"\n"));
+  }
+  auto bad = render({base + "metrics: {listen: 192.0.2.11}\n", "m.yaml", std::string(kConfigPath),
+                     {}, testing::testTemplate(), "t", "", nullptr, std::string(kNodeConfigPath)});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_THAT(strings(bad.error()),
+              ElementsAre(AllOf(StartsWith("rendered /etc/vipd/node.yaml:"),
+                                HasSubstr("metrics.listen: '192.0.2.11' is not an address:port"))));
+  auto empty = render({base + "metrics: {}\n", "m.yaml", std::string(kConfigPath), {},
+                       testing::testTemplate(), "t", "", nullptr, std::string(kNodeConfigPath)});
+  ASSERT_FALSE(empty.has_value());
+  EXPECT_THAT(strings(empty.error()),
+              ElementsAre("m.yaml:12:10: metrics.listen: required key 'listen' is missing"));
 }
 
 // --distro k3s and rke2: the health check asks their apiserver and trusts their server CA, and
@@ -238,6 +292,40 @@ TEST(BootstrapRender, RulesOfTheConfigSchemaAreCheckedOnTheRenderedConfig) {
                     "an IPv6 session needs an IPv4 next hop"),
           HasSubstr("rendered /etc/vipd/vipd.yaml:17:9: health.type: 'http' is not a health "
                     "check type; use apiserver, tcp or none")));
+}
+
+// The node file is rendered too: a password or CA file that is the node file would have vipd read
+// its own node facts as a key or a certificate bundle (and fail at start, after render said yes).
+TEST(BootstrapRender, APasswordOrCaFileThatIsTheNodeFileIsRefused) {
+  std::string base = readFile(kDataDir / "ipv4-only.metadata.yaml");
+  struct Case {
+    std::string nodeOut;  // --node-out; empty: node.yaml beside the config
+    std::string file;     // named in the metadata
+  };
+  for (const auto& c : {Case{std::string(kNodeConfigPath), std::string(kNodeConfigPath)},
+                        Case{"", "/etc/vipd/node.yaml"},
+                        Case{"", "/etc/vipd/./keys/../node.yaml"},
+                        Case{"/etc/vipd/facts/node-1.yaml", "/etc/vipd/facts/node-1.yaml"}}) {
+    std::string metadata = base + "passwordFile: " + c.file +
+                           "\nhealth: {type: apiserver, caFile: " + c.file + "}\n";
+    auto rendered = render({metadata, "m.yaml", std::string(kConfigPath), {},
+                            testing::testTemplate(), "t", "", nullptr, c.nodeOut});
+    ASSERT_FALSE(rendered.has_value()) << c.file;
+    EXPECT_THAT(strings(rendered.error()),
+                ElementsAre(HasSubstr(fmt::format("m.yaml:12:15: passwordFile: '{}' is the "
+                                                  "rendered node file itself; the password file "
+                                                  "needs a file of its own",
+                                                  c.file)),
+                            HasSubstr(fmt::format("health.caFile: '{}' is the rendered node file "
+                                                  "itself; the CA file needs a file of its own",
+                                                  c.file))))
+        << c.file;
+  }
+  // Beside the node file is fine.
+  auto rendered = render({base + "passwordFile: /etc/vipd/node.yaml.key\n", "m.yaml",
+                          std::string(kConfigPath), {}, testing::testTemplate(), "t", "", nullptr,
+                          std::string(kNodeConfigPath)});
+  EXPECT_TRUE(rendered.has_value()) << joined(strings(rendered.error()));
 }
 
 TEST(BootstrapRender, BootstrapDisabledRendersTheConfigOnly) {

@@ -64,5 +64,32 @@ TEST(ControlRequestTest, EveryFieldAHandlerReadsIsTypeChecked) {
   }
 }
 
+// The reason goes into vipd's log, `vipctl status` and withdrawn.json: a newline in it forged a
+// log line, an escape sequence reached the operator's terminal. Any control character (C0, DEL,
+// C1) is refused, named; text in any script is fine.
+TEST(ControlRequestTest, AReasonWithAControlCharacterIsRefused) {
+  for (const auto& [line, named] :
+       {std::pair{R"({"command":"withdraw","reason":"replace node\n)"
+                  R"(2025-01-01T00:00:00.000Z info  drain: vipctl announce"})",
+                  "a line feed (\\n)"},
+        std::pair{R"({"command":"withdraw","reason":"x\u001b[2Jy"})", "\\x1b"},
+        std::pair{R"({"command":"withdraw","reason":"x\ry"})", "a carriage return (\\r)"},
+        std::pair{R"({"command":"withdraw","reason":"x\ty"})", "a tab (\\t)"},
+        std::pair{R"({"command":"withdraw","reason":"x\u0000y"})", "\\x00"},
+        std::pair{R"({"command":"withdraw","reason":"x\u007fy"})", "\\x7f"},
+        std::pair{R"({"command":"withdraw","reason":"x\u009by"})", "\\u009b"}}) {
+    auto request = parseControlRequest(line);
+    ASSERT_FALSE(request.has_value()) << line;
+    EXPECT_THAT(request.error(), StartsWith("malformed request: \"reason\" must be one line of "
+                                            "printable text; it holds "))
+        << line;
+    EXPECT_THAT(request.error(), HasSubstr(named)) << line;
+  }
+  for (const char* line : {R"({"command":"withdraw","reason":"replace node, ticket #42"})",
+                           R"({"command":"withdraw","reason":"Netzteil tauschen, größer"})"}) {
+    EXPECT_TRUE(parseControlRequest(line).has_value()) << line;
+  }
+}
+
 }  // namespace
 }  // namespace vipd::daemon

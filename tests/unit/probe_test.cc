@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "daemon/probe/probe_answer.h"
@@ -172,6 +173,54 @@ TEST(ProbeMatrix, GarbageDocumentsNeverThrow) {
   EXPECT_NO_THROW(matrix = probeMatrixJson(sources));
   EXPECT_NO_THROW(renderProbeMatrix(matrix, "t"));
   EXPECT_EQ(matrix["unreachable"].size(), 2u);
+}
+
+// A field of the wrong type where the reader expects a boolean or a number: json::value() throws
+// type_error 302 on those, and `vipd probe --watch` aborted (exit 134) on such a /probe.json.
+TEST(ProbeMatrix, WronglyTypedFieldsNeverThrow) {
+  json doc = probeDocument("site-a");
+  doc["targets"][0]["last"]["ok"] = "yes";
+  doc["targets"][0]["recent"] = json::array({{{"ok", "yes"}, {"ms", "fast"}}, {{"ok", 1}}});
+  doc["targets"][1]["last"] = {{"ok", nullptr}, {"reason", 7}};
+  doc["targets"][1]["recent"] = json::array({{{"ok", true}, {"ms", "slow"}}});
+  std::vector<ProbeSource> sources{{"a:9474", doc, ""}};
+  json matrix;
+  ASSERT_NO_THROW(matrix = probeMatrixJson(sources));
+  ASSERT_EQ(matrix["cells"].size(), 2u);
+  // What is not a boolean is not a success; a success without a number is drawn at the bottom.
+  EXPECT_EQ(matrix["cells"][0]["lastOk"], json());
+  EXPECT_EQ(matrix["cells"][0]["sparkline"], "xx");
+  EXPECT_EQ(matrix["cells"][1]["lastOk"], json());
+  EXPECT_EQ(matrix["cells"][1]["lastReason"], "");
+  EXPECT_EQ(matrix["cells"][1]["sparkline"], "\u2581");
+  EXPECT_NO_THROW(renderProbeMatrix(matrix, "t"));
+  // A matrix that is not what probeMatrixJson builds is drawn as far as it goes.
+  for (const json& odd : {json::array(), json({{"sites", "x"}}),
+                          json({{"cells", {{{"lastOk", "no"}}, 5}}, {"unreachable", {7}}})}) {
+    EXPECT_NO_THROW(renderProbeMatrix(odd, "t")) << odd.dump();
+  }
+}
+
+// Names and reasons come from other hosts' documents: a terminal must never get their control
+// characters (an escape sequence could clear the screen, retitle the window or fake a line).
+TEST(ProbeMatrix, ControlCharactersFromADocumentAreEscaped) {
+  json doc = probeDocument("a\x1b]0;owned\x07" "b");
+  doc["targets"][1]["name"] = "t\x1b[2J";
+  doc["targets"][1]["last"]["reason"] = "refused\nsite-z  100.0%";
+  std::vector<ProbeSource> sources{{"a:9474", doc, ""},
+                                   {"c\x1b[31m:9474", nullptr, "connect to c failed:\r\x1b[K"}};
+  json matrix = probeMatrixJson(sources);
+  EXPECT_EQ(matrix["sites"], json({"a\x1b]0;owned\x07" "b"}));  // the JSON keeps the values
+  std::string text = renderProbeMatrix(matrix, "title");
+  for (char c : text) {
+    EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << text;
+  }
+  // The title, the legend, a blank line, the header, site a's row and the unreachable one.
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 6) << text;
+  EXPECT_THAT(text, HasSubstr("a\\x1b]0;owned\\x07b"));
+  EXPECT_THAT(text, HasSubstr("t\\x1b[2J"));
+  EXPECT_THAT(text, HasSubstr("x refused\\nsite-z  100.0%"));
+  EXPECT_THAT(text, HasSubstr("unreachable: c\\x1b[31m:9474: connect to c failed:\\r\\x1b[K"));
 }
 
 TEST(ProbeFetch, UrlForms) {
