@@ -58,11 +58,22 @@ class InstanceLock {
   // `log` must outlive the lock.
   void serve(boost::asio::io_context& io, const Logger& log);
 
+  // A reload added `vip` (issue 29): takes its locks for `mode`'s slots as acquire() does, and
+  // serves them (after serve()). The error names the holder; nothing is taken then.
+  [[nodiscard]] tl::expected<void, std::string> lockVip(config::Mode mode, const bgp::Prefix& vip,
+                                                        boost::asio::io_context& io,
+                                                        const Logger& log,
+                                                        std::string_view tag = "vipd");
+  // A reload removed `vip` (and it is unbound): another vipd may take it now.
+  void releaseVip(const bgp::Prefix& vip);
+
  private:
   struct Served {
+    bgp::Prefix vip;
     boost::asio::local::stream_protocol::acceptor acceptor;
     AcceptBackoff backoff;
   };
+  void serveOne(const bgp::Prefix& vip, int fd, boost::asio::io_context& io, const Logger& log);
 
   InstanceLock() = default;
   static void acceptNext(Served& served);
@@ -71,7 +82,8 @@ class InstanceLock {
   // for the process's life.
   std::vector<int> heldFds_;
   std::list<Served> served_;    // a list: the accept handlers hold references
-  std::vector<int> vipSockets_;  // listening, until serve() hands them to served_
+  // Listening, until serve() hands them to served_.
+  std::vector<std::pair<bgp::Prefix, int>> vipSockets_;
 };
 
 }  // namespace vipd::daemon
