@@ -125,25 +125,13 @@ Actions SessionFsm::reconfigure(SessionConfig next, std::string_view why) {
   if (stopped_) {
     return out;  // Idle and not started: the next start() uses the new settings
   }
-  const std::string reason = fmt::format("reset for a config change: {}", why);
   if (hasSession()) {
     sendNotification(out, {static_cast<uint8_t>(ErrorCode::Cease),
                            subcode::kOtherConfigurationChange, encodeShutdownCommunication(why)});
   }
-  lastError_ = reason;
-  restarting_ = false;
-  cancelAll(out);
-  out.push_back(Disconnect{reason});
-  advertised_.clear();
-  advertisedDegraded_.clear();
-  negotiated_.reset();
-  if (state_ == SessionState::Idle) {
-    // Waiting for its ConnectRetry after a failure: try again with the new settings soon.
-    armConnectRetry(out);
-    return out;
-  }
-  transition(out, SessionState::Idle, reason);
-  armConnectRetry(out);
+  // Down like any failure (waiting for its retry already: only the retry is re-armed), and back
+  // after the new ConnectRetry time.
+  failSession(out, fmt::format("reset for a config change: {}", why));
   return out;
 }
 

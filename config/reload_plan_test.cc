@@ -1,6 +1,7 @@
 // planReload (issue 29): what each kind of change means for the running daemon, and that a change
 // touches only what it concerns: the other peers, VIPs and checkers are not in the plan.
 #include "config/reload_plan.h"
+#include "config/config_test_support.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,33 +15,20 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using namespace vipd::config::testing;
 
-bgp::IpAddress ip(std::string_view text) { return *bgp::IpAddress::parse(text); }
-bgp::Prefix prefix(std::string_view text) { return *bgp::Prefix::parse(text); }
-
-Peer peer(std::string_view address) {
-  Peer p;
-  p.address = ip(address);
-  p.asn = 65000;
+// A single-family IPv4 session, as the parser would fill `families` in.
+Peer v4peer(std::string_view address) {
+  Peer p = peer(address);
   p.families = {bgp::Afi::Ipv4};
   return p;
 }
 
-Vip vip(std::string_view address) {
-  Vip v;
-  v.prefix = prefix(address);
-  return v;
-}
-
 // Three peers and two VIPs, as a running config would have them.
 Config running() {
-  Config c;
-  c.apiVersion = "vipd.io/v1alpha1";
-  c.kind = "SpeakerConfiguration";
-  c.routerId = ip("192.0.2.11");
-  c.localAsn = 65001;
+  Config c = nodeConfig();
   c.vips = {vip("203.0.113.10/32"), vip("203.0.113.20/32")};
-  c.peers = {peer("192.0.2.1"), peer("192.0.2.2"), peer("192.0.2.3")};
+  c.peers = {v4peer("192.0.2.1"), v4peer("192.0.2.2"), v4peer("192.0.2.3")};
   c.peers[1].passwordFile = "/etc/vipd/p2.key";
   c.health.type = Health::Type::Tcp;
   return c;
@@ -100,7 +88,7 @@ TEST(ReloadPlan, AVipsRebindAppliesItsInterfaceWaitsForARestart) {
 TEST(ReloadPlan, APeerAddedOrRemovedLeavesTheOthersAlone) {
   Config next = running();
   next.peers.erase(next.peers.begin() + 2);
-  next.peers.push_back(peer("192.0.2.4"));
+  next.peers.push_back(v4peer("192.0.2.4"));
   auto plan = planReload(running(), next, {});
   ASSERT_EQ(plan.peersAdded.size(), 1u);
   EXPECT_EQ(plan.peersAdded[0].address, ip("192.0.2.4"));

@@ -3,6 +3,7 @@
 // sockets, the mode and handoff, and a VIP's interface), peers and VIPs matched by address so a
 // reordered list is no change. liveConfig: the running value put back where a restart is needed.
 #include "config/config_diff.h"
+#include "config/config_test_support.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,42 +18,14 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using namespace vipd::config::testing;
 
 constexpr auto kLive = ChangeEffect::AppliesLive;
 constexpr auto kRestart = ChangeEffect::NeedsRestart;
 
-bgp::IpAddress ip(std::string_view text) {
-  auto a = bgp::IpAddress::parse(text);
-  EXPECT_TRUE(a.has_value()) << text;
-  return a.value_or(bgp::IpAddress{});
-}
-
-bgp::Prefix prefix(std::string_view text) {
-  auto p = bgp::Prefix::parse(text);
-  EXPECT_TRUE(p.has_value()) << text;
-  return p.value_or(bgp::Prefix{});
-}
-
-Peer peer(std::string_view address, uint32_t asn) {
-  Peer p;
-  p.address = ip(address);
-  p.asn = asn;
-  return p;
-}
-
-Vip vip(std::string_view address) {
-  Vip v;
-  v.prefix = prefix(address);
-  return v;
-}
-
 // Two peers and two VIPs, as a running config would have them.
 Config running() {
-  Config c;
-  c.apiVersion = "vipd.io/v1alpha1";
-  c.kind = "SpeakerConfiguration";
-  c.routerId = ip("192.0.2.11");
-  c.localAsn = 65001;
+  Config c = nodeConfig();
   c.vips = {vip("203.0.113.10/32"), vip("2001:db8::10/128")};
   c.peers = {peer("192.0.2.1", 65000), peer("192.0.2.2", 65000)};
   return c;
