@@ -49,15 +49,20 @@ nlohmann::json changeJson(const config::ConfigChange& change) {
   return {{"key", change.path}, {"before", change.before}, {"after", change.after}};
 }
 
-// The changes `plan` would leave pending, each with why: `failed` (by path prefix) or a restart.
+// Whether `path` ("peers[192.0.2.1].holdTime") is `key` ("peers[192.0.2.1]") or inside it.
+bool within(std::string_view path, std::string_view key) {
+  return path == key || (path.starts_with(key) && path[key.size()] == '.');
+}
+
+// The changes `plan` leaves pending, each with why: a key of `failed` it is within, or a restart.
 std::vector<Speaker::PendingChange> pendingOf(const config::ReloadPlan& plan,
                                               const config::Config& next,
                                               const std::map<std::string, std::string>& failed) {
   std::vector<Speaker::PendingChange> out;
   for (const auto& change : config::diffConfig(plan.applied, next)) {
     std::string reason = "needs a restart";
-    for (const auto& [prefix, why] : failed) {
-      if (change.path.starts_with(prefix)) {
+    for (const auto& [key, why] : failed) {
+      if (within(change.path, key)) {
         reason = "could not be applied: " + why;
       }
     }
@@ -134,9 +139,14 @@ tl::expected<Speaker::ReloadOutcome, std::string> Speaker::reload(const config::
   config::Config achievable = next;
   std::map<std::string, std::string> failed;  // path prefix -> why
   if (auto checked = HealthChecker::check(next.health);
-      !checked && next.health != config_.health) {
-    failed["health."] = checked.error();
-    achievable.health = config_.health;
+      !checked && config::planReload(config_, next, {}).healthCheck) {
+    // The checker keeps its settings; what the policy and the sessions read still applies.
+    failed["health"] = checked.error();
+    config::Health kept = config_.health;
+    kept.degrade = next.health.degrade;
+    kept.onFailure = next.health.onFailure;
+    kept.unbindWhenUnhealthy = next.health.unbindWhenUnhealthy;
+    achievable.health = kept;
   }
   if (instanceLock_ != nullptr) {
     for (const auto& vip : next.vips) {
@@ -180,9 +190,12 @@ tl::expected<Speaker::ReloadOutcome, std::string> Speaker::reload(const config::
     const bool speaking = handoff_.active() && !shuttingDown_;
     if (auto restarted = returnPath_.restart(speaking); !restarted) {
       // The old settings' port is free again now: run on with them.
-      failed["returnPath."] = restarted.error();
+      failed["returnPath"] = restarted.error();
       config_.returnPath = previous.returnPath;
       plan.applied.returnPath = previous.returnPath;
+      std::erase_if(plan.live, [](const config::ConfigChange& c) {
+        return within(c.path, "returnPath");
+      });
       auto again = returnPath_.restart(speaking);
       log_.error("return-path", "{}; {}", restarted.error(),
                  again ? "running on with the settings it had"
@@ -192,10 +205,6 @@ tl::expected<Speaker::ReloadOutcome, std::string> Speaker::reload(const config::
 
   ReloadOutcome outcome;
   outcome.applied = plan.live;
-  std::erase_if(outcome.applied, [&](const config::ConfigChange& change) {
-    return std::any_of(failed.begin(), failed.end(),
-                       [&](const auto& f) { return change.path.starts_with(f.first); });
-  });
   outcome.pending = pendingOf(plan, next, failed);
   outcome.failedSome = !failed.empty();
   recordReload(outcome, trigger);

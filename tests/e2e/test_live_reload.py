@@ -25,7 +25,7 @@ within APPLY_S of the file's change:
    stays down, and after a while vipd's lastError says the keys may differ; BIRD given the new
    `password` (`birdc configure`): back Established;
 7. a router ID change: nothing reset, `vipctl status` (text and JSON) shows it pending a restart,
-   vipd_config_pending_restart 1; reverted: 0;
+   vipd_config_pending_restart 1; reverted: 0; the node file gone for a second: no failure;
 8. a broken cluster file: nothing changes, the failure is in status and metrics; fixed: good.
 """
 import json
@@ -325,6 +325,18 @@ def main_test() -> None:
         files.write_node(nodecfg)
         lab.wait_until(lambda: vipd.metric("vipd_config_pending_restart") == 0, APPLY_S, 0.1,
                        "nothing pending once reverted")
+
+        # A file gone for a moment (a careless editor, a volume remounted) is no failure.
+        failures = vipd.status()["config"]["reloadFailures"]
+        os.rename(files.node, files.node + ".away")
+        time.sleep(1.0)
+        os.rename(files.node + ".away", files.node)
+        time.sleep(1.5)
+        lab.check(vipd.log_lines(r"node\.yaml is gone; waiting up to 5s for it to come back"),
+                  "vipd logs that it waits for the file")
+        lab.check(vipd.status()["config"]["reloadFailures"] == failures,
+                  f"a file gone for 1 s failed a reload: {vipd.status()['config']}")
+        untouched(("p1", "p2", "p6"), "the node file gone for a moment")
 
         # 8. A broken cluster file: nothing changes; then fixed.
         before = vipd.status()["config"]
