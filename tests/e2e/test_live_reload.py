@@ -6,21 +6,22 @@ symlink into `..data`, which the test swaps as the kubelet does) and the node fi
 (rewritten by a rename, as editors do), with a TCP-MD5 key file beside it. BIRD (AS 65000) has
 four sessions with the node: three IPv4 ones, 192.0.2.1, .2 (TCP-MD5) and .3 on BIRD's side
 (addresses of the fabric bridge), each from its own node address (BIRD 2.0 keeps one session per
-neighbour address), and one IPv6 one. No change is signalled: vipd sees each in its
+neighbour address), and one IPv6 one; every session has BFD. No change is signalled: vipd sees each in its
 files; one SIGHUP at the end shows the signal takes the same path.
 
-After each change, BIRD's state-change time ("since") of every session the change does not
-concern must be what it was (those sessions never went down), and the change must be applied
-within APPLY_S of the file's change:
+After each change, BIRD's state-change time ("since") of every BGP and BFD session the change
+does not concern must be what it was (those sessions never went down), and the change must be
+applied within APPLY_S of the file's change:
 1. a community and a VIP added (ConfigMap swap): the new community on every path, the new VIP
    announced; no session reset;
 2. that VIP removed: withdrawn, then unbound from the node; no session reset;
 3. health settings (none -> tcp, then another interval): the check runs with them, the VIPs are
    never withdrawn; returnPath settings: the check restarts; no session reset;
-4. a peer added (node file): BIRD's .3 session comes up; the others untouched; then removed:
-   BIRD sees Cease "Peer de-configured", the others untouched;
+4. a peer added (node file): BIRD's .3 session (and its BFD) comes up, the VIPs go out over it;
+   the others untouched; then removed: BIRD sees Cease "Peer de-configured";
 5. a peer's hold time: that session alone is reset (BIRD: "Other configuration change") and
-   comes back with hold time 6;
+   comes back with hold time 6; its BFD minRx: reset, its BFD session replaced (BIRD now sends
+   every 600 ms), the other BFD sessions untouched;
 6. the MD5 key file rewritten with another key (same name): that session alone is reset and
    stays down, and after a while vipd's lastError says the keys may differ; BIRD given the new
    `password` (`birdc configure`): back Established;
@@ -43,6 +44,7 @@ COMMUNITY_NEW = "65000:777"
 OLD_KEY = "vipd-live-key-one"
 NEW_KEY = "vipd-live-key-two"
 MD5_HINT_S = 25  # vipd says the keys may differ after 10 s without an OPEN; BIRD is slow to care
+BFD = lab.BfdTimers()  # 300 ms x 3 both sides
 
 # BIRD's sessions with the node: name -> (BIRD's address, the node's address).
 SESSIONS = {
@@ -114,7 +116,7 @@ def peer(name: str) -> dict:
     bird_side, node_side = SESSIONS[name]
     return {"address": bird_side, "asn": lab.FABRIC_ASN, "sourceAddress": node_side,
             "holdTime": "9s", "connectRetryTime": "1s",
-            "families": ["ipv6" if ":" in bird_side else "ipv4"]}
+            "families": ["ipv6" if ":" in bird_side else "ipv4"], "bfd": BFD.vipd()}
 
 
 def node_config(node: lab.Node, key_file: str) -> dict:
@@ -143,7 +145,7 @@ def main_test() -> None:
                                           bird_options=options,
                                           families=["ipv6"] if ":" in bird_side else ["ipv4"]))
         bird = lab.Bird(L, topo.fabric, topo.fabric_v4, lab.FABRIC_ASN, neighbors,
-                        interfaces=[topo.fabric_if])
+                        interfaces=[topo.fabric_if], bfd=BFD)
 
         files = Layout(L)
         cluster = cluster_config(L)
@@ -163,8 +165,14 @@ def main_test() -> None:
         lab.wait_until(lambda: bird.has_route(lab.VIP4) and bird.has_route(lab.VIP6), 15, 0.1,
                        "both VIPs in BIRD")
         time.sleep(1.5)  # BIRD's "since" may still move by a millisecond as channels come up
+
+        def bfd(name: str) -> dict:
+            return bird.bfd_sessions().get(SESSIONS[name][1], {"state": "absent", "since": "-"})
+
         since = {n: bird.protocol_row(n)[4] for n in ("p1", "p2", "p6")}
-        lab.log(f"sessions up; BIRD's state-change times: {since}")
+        bfd_since = {n: bfd(n)["since"] for n in ("p1", "p2", "p6")}
+        lab.check(all(bfd(n)["state"] == "Up" for n in bfd_since), f"BFD Up: {bird.bfd_sessions()}")
+        lab.log(f"sessions up; BIRD's state-change times: BGP {since}, BFD {bfd_since}")
 
         def untouched(names, after: str) -> None:
             for n in names:
@@ -173,6 +181,10 @@ def main_test() -> None:
                           lab.bird_since_delta(row[4], since[n]) < 0.5,
                           f"after {after}: BIRD's session {n} went down or restarted: "
                           f"{' '.join(row)} (since {since[n]} before)")
+                b = bfd(n)
+                lab.check(b["state"] == "Up" and lab.bird_since_delta(b["since"], bfd_since[n]) < 0.5,
+                          f"after {after}: BIRD's BFD session for {n} went down or restarted: "
+                          f"{b} (since {bfd_since[n]} before)")
 
         def reset(name: str, after: str, timeout: float = 30) -> None:
             """The session went down and came back: a later "since", Established."""
@@ -264,7 +276,9 @@ def main_test() -> None:
         lab.wait_until(lambda: bird.protocol_state("p3") == "Established", APPLY_S + 5, 0.1,
                        lambda: f"p3 Established: {bird.protocol_state('p3')}")
         lab.log(f"peer added: Established {time.monotonic() - t0:.2f}s after the change")
-        lab.wait_until(lambda: len(bird.paths(lab.VIP4)) == 3, 5, 0.1, "VIP4 over p3 too")
+        lab.wait_until(lambda: len(bird.paths(lab.VIP4)) == 3, 5, 0.1,
+                       "VIP4 over p3 too (its BFD Up: vipd holds the VIPs back until then)")
+        lab.check(bfd("p3")["state"] == "Up", f"p3's BFD: {bfd('p3')}")
         untouched(("p1", "p2", "p6"), "a peer added")
         nodecfg["peers"].pop()
         files.write_node(nodecfg)
@@ -285,6 +299,19 @@ def main_test() -> None:
                                  r"-> 6s, keepaliveTime 3s -> 2s\)"),
                   "vipd logs why it reset that session")
         untouched(("p2", "p6"), "p1's hold time")
+        bfd_since["p1"] = bfd("p1")["since"]
+
+        # 5b. p1's BFD settings: p1 reset, its BFD session replaced; the other BFD sessions stay.
+        nodecfg["peers"][0]["bfd"] = dict(BFD.vipd(), minRx="600ms")
+        files.write_node(nodecfg)
+        reset("p1", "p1's BFD minRx changed")
+        lab.wait_until(lambda: bfd("p1")["state"] == "Up" and bfd("p1")["intervalMs"] == 600, 10,
+                       0.1, lambda: f"BIRD sending every 600 ms to p1: {bfd('p1')}")
+        lab.check(vipd.log_lines(r"peer 192\.0\.2\.1: reset for a config change \(bfd\.minRx "
+                                 r"300ms -> 600ms\).*its BFD session is replaced"),
+                  "vipd logs the BFD change as the reason")
+        bfd_since["p1"] = bfd("p1")["since"]
+        untouched(("p2", "p6"), "p1's BFD settings")
 
         # 6. The MD5 key file rewritten with another key: that session alone is reset, stays
         #    down (BIRD has the old key), says why, and comes back once BIRD has the new one.
@@ -303,6 +330,8 @@ def main_test() -> None:
                                                  f'password "{NEW_KEY}";'))
         bird_received("p2", "Other configuration change")
         reset("p2", "the new key on both sides", timeout=60)  # vipd's retries have backed off
+        lab.wait_until(lambda: bfd("p2")["state"] == "Up", 10, 0.1, "p2's BFD Up")
+        bfd_since["p2"] = bfd("p2")["since"]  # BIRD restarted p2, and the BFD it asks for
         untouched(("p1", "p6"), "BIRD's new key for p2")
 
         # 7. A router ID change: pending a restart, nothing reset.
