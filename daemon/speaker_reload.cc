@@ -41,6 +41,12 @@ const config::Peer* findPeer(const std::vector<config::Peer>& peers,
   return it == peers.end() ? nullptr : &*it;
 }
 
+// Seeds a session's timer jitter (RFC 4271 section 10).
+uint64_t jitterSeed() {
+  std::random_device entropy;
+  return (uint64_t{entropy()} << 32) | entropy();
+}
+
 std::string_view secretOf(const std::optional<SessionKey>& key) {
   return key ? std::string_view(key->secret) : std::string_view();
 }
@@ -74,10 +80,8 @@ std::vector<Speaker::PendingChange> pendingOf(const config::ReloadPlan& plan,
 }  // namespace
 
 std::unique_ptr<PeerSession> Speaker::makeSession(const config::Peer& peer) {
-  std::random_device entropy;
-  uint64_t seed = (uint64_t{entropy()} << 32) | entropy();
   auto session = std::make_unique<PeerSession>(
-      io_, peer, sessionConfigFor(config_, peer, seed), log_,
+      io_, peer, sessionConfigFor(config_, peer, jitterSeed()), log_,
       [this] {
         // Checked again right before a session's first announcement.
         vips_.refreshAndAnnounce("a session is about to be established");
@@ -298,20 +302,19 @@ void Speaker::applyPeers(const config::ReloadPlan& plan,
     PeerSession* session = findSession(reset.peer);
     const auto& peer = *findPeer(config_.peers, reset.peer);
     const std::string why = fmt::format("{}", fmt::join(reset.why, ", "));
+    const auto state = session->state();
+    const bool open = state == bgp::SessionState::OpenSent ||
+                      state == bgp::SessionState::OpenConfirm ||
+                      state == bgp::SessionState::Established;
     log_.warn("peer " + reset.peer.toString(), "reset for a config change ({}): {}{}", why,
-              session->state() == bgp::SessionState::Established ||
-                      session->state() == bgp::SessionState::OpenConfirm ||
-                      session->state() == bgp::SessionState::OpenSent
-                  ? "sending Cease 6/6 (Other Configuration Change) and connecting again with the "
-                    "new settings"
-                  : "connecting again with the new settings",
-              reset.bfdChanged ? (peer.bfd.enabled ? "; its BFD session is replaced, and the "
-                                                     "VIPs wait for it to be Up"
-                                                   : "; BFD is off for it now")
-                               : "");
-    std::random_device entropy;
-    uint64_t seed = (uint64_t{entropy()} << 32) | entropy();
-    session->reconfigure(peer, sessionConfigFor(config_, peer, seed), keys[reset.peer],
+              open ? "sending Cease 6/6 (Other Configuration Change) and connecting again with "
+                     "the new settings"
+                   : "connecting again with the new settings",
+              !reset.bfdChanged ? ""
+              : peer.bfd.enabled
+                  ? "; its BFD session is replaced, and the VIPs wait for it to be Up"
+                  : "; BFD is off for it now");
+    session->reconfigure(peer, sessionConfigFor(config_, peer, jitterSeed()), keys[reset.peer],
                          fmt::format("vipd: config change: {}", why));
     if (reset.bfdChanged) {
       if (peer.bfd.enabled) {
