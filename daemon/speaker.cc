@@ -719,6 +719,9 @@ SpeakerIntent Speaker::intent() const {
       out.held[vip] = "announced degraded: " + v.reason;
     }
   }
+  for (const auto& [vip, timer] : removingVips_) {
+    out.withheld[vip] = d.vips.at(vip).reason;  // removed from the config, being unbound
+  }
   if (vipsHeldForHealth_) {
     // The gate's unbinding, not a lost address, is why these VIPs are absent.
     for (const auto& binding : vips_.binder().status()) {
