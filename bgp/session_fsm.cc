@@ -90,7 +90,7 @@ Actions SessionFsm::start() {
   return out;
 }
 
-Actions SessionFsm::stop(std::string_view shutdownCommunication) {
+Actions SessionFsm::stop(std::string_view shutdownCommunication, uint8_t ceaseSubcode) {
   Actions out;
   stopped_ = true;
   if (incomingFramer_) {
@@ -102,8 +102,7 @@ Actions SessionFsm::stop(std::string_view shutdownCommunication) {
   }
   std::string reason = fmt::format("stopped: {}", shutdownCommunication);
   if (hasSession()) {
-    sendNotification(out, {static_cast<uint8_t>(ErrorCode::Cease),
-                           subcode::kAdministrativeShutdown,
+    sendNotification(out, {static_cast<uint8_t>(ErrorCode::Cease), ceaseSubcode,
                            encodeShutdownCommunication(shutdownCommunication)});
   }
   cancelAll(out);
@@ -112,6 +111,85 @@ Actions SessionFsm::stop(std::string_view shutdownCommunication) {
   advertisedDegraded_.clear();
   negotiated_.reset();
   transition(out, SessionState::Idle, reason);
+  return out;
+}
+
+Actions SessionFsm::reconfigure(SessionConfig next, std::string_view why) {
+  Actions out;
+  // The rng keeps its state: the new seed is only for a new session's first jitter.
+  config_ = std::move(next);
+  retryInterval_ = config_.connectRetryTime;
+  if (incomingFramer_) {
+    rejectIncoming(out, std::nullopt, "session reconfigured");
+  }
+  if (stopped_) {
+    return out;  // Idle and not started: the next start() uses the new settings
+  }
+  if (hasSession()) {
+    sendNotification(out, {static_cast<uint8_t>(ErrorCode::Cease),
+                           subcode::kOtherConfigurationChange, encodeShutdownCommunication(why)});
+  }
+  // Down like any failure (waiting for its retry already: only the retry is re-armed), and back
+  // after the new ConnectRetry time.
+  failSession(out, fmt::format("reset for a config change: {}", why));
+  return out;
+}
+
+Actions SessionFsm::setRouteAttributes(const OutboundAttributes& attributes) {
+  Actions out;
+  auto sameAs = [&attributes](const OutboundAttributes& a) {
+    return a.communities == attributes.communities &&
+           a.largeCommunities == attributes.largeCommunities &&
+           a.degradePrepend == attributes.degradePrepend &&
+           a.degradeLocalPref == attributes.degradeLocalPref &&
+           a.degradeCommunities == attributes.degradeCommunities;
+  };
+  if (sameAs(config_.outbound)) {
+    return out;
+  }
+  for (OutboundAttributes* a : {&config_.outbound, &outbound_}) {
+    a->communities = attributes.communities;
+    a->largeCommunities = attributes.largeCommunities;
+    a->degradePrepend = attributes.degradePrepend;
+    a->degradeLocalPref = attributes.degradeLocalPref;
+    a->degradeCommunities = attributes.degradeCommunities;
+  }
+  if (state_ == SessionState::Established) {
+    announceAll(out);  // same prefixes, new attributes: an implicit replace (RFC 4271 3.1)
+  }
+  return out;
+}
+
+Actions SessionFsm::setWatchedPrefixes(std::set<Prefix> prefixes) {
+  Actions out;
+  std::set<AfiSafi> gained;
+  for (const auto& p : prefixes) {
+    if (config_.watchedPrefixes.count(p) == 0) {
+      gained.insert({p.address.family, Safi::Unicast});
+    }
+  }
+  config_.watchedPrefixes = std::move(prefixes);
+  bool dropped = false;
+  for (auto it = watchedPaths_.begin(); it != watchedPaths_.end();) {
+    if (config_.watchedPrefixes.count(it->first) == 0) {
+      watchedPathsCapped_.erase(it->first);
+      it = watchedPaths_.erase(it);
+      dropped = true;
+    } else {
+      ++it;
+    }
+  }
+  if (dropped) {
+    out.push_back(WatchedPathsChanged{});
+  }
+  if (state_ != SessionState::Established || !negotiated_->routeRefresh) {
+    return out;
+  }
+  for (const auto& family : negotiated_->families) {
+    if (gained.count(family) != 0) {
+      send(out, RouteRefreshMessage{family});
+    }
+  }
   return out;
 }
 

@@ -203,9 +203,35 @@ class SessionFsm {
 
   // ManualStart (event 1): leave Idle and dial the peer.
   [[nodiscard]] Actions start();
-  // ManualStop (event 2): send Cease 6/2 with `shutdownCommunication` (RFC 9003) if a session
-  // is open, close, and stay Idle until start() is called again.
-  [[nodiscard]] Actions stop(std::string_view shutdownCommunication);
+  // ManualStop (event 2): send Cease with `shutdownCommunication` (RFC 9003) if a session is
+  // open, close, and stay Idle until start() is called again. The subcode is Administrative
+  // Shutdown (6/2) unless given: Peer De-configured (6/3, RFC 4486) for a peer removed from the
+  // config.
+  [[nodiscard]] Actions stop(std::string_view shutdownCommunication,
+                             uint8_t ceaseSubcode = subcode::kAdministrativeShutdown);
+
+  // ---- Live reconfiguration (issue 29): each touches this session only ----
+
+  // Settings the peer must see in a new OPEN (ASN, timers, families) or that need a new socket
+  // (TCP-MD5 key, TTL, source address) changed: with a session open, send Cease / Other
+  // Configuration Change (6/6, RFC 4486) carrying `why` as a shutdown communication, close, and
+  // connect again after the new ConnectRetry time with `next`. A session never started or
+  // stop()ped only takes `next`. Counters, lastError's history and what the speaker wants
+  // announced are kept; the peer drops our paths with the session (the reconnection announces
+  // them again).
+  [[nodiscard]] Actions reconfigure(SessionConfig next, std::string_view why);
+  // New route attributes: communities, large communities and the degraded path's prepend,
+  // LOCAL_PREF and communities (the matching fields of `attributes`; next hops, ASNs and the
+  // drain marking are the session's own). An Established session sends every advertised prefix
+  // again with them: an implicit replace (RFC 4271 section 3.1), never a withdrawal. Nothing is
+  // sent when they are unchanged.
+  [[nodiscard]] Actions setRouteAttributes(const OutboundAttributes& attributes);
+  // The prefixes whose received paths are kept (SessionConfig::watchedPrefixes: the VIPs). The
+  // paths of a prefix no longer watched are dropped (WatchedPathsChanged). A newly watched prefix
+  // starts with none, though the peer may hold paths it sent before; so an Established session
+  // whose peer supports route refresh asks it to send everything again (ROUTE-REFRESH, RFC 2918),
+  // once per negotiated family that gained a prefix.
+  [[nodiscard]] Actions setWatchedPrefixes(std::set<Prefix> prefixes);
 
   // The outbound connection is up (event 16/17). `local` is the connection's local address.
   [[nodiscard]] Actions onConnected(const IpAddress& local);

@@ -71,12 +71,27 @@ class Differ {
       out_.push_back({path, show(before), show(after), effect});
     }
   }
-  void whole(const std::string& path, std::string before, std::string after) {
-    out_.push_back({path, std::move(before), std::move(after), ChangeEffect::NeedsRestart});
+  void whole(const std::string& path, std::string before, std::string after,
+             ChangeEffect effect = ChangeEffect::NeedsRestart) {
+    out_.push_back({path, std::move(before), std::move(after), effect});
   }
 
  private:
   std::vector<ConfigChange>& out_;
+};
+
+// Visits (running, next) with `next` writable: puts the running value back into every field
+// that needs a restart, so what is left is the config the daemon can run now (liveConfig()).
+class Reverter {
+ public:
+  template <typename T>
+  void field(const std::string&, const T& before, T& after,
+             ChangeEffect effect = ChangeEffect::NeedsRestart) {
+    if (effect == ChangeEffect::NeedsRestart) {
+      after = before;
+    }
+  }
+  void whole(const std::string&, const std::string&, const std::string&, ChangeEffect) {}
 };
 
 // Visits every field as a (before, after) pair; listFields() passes the same config twice.
@@ -89,50 +104,60 @@ class Lister {
              ChangeEffect = ChangeEffect::NeedsRestart) {
     out_.emplace_back(path, show(value));
   }
-  void whole(const std::string&, const std::string&, const std::string&) {}
+  void whole(const std::string&, const std::string&, const std::string&, ChangeEffect) {}
 
  private:
   std::vector<std::pair<std::string, std::string>>& out_;
 };
 
-template <typename Visitor>
-void diffBfd(Visitor& d, const std::string& path, const Bfd& a, const Bfd& b) {
-  d.field(path + ".enabled", a.enabled, b.enabled);
-  d.field(path + ".minTx", a.minTx, b.minTx);
-  d.field(path + ".minRx", a.minRx, b.minRx);
-  d.field(path + ".multiplier", a.multiplier, b.multiplier);
-  d.field(path + ".multihop", a.multihop, b.multihop);
+// `B` is `const X` for diffConfig() and listFields(), `X` for liveConfig()'s Reverter. Every field
+// of a peer applies live: the session alone is reset (or, for passwordFile, reset only when the
+// key in the file differs; see reload_plan.h).
+constexpr auto kLive = ChangeEffect::AppliesLive;
+
+template <typename Visitor, typename B>
+void diffBfd(Visitor& d, const std::string& path, const Bfd& a, B& b) {
+  d.field(path + ".enabled", a.enabled, b.enabled, kLive);
+  d.field(path + ".minTx", a.minTx, b.minTx, kLive);
+  d.field(path + ".minRx", a.minRx, b.minRx, kLive);
+  d.field(path + ".multiplier", a.multiplier, b.multiplier, kLive);
+  d.field(path + ".multihop", a.multihop, b.multihop, kLive);
 }
 
-template <typename Visitor>
-void diffPeer(Visitor& d, const std::string& path, const Peer& a, const Peer& b) {
-  d.field(path + ".asn", a.asn, b.asn);
-  d.field(path + ".port", a.port, b.port);
-  d.field(path + ".sourceAddress", a.sourceAddress, b.sourceAddress);
-  d.field(path + ".holdTime", a.holdTime, b.holdTime);
-  d.field(path + ".keepaliveTime", a.keepaliveTime, b.keepaliveTime);
-  d.field(path + ".connectRetryTime", a.connectRetryTime, b.connectRetryTime);
-  d.field(path + ".openHoldTime", a.openHoldTime, b.openHoldTime);
-  d.field(path + ".ebgpMultihop", a.ebgpMultihop, b.ebgpMultihop);
-  d.field(path + ".nextHopIpv6", a.nextHopIpv6, b.nextHopIpv6);
-  d.field(path + ".families", a.families, b.families);
-  d.field(path + ".passwordFile", a.passwordFile, b.passwordFile);
-  d.field(path + ".ttlSecurity", a.ttlSecurity, b.ttlSecurity);
+template <typename Visitor, typename B>
+void diffPeer(Visitor& d, const std::string& path, const Peer& a, B& b) {
+  d.field(path + ".asn", a.asn, b.asn, kLive);
+  d.field(path + ".port", a.port, b.port, kLive);
+  d.field(path + ".sourceAddress", a.sourceAddress, b.sourceAddress, kLive);
+  d.field(path + ".holdTime", a.holdTime, b.holdTime, kLive);
+  d.field(path + ".keepaliveTime", a.keepaliveTime, b.keepaliveTime, kLive);
+  d.field(path + ".connectRetryTime", a.connectRetryTime, b.connectRetryTime, kLive);
+  d.field(path + ".openHoldTime", a.openHoldTime, b.openHoldTime, kLive);
+  d.field(path + ".ebgpMultihop", a.ebgpMultihop, b.ebgpMultihop, kLive);
+  d.field(path + ".nextHopIpv6", a.nextHopIpv6, b.nextHopIpv6, kLive);
+  d.field(path + ".families", a.families, b.families, kLive);
+  d.field(path + ".passwordFile", a.passwordFile, b.passwordFile, kLive);
+  d.field(path + ".ttlSecurity", a.ttlSecurity, b.ttlSecurity, kLive);
   diffBfd(d, path + ".bfd", a.bfd, b.bfd);
 }
 
-template <typename Visitor>
-void diffVip(Visitor& d, const std::string& path, const Vip& a, const Vip& b) {
+// A VIP's interface needs a restart: moving a bound address between interfaces is an unbind
+// and a bind vipd does not do behind the operator's back. rebind and createInterface are read
+// by the binder at each bind.
+template <typename Visitor, typename B>
+void diffVip(Visitor& d, const std::string& path, const Vip& a, B& b) {
   d.field(path + ".interface", a.interface, b.interface);
-  d.field(path + ".createInterface", a.createInterface, b.createInterface);
-  d.field(path + ".rebind", a.rebind, b.rebind);
+  d.field(path + ".createInterface", a.createInterface, b.createInterface, kLive);
+  d.field(path + ".rebind", a.rebind, b.rebind, kLive);
 }
 
 // Peers by address, VIPs by prefix: the identity an operator means, whatever the list's order.
-// `key` gives an element's identity, `name` its text in the path.
-template <typename Visitor, typename T, typename Key, typename Name, typename Diff>
-void diffList(Visitor& d, std::string_view list, const std::vector<T>& before,
-              const std::vector<T>& after, Key key, Name name, Diff diff) {
+// `key` gives an element's identity, `name` its text in the path. Adding or removing a peer or a
+// VIP applies live (the other sessions and VIPs are untouched).
+template <typename Visitor, typename T, typename After, typename Key, typename Name,
+          typename Diff>
+void diffList(Visitor& d, std::string_view list, const std::vector<T>& before, After& after,
+              Key key, Name name, Diff diff) {
   auto find = [&key](const std::vector<T>& in, const auto& wanted) -> const T* {
     for (const T& element : in) {
       if (key(element) == wanted) {
@@ -141,32 +166,38 @@ void diffList(Visitor& d, std::string_view list, const std::vector<T>& before,
     }
     return nullptr;
   };
-  for (const T& b : after) {
+  for (auto& b : after) {
     std::string path = fmt::format("{}[{}]", list, name(b));
     if (const T* a = find(before, key(b))) {
       diff(d, path, *a, b);
     } else {
-      d.whole(path, "absent", "added");
+      d.whole(path, "absent", "added", kLive);
     }
   }
   for (const T& a : before) {
-    if (!find(after, key(a))) {
-      d.whole(fmt::format("{}[{}]", list, name(a)), "present", "removed");
+    auto kept = std::find_if(after.begin(), after.end(),
+                             [&](const T& b) { return key(b) == key(a); });
+    if (kept == after.end()) {
+      d.whole(fmt::format("{}[{}]", list, name(a)), "present", "removed", kLive);
     }
   }
 }
 
-// Every field of `a` against the same field of `b`, in config.h's order.
-template <typename Visitor>
-void walkFields(Visitor& d, const Config& a, const Config& b) {
-  constexpr auto kLive = ChangeEffect::AppliesLive;
-
+// Every field of `a` against the same field of `b`, in config.h's order, each marked with what
+// a change of it means for the running daemon (the one list of what applies live: diffConfig(),
+// liveConfig() and, through them, the reload plan read it).
+//
+// Needs a restart: the identity the sessions and the handoff were opened with (routerId,
+// localAsn), the listeners and sockets (listen, control, metrics), mode and handoff, a VIP's
+// interface, and allowNonLocalRouterId (checked at start only). Everything else applies live.
+template <typename Visitor, typename B>
+void walkFields(Visitor& d, const Config& a, B& b) {
   d.field("apiVersion", a.apiVersion, b.apiVersion);
   d.field("kind", a.kind, b.kind);
   d.field("routerId", a.routerId, b.routerId);
   d.field("localAsn", a.localAsn, b.localAsn);
-  d.field("communities", a.communities, b.communities);
-  d.field("largeCommunities", a.largeCommunities, b.largeCommunities);
+  d.field("communities", a.communities, b.communities, kLive);
+  d.field("largeCommunities", a.largeCommunities, b.largeCommunities, kLive);
   d.field("allowNonLocalRouterId", a.allowNonLocalRouterId, b.allowNonLocalRouterId);
   d.field("listen.enabled", a.listen.enabled, b.listen.enabled);
   d.field("listen.address", a.listen.address, b.listen.address);
@@ -179,48 +210,55 @@ void walkFields(Visitor& d, const Config& a, const Config& b) {
           kLive);
   d.field("drain.timeout", a.drain.timeout, b.drain.timeout, kLive);
   d.field("drain.unbindDelay", a.drain.unbindDelay, b.drain.unbindDelay, kLive);
-  d.field("health.type", a.health.type, b.health.type);
-  d.field("health.url", a.health.url, b.health.url);
-  d.field("health.caFile", a.health.caFile, b.health.caFile);
-  d.field("health.certFile", a.health.certFile, b.health.certFile);
-  d.field("health.keyFile", a.health.keyFile, b.health.keyFile);
-  d.field("health.serverName", a.health.serverName, b.health.serverName);
-  d.field("health.address", a.health.address, b.health.address);
-  d.field("health.interval", a.health.interval, b.health.interval);
-  d.field("health.timeout", a.health.timeout, b.health.timeout);
-  d.field("health.rise", a.health.rise, b.health.rise);
-  d.field("health.fall", a.health.fall, b.health.fall);
-  d.field("health.hardFall", a.health.hardFall, b.health.hardFall);
-  d.field("health.onFailure", a.health.onFailure, b.health.onFailure);
-  d.field("health.degrade.prepend", a.health.degrade.prepend, b.health.degrade.prepend);
-  d.field("health.degrade.localPref", a.health.degrade.localPref, b.health.degrade.localPref);
+  d.field("health.type", a.health.type, b.health.type, kLive);
+  d.field("health.url", a.health.url, b.health.url, kLive);
+  d.field("health.caFile", a.health.caFile, b.health.caFile, kLive);
+  d.field("health.certFile", a.health.certFile, b.health.certFile, kLive);
+  d.field("health.keyFile", a.health.keyFile, b.health.keyFile, kLive);
+  d.field("health.serverName", a.health.serverName, b.health.serverName, kLive);
+  d.field("health.address", a.health.address, b.health.address, kLive);
+  d.field("health.interval", a.health.interval, b.health.interval, kLive);
+  d.field("health.timeout", a.health.timeout, b.health.timeout, kLive);
+  d.field("health.rise", a.health.rise, b.health.rise, kLive);
+  d.field("health.fall", a.health.fall, b.health.fall, kLive);
+  d.field("health.hardFall", a.health.hardFall, b.health.hardFall, kLive);
+  d.field("health.onFailure", a.health.onFailure, b.health.onFailure, kLive);
+  d.field("health.degrade.prepend", a.health.degrade.prepend, b.health.degrade.prepend, kLive);
+  d.field("health.degrade.localPref", a.health.degrade.localPref, b.health.degrade.localPref,
+          kLive);
   d.field("health.degrade.communities", a.health.degrade.communities,
-          b.health.degrade.communities);
+          b.health.degrade.communities, kLive);
   d.field("health.unbindWhenUnhealthy", a.health.unbindWhenUnhealthy,
-          b.health.unbindWhenUnhealthy);
+          b.health.unbindWhenUnhealthy, kLive);
   d.field("metrics.address", a.metrics.address, b.metrics.address);
   d.field("metrics.port", a.metrics.port, b.metrics.port);
   d.field("metrics.healthListen", a.metrics.health, b.metrics.health);
   d.field("mode", a.mode, b.mode);
   d.field("handoff.dir", a.handoff.dir, b.handoff.dir);
   d.field("handoff.restartTime", a.handoff.restartTime, b.handoff.restartTime);
-  d.field("returnPath.mode", a.returnPath.mode, b.returnPath.mode);
-  d.field("returnPath.interval", a.returnPath.interval, b.returnPath.interval);
-  d.field("returnPath.timeout", a.returnPath.timeout, b.returnPath.timeout);
-  d.field("returnPath.flows", a.returnPath.flows, b.returnPath.flows);
-  d.field("returnPath.fall", a.returnPath.fall, b.returnPath.fall);
-  d.field("returnPath.rise", a.returnPath.rise, b.returnPath.rise);
-  d.field("returnPath.relayPort", a.returnPath.relayPort, b.returnPath.relayPort);
-  d.field("returnPath.targets", a.returnPath.targets, b.returnPath.targets);
-  d.field("returnPath.relayNetworks", a.returnPath.relayNetworks, b.returnPath.relayNetworks);
-  d.field("guard.minAnnouncers", a.guard.minAnnouncers, b.guard.minAnnouncers);
-  d.field("guard.expectedAnnouncers", a.guard.expectedAnnouncers, b.guard.expectedAnnouncers);
+  d.field("returnPath.mode", a.returnPath.mode, b.returnPath.mode, kLive);
+  d.field("returnPath.interval", a.returnPath.interval, b.returnPath.interval, kLive);
+  d.field("returnPath.timeout", a.returnPath.timeout, b.returnPath.timeout, kLive);
+  d.field("returnPath.flows", a.returnPath.flows, b.returnPath.flows, kLive);
+  d.field("returnPath.fall", a.returnPath.fall, b.returnPath.fall, kLive);
+  d.field("returnPath.rise", a.returnPath.rise, b.returnPath.rise, kLive);
+  d.field("returnPath.relayPort", a.returnPath.relayPort, b.returnPath.relayPort, kLive);
+  d.field("returnPath.targets", a.returnPath.targets, b.returnPath.targets, kLive);
+  d.field("returnPath.relayNetworks", a.returnPath.relayNetworks, b.returnPath.relayNetworks,
+          kLive);
+  d.field("guard.minAnnouncers", a.guard.minAnnouncers, b.guard.minAnnouncers, kLive);
+  d.field("guard.expectedAnnouncers", a.guard.expectedAnnouncers, b.guard.expectedAnnouncers,
+          kLive);
   diffList(
       d, "peers", a.peers, b.peers, [](const Peer& p) { return p.address; },
-      [](const Peer& p) { return p.address.toString(); }, diffPeer<Visitor>);
+      [](const Peer& p) { return p.address.toString(); },
+      [](Visitor& v, const std::string& path, const Peer& x, auto& y) {
+        diffPeer(v, path, x, y);
+      });
   diffList(
       d, "vips", a.vips, b.vips, [](const Vip& v) { return v.prefix; },
-      [](const Vip& v) { return v.prefix.toString(); }, diffVip<Visitor>);
+      [](const Vip& v) { return v.prefix.toString(); },
+      [](Visitor& v, const std::string& path, const Vip& x, auto& y) { diffVip(v, path, x, y); });
 }
 
 }  // namespace
@@ -240,10 +278,18 @@ std::vector<ConfigChange> diffConfig(const Config& running, const Config& next) 
       std::ranges::sort(c->vips, {}, &Vip::prefix);
     }
     if (aSorted != bSorted) {
-      d.whole("(unknown)", "a field this version cannot name", "changed");
+      d.whole("(unknown)", "a field this version cannot name", "changed",
+              ChangeEffect::NeedsRestart);
     }
   }
   return changes;
+}
+
+Config liveConfig(const Config& running, const Config& next) {
+  Config applied = next;
+  Reverter reverter;
+  walkFields(reverter, running, applied);
+  return applied;
 }
 
 std::vector<std::pair<std::string, std::string>> listFields(const Config& config) {

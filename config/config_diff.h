@@ -1,6 +1,6 @@
-// What changed between the running config and a file re-read on SIGHUP, field by field, and
-// whether each change can take effect in the running process. Pure: two Configs in, a list out;
-// the daemon applies the live ones and logs every entry.
+// What changed between the running config and a file re-read (SIGHUP, or a change vipd saw in
+// its files), field by field, and whether each change can take effect in the running process.
+// Pure: two Configs in, a list out; reload_plan.h turns it into what the daemon does.
 #pragma once
 
 #include <string>
@@ -32,13 +32,21 @@ struct ConfigChange {
 // Every difference between `running` and `next`, top-level fields in config.h's order, then each
 // peer and VIP in `next`'s order, then the ones removed. Empty when the two are equal.
 //
-// Applies live: drain.gracefulShutdownTime, drain.timeout and drain.unbindDelay (the Drainer
-// reads them when a drain starts; a drain in progress keeps the values it started with).
-// Everything else needs a restart: sessions, listeners, the health checker, BFD and the VIP keeper
-// copy their settings when they start. If `running != next` but no known field differs (a field
-// added to config.h and not here), the result says so in one NeedsRestart entry, path "(unknown)",
-// rather than being empty.
+// Needs a restart (issue 29): routerId and localAsn (every session's OPEN and the handoff's
+// identity), allowNonLocalRouterId (checked at start), listen.*, control.*, metrics.* (sockets
+// opened at start), mode and handoff.*, a VIP's interface, apiVersion and kind. Everything else
+// applies live, each change touching only what it concerns (reload_plan.h says how): drain.*,
+// guard.* (read when used), communities, largeCommunities, health.*, returnPath.*, a peer or VIP
+// added or removed, every field of a peer (that session alone is reset), a VIP's rebind and
+// createInterface. If `running != next` but no known field differs (a field added to config.h
+// and not here), the result says so in one NeedsRestart entry, path "(unknown)", rather than
+// being empty.
 std::vector<ConfigChange> diffConfig(const Config& running, const Config& next);
+
+// `next` with every field that needs a restart put back to its value in `running`: the config a
+// running daemon can apply now. diffConfig(running, liveConfig(running, next)) is exactly the
+// AppliesLive changes; diffConfig(liveConfig(running, next), next) the ones waiting for a restart.
+Config liveConfig(const Config& running, const Config& next);
 
 // Every field of `config` with its value, as diffConfig() names and spells them and in its order
 // (peers and VIPs by address): what `vipd config --show` prints.

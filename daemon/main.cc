@@ -24,10 +24,10 @@
 
 #include "bootstrap/render_command.h"
 #include "cli/command_line.h"
-#include "config/config_diff.h"
 #include "config/config_layers.h"
 #include "config/config_parser.h"
 #include "daemon/base/logger.h"
+#include "daemon/config_reloader.h"
 #include "daemon/probe/probe_command.h"
 #include "daemon/speaker.h"
 #include "daemon/base/version.h"
@@ -148,7 +148,8 @@ std::string configNames(const Options& options) {
 //
 // Every catchable signal whose default action ends the process is either handled here or
 // ignored, so no signal a user or a tool can send takes vipd down without a drain:
-//   SIGHUP            re-reads and validates the config file; see reloadConfig().
+//   SIGHUP            re-reads the config (ConfigReloader::reload(), the one reload path, which a
+//                     change to the files also takes: daemon/config_reloader.h).
 //   SIGUSR1, SIGUSR2  log the status document (as `vipctl status --json`) at info.
 //   SIGTERM, SIGINT, SIGQUIT, SIGALRM, SIGVTALRM, SIGPROF, SIGIO (SIGPOLL), SIGPWR, SIGSTKFLT,
 //   SIGXCPU and the real-time signals SIGRTMIN..SIGRTMAX
@@ -188,58 +189,17 @@ std::string signalName(int signal) {
 
 // What the signal handlers act on; lives as long as io.run().
 struct Running {
-  const Options& options;
   boost::asio::io_context& io;
   daemon::Speaker& speaker;
+  daemon::ConfigReloader& reloader;
   const daemon::Logger& log;
   bool draining = false;
 };
 
-// SIGHUP: an invalid file is logged and changes nothing; a valid one is compared field by field
-// with the running config (config::diffConfig) and each difference logged as applied or as
-// needing a restart. The same --router-id as at start applies to the file read again.
-void reloadConfig(Running& r) {
-  const std::string& path = r.options.sources.configPath;
-  if (r.draining) {
-    r.log.info("vipd", "received SIGHUP while draining to exit; {} not re-read", path);
-    return;
-  }
-  r.log.info("vipd", "received SIGHUP; re-reading {}", path);
-  auto next = config::loadConfig(r.options.sources);
-  if (!next) {
-    for (const auto& error : next.error()) {
-      r.log.error("config", "{}", error.toString());
-    }
-    r.log.error("vipd", "{} has {} error(s); ignored: still running with the config loaded before",
-                path, next.error().size());
-    r.speaker.reloadFailed(next.error().empty() ? std::string("the config did not load")
-                                                : next.error().front().toString());
-    return;
-  }
-  auto changes = r.speaker.reload(next->config);
-  size_t applied = 0;
-  for (const auto& change : changes) {
-    if (change.effect == config::ChangeEffect::AppliesLive) {
-      ++applied;
-      r.log.info("config", "{} changed from {} to {}: applied", change.path, change.before,
-                 change.after);
-    } else {
-      r.log.warn("config", "{} changed from {} to {}: needs a restart; still running with {}",
-                 change.path, change.before, change.after, change.before);
-    }
-  }
-  if (changes.empty()) {
-    r.log.info("vipd", "{} is valid and unchanged; nothing to apply", path);
-  } else {
-    r.log.info("vipd", "{} is valid: {} change(s): {} applied, {} needing a restart", path,
-               changes.size(), applied, changes.size() - applied);
-  }
-}
-
 void onSignal(Running& r, int signal, SignalAction action) {
   switch (action) {
     case SignalAction::Reload:
-      reloadConfig(r);
+      r.reloader.reload("SIGHUP");
       return;
     case SignalAction::LogStatus:
       r.log.info("vipd", "received {}; status: {}", signalName(signal), r.speaker.status().dump());
@@ -250,6 +210,7 @@ void onSignal(Running& r, int signal, SignalAction action) {
         return;
       }
       r.draining = true;
+      r.reloader.stop();
       r.log.info("vipd", "received {}; draining", signalName(signal));
       r.speaker.shutdown([&r] {
         r.log.info("vipd", "drained and every peer notified; exiting");
@@ -362,8 +323,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   daemon::Speaker speaker(io, std::move(config), **table, **monitor, log);
+  speaker.useInstanceLock(*instanceLock);
+  daemon::ConfigReloader reloader(io, options.sources, speaker, log);
   // Before start(): a signal that arrives while it runs is handled once the loop runs.
-  Running running{options, io, speaker, log};
+  Running running{io, speaker, reloader, log};
   boost::asio::signal_set signals(io);
   for (const auto& [number, action] : handledSignals()) {
     boost::system::error_code ec;
@@ -378,7 +341,9 @@ int main(int argc, char** argv) {
     log.error("vipd", "cannot start: {}", started.error());
     return 1;
   }
-  log.info("vipd", "version {} running with config {}", daemon::version(), configNames(options));
+  reloader.start();
+  log.info("vipd", "version {} running with config {}; a change to it is applied without a signal "
+           "(or on SIGHUP)", daemon::version(), configNames(options));
   io.run();
   return 0;
 }

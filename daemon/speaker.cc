@@ -111,7 +111,15 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       healthUnbindTimer_(io),
       fabricSettleTimer_(io),
       returnPath_(io, config_.returnPath, peerAddresses(config_), vipAddresses(config_), log,
-                  {.vips = [this] { return vips_.binder().announceable(); },
+                  {.vips =
+                       [this] {
+                         // Not a VIP a reload removed, while it waits to be unbound.
+                         auto vips = vips_.binder().announceable();
+                         for (const auto& [vip, timer] : removingVips_) {
+                           vips.erase(vip);
+                         }
+                         return vips;
+                       },
                    .announced = [this](const bgp::Prefix& vip) { return announced(vip); },
                    .onChange = [this] { pushAnnouncements(); },
                    .interfaceAddresses = [this] { return interfacePrefixes(table_); },
@@ -132,22 +140,9 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       bfd_(io, log, bfdPeers(), [this](const BfdStateChange& change) { onBfdChange(change); }),
       deferredStartTimer_(io),
       report_(config_, peers_, vips_.binder(), health_, bfd_, drainer_, handoff_) {
-  std::random_device entropy;
   for (const auto& peer : config_.peers) {
-    uint64_t seed = (uint64_t{entropy()} << 32) | entropy();
-    peers_.push_back(std::make_unique<PeerSession>(
-        io_, peer, sessionConfigFor(config_, peer, seed), log_,
-        [this] {
-          // Checked again right before a session's first announcement.
-          vips_.refreshAndAnnounce("a session is about to be established");
-          return intendedAnnouncements();
-        },
-        [this] { onFabricChange(); }));
-    if (peer.bfd.enabled) {
-      peers_.back()->useBfdGate();
-    }
+    peers_.push_back(makeSession(peer));
   }
-  deferredStart_.resize(peers_.size());
   if (config_.metrics.health) {
     healthHttp_.emplace(
         io, log,
@@ -297,7 +292,7 @@ void Speaker::startPeers(bool restarting) {
   for (size_t i = 0; i < peers_.size(); ++i) {
     peers_[i]->setRestarting(restarting);
     if (restarting && config_.peers[i].bfd.enabled && peers_[i]->bfdGate() == false) {
-      deferredStart_[i] = true;
+      deferredStart_.insert(peers_[i]->address());
       deferring = true;
       log_.info("peer " + config_.peers[i].address.toString(),
                 "graceful restart: opening the BGP session once BFD is Up, so the End-of-RIB "
@@ -369,37 +364,34 @@ void Speaker::yieldSessions(bool toSuccessor,
   }
 }
 
-std::vector<BfdPeer> Speaker::bfdPeers() const {
+std::vector<BfdPeer> Speaker::bfdPeersOf(const config::Config& config) {
   std::vector<BfdPeer> out;
-  for (size_t i = 0; i < config_.peers.size(); ++i) {
-    const auto& p = config_.peers[i];
+  for (const auto& p : config.peers) {
     if (p.bfd.enabled) {
-      out.push_back({i, p.address, p.sourceAddress, p.bfd});
+      out.push_back({p.address, p.sourceAddress, p.bfd});
     }
   }
   return out;
 }
 
 void Speaker::startDeferredPeers(std::string_view why) {
-  for (size_t i = 0; i < peers_.size(); ++i) {
-    if (deferredStart_[i]) {
-      deferredStart_[i] = false;
-      log_.warn("peer " + config_.peers[i].address.toString(), "opening the BGP session: {}",
-                why);
-      peers_[i]->start();
+  for (auto& peer : peers_) {
+    if (deferredStart_.erase(peer->address()) != 0) {
+      log_.warn("peer " + peer->address().toString(), "opening the BGP session: {}", why);
+      peer->start();
     }
   }
 }
 
 void Speaker::onBfdChange(const BfdStateChange& change) {
-  if (!handoff_.active() || shuttingDown_ || change.peerIndex >= peers_.size()) {
-    return;  // a late report from a BFD run that has been stopped
+  PeerSession* session = findSession(change.peer);
+  if (!handoff_.active() || shuttingDown_ || session == nullptr) {
+    return;  // a late report from a BFD run that has been stopped, or a peer a reload removed
   }
-  auto& peer = *peers_[change.peerIndex];
+  auto& peer = *session;
   const std::string subject = "peer " + peer.address().toString();
   if (change.to == bfd::State::Up) {
-    if (deferredStart_[change.peerIndex]) {
-      deferredStart_[change.peerIndex] = false;
+    if (deferredStart_.erase(peer.address()) != 0) {
       log_.info(subject, "BFD is Up: opening the BGP session (graceful restart)");
       peer.start();
     }
@@ -438,6 +430,9 @@ policy::Decision Speaker::decision() const {
                            config_.health.unbindWhenUnhealthy;
   for (const auto& vip : config_.vips) {
     in.vips.insert(vip.prefix);
+  }
+  for (const auto& [vip, timer] : removingVips_) {
+    in.removing.insert(vip);
   }
   in.bound = vips_.binder().announceable();
   for (const auto& vip : in.vips) {
@@ -521,16 +516,21 @@ void Speaker::onFabricChange() {
   }
   // The never-zero rule may now keep a VIP bound that the failing health check had unbound, or
   // let it go again.
-  if (!drainer_.withdrawn() && !drainer_.draining()) {
-    if (vipsHeldForHealth_ && !unbindForHealth()) {
-      vipsHeldForHealth_ = false;
-      healthUnbindTimer_.cancel();
-      vips_.bind();
-    } else if (!vipsHeldForHealth_ && unbindForHealth()) {
-      unbindForHealthOnceAcknowledged(std::chrono::steady_clock::now() + config_.drain.timeout);
-    }
-  }
+  followHealthBinding();
   vips_.refreshAndAnnounce("the fabric's view changed");
+}
+
+void Speaker::followHealthBinding() {
+  if (drainer_.withdrawn() || drainer_.draining() || !handoff_.active() || shuttingDown_) {
+    return;
+  }
+  if (vipsHeldForHealth_ && !unbindForHealth()) {
+    vipsHeldForHealth_ = false;
+    healthUnbindTimer_.cancel();
+    vips_.bind();
+  } else if (!vipsHeldForHealth_ && unbindForHealth()) {
+    unbindForHealthOnceAcknowledged(std::chrono::steady_clock::now() + config_.drain.timeout);
+  }
 }
 
 void Speaker::logDecisionChanges(const policy::Decision& d) {
@@ -610,26 +610,40 @@ void Speaker::onHealthChange(bool healthy) {
 // As a drain does: once every Established peer's TCP has acknowledged the withdrawal (at most
 // until `deadline`, drain.timeout), wait drain.unbindDelay, then remove the VIPs vipd added.
 void Speaker::unbindForHealthOnceAcknowledged(std::chrono::steady_clock::time_point deadline) {
+  afterAcknowledged(
+      healthUnbindTimer_, deadline,
+      [this] {
+        return unbindForHealth() && !shuttingDown_ && handoff_.active() &&
+               !drainer_.withdrawn() && !drainer_.draining();
+      },
+      [this] {
+        log_.info("health", "removing the VIPs this node added while its health check fails "
+                  "(health.unbindWhenUnhealthy), so node-local clients reach a healthy node "
+                  "through the fabric; bound again before they are announced");
+        vips_.unbindOwned();
+        vipsHeldForHealth_ = true;
+        pushAnnouncements();
+      });
+}
+
+void Speaker::afterAcknowledged(asio::steady_timer& timer,
+                                std::chrono::steady_clock::time_point deadline,
+                                std::function<bool()> still, std::function<void()> then) {
   constexpr auto kAckPoll = std::chrono::milliseconds(20);
   const bool acknowledged = unacknowledgedPeers().empty();
   const bool late = std::chrono::steady_clock::now() >= deadline;
-  healthUnbindTimer_.expires_after(acknowledged || late ? config_.drain.unbindDelay : kAckPoll);
-  healthUnbindTimer_.async_wait([this, deadline, ready = acknowledged || late](
-                                    const boost::system::error_code& ec) {
-    if (ec || !unbindForHealth() || shuttingDown_ || !handoff_.active() ||
-        drainer_.withdrawn() || drainer_.draining()) {
+  const bool ready = acknowledged || late;
+  timer.expires_after(ready ? config_.drain.unbindDelay : kAckPoll);
+  timer.async_wait([this, &timer, deadline, ready, still = std::move(still),
+                    then = std::move(then)](const boost::system::error_code& ec) mutable {
+    if (ec || !still()) {
       return;
     }
     if (!ready) {
-      unbindForHealthOnceAcknowledged(deadline);
+      afterAcknowledged(timer, deadline, std::move(still), std::move(then));
       return;
     }
-    log_.info("health", "removing the VIPs this node added while its health check fails "
-              "(health.unbindWhenUnhealthy), so node-local clients reach a healthy node "
-              "through the fabric; bound again before they are announced");
-    vips_.unbindOwned();
-    vipsHeldForHealth_ = true;
-    pushAnnouncements();
+    then();
   });
 }
 
@@ -767,6 +781,9 @@ SpeakerIntent Speaker::intent() const {
       out.held[vip] = "announced degraded: " + v.reason;
     }
   }
+  for (const auto& [vip, timer] : removingVips_) {
+    out.withheld[vip] = d.vips.at(vip).reason;  // removed from the config, being unbound
+  }
   if (vipsHeldForHealth_) {
     // The gate's unbinding, not a lost address, is why these VIPs are absent.
     for (const auto& binding : vips_.binder().status()) {
@@ -796,13 +813,7 @@ nlohmann::json Speaker::status() const {
       config_.health.onFailure == config::Health::OnFailure::Degrade ? "degrade" : "withdraw";
   out["health"]["degraded"] = degradedNow() && handoff_.active();
   out["health"]["vipsUnbound"] = vipsHeldForHealth_ && handoff_.active();
-  out["config"] = {{"loadedAt", configLoads_.loadedAt},
-                   {"lastReloadSuccessful", configLoads_.lastReloadSuccessful},
-                   {"reloads", configLoads_.reloads},
-                   {"reloadFailures", configLoads_.reloadFailures}};
-  if (!configLoads_.lastReloadSuccessful) {
-    out["config"]["lastReloadError"] = configLoads_.lastReloadError;
-  }
+  out["config"] = configStatus();
   return out;
 }
 
@@ -924,24 +935,6 @@ void Speaker::fitClientLimits() {
               "metrics) instead of {}; raise it (ulimit -n, LimitNOFILE=)",
               static_cast<uint64_t>(limit.rlim_cur), cap, kPreferred);
   }
-}
-
-std::vector<config::ConfigChange> Speaker::reload(const config::Config& next) {
-  auto changes = config::diffConfig(config_, next);
-  // Exactly the fields diffConfig marks AppliesLive; everything else in config_ stays as the
-  // collaborators started with it, so the status document keeps describing what runs.
-  config_.drain = next.drain;
-  ++configLoads_.reloads;
-  configLoads_.lastReloadSuccessful = true;
-  configLoads_.lastReloadError.clear();
-  configLoads_.loadedAt = utcNow();
-  return changes;
-}
-
-void Speaker::reloadFailed(std::string error) {
-  ++configLoads_.reloadFailures;
-  configLoads_.lastReloadSuccessful = false;
-  configLoads_.lastReloadError = std::move(error);
 }
 
 HttpResponse Speaker::handleHttp(std::string_view target, Endpoints endpoints) {

@@ -15,12 +15,19 @@
 //
 // What is announced, at any instant, is decision(): policy::decide() (policy/announce_policy.h)
 // over every input the Speaker gathers: the VIPs bound on their interface, the health gate, the
-// speaker lock, the withdrawn state and the drain, the VIPs the return-path check holds back, and
-// the fabric's view (the paths the peers send back, policy/fabric_view.h), which the never-zero
-// rule needs. The Speaker carries the decision out; it decides nothing itself.
+// speaker lock, the withdrawn state and the drain, the VIPs the return-path check holds back, the
+// VIPs a reload removed, and the fabric's view (the paths the peers send back,
+// policy/fabric_view.h), which the never-zero rule needs. The Speaker carries the decision out;
+// it decides nothing itself.
+//
+// A reload (issue 29; daemon/config_reloader.h is the one path to it) is carried out the same
+// way: config::planReload() (config/reload_plan.h) says what each change means, the Speaker does
+// exactly that, and config_ is always the config that runs (status `config.pendingRestart` lists
+// what the file says and the process keeps until a restart).
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -34,6 +41,7 @@
 
 #include "config/config.h"
 #include "config/config_diff.h"
+#include "config/reload_plan.h"
 #include "daemon/base/logger.h"
 #include "daemon/bfd/bfd_service.h"
 #include "daemon/control/control_server.h"
@@ -42,6 +50,7 @@
 #include "daemon/http/metrics.h"
 #include "daemon/lifecycle/drainer.h"
 #include "daemon/lifecycle/handoff.h"
+#include "daemon/lifecycle/instance_lock.h"
 #include "daemon/session/bgp_listener.h"
 #include "daemon/session/peer_session.h"
 #include "daemon/returnpath/return_path_checker.h"
@@ -71,15 +80,40 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
 
   nlohmann::json status() const;
 
-  // SIGHUP with a valid file: what differs from the running config (config::diffConfig), each
-  // change marked AppliesLive already in effect when this returns; the rest keep their running
-  // values until a restart. Live today: the drain timings (the Drainer reads config_.drain, by
-  // reference, when a drain starts; a drain in progress keeps the values it started with).
-  std::vector<config::ConfigChange> reload(const config::Config& next);
-  // SIGHUP with a file that did not load or validate: the running config stays; status
-  // `config` (and vipd_config_last_reload_successful) says so until a reload succeeds. `error`
-  // is the first error, one line.
-  void reloadFailed(std::string error);
+  // A change the running process keeps its old value for, and why: it needs a restart, or it
+  // could not be applied (the reason says what failed; a restart would fail the same way).
+  struct PendingChange {
+    config::ConfigChange change;
+    std::string reason;
+  };
+  struct ReloadOutcome {
+    std::vector<config::ConfigChange> applied;
+    std::vector<PendingChange> pending;
+    bool failedSome = false;  // some pending change could not be applied (not just "restart")
+  };
+  // A re-read config that loaded and validated (SIGHUP or a change to the watched files;
+  // `trigger` says which). Reads every TCP-MD5 key it names, by content: a key file that cannot
+  // be read fails the whole reload as an invalid file does (the error, nothing changed). Then
+  // carries out config::planReload(), each change touching only what it concerns: a VIP added is
+  // bound and announced, one removed is withdrawn and unbound once the peers acknowledge, new
+  // communities are re-announced (no withdrawal), the health and return-path checks restart, a
+  // peer added or removed leaves the other sessions alone, a peer's changed settings or key reset
+  // that session alone (Cease 6/6 saying why). What needs a restart, or fails to apply (a health
+  // CA that cannot be read, a relay port in use, a BFD port, another vipd holding a VIP), keeps
+  // its running value and is returned, logged and shown as pending. Each change is logged.
+  tl::expected<ReloadOutcome, std::string> reload(const config::Config& next,
+                                                  std::string_view trigger);
+  // A re-read file that did not load or validate: the running config stays; status `config`
+  // (and vipd_config_last_reload_successful) says so until a reload succeeds. `error` is the
+  // first error, one line.
+  void reloadFailed(std::string error, std::string_view trigger);
+  // What watches the config files (daemon/config_reloader.h), for status `config.watch`.
+  void setConfigWatch(nlohmann::json watch) { configWatch_ = std::move(watch); }
+  // The one-instance lock main() took: a reload that adds a VIP takes that VIP's lock too (and
+  // releases a removed one's). Without it (tests) VIPs are added unlocked.
+  void useInstanceLock(InstanceLock& lock) { instanceLock_ = &lock; }
+  // The TCP-MD5 key files the running config names (what a reload re-reads).
+  std::vector<std::string> keyFiles() const;
 
  private:
   void fitClientLimits();
@@ -102,8 +136,34 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   // health.onFailure withdraw with unbindWhenUnhealthy, and the check failing: no VIP bound.
   bool unbindForHealth() const;
   void unbindForHealthOnceAcknowledged(std::chrono::steady_clock::time_point deadline);
+  // As a drain does: once every Established peer's TCP has acknowledged what was sent (at most
+  // until `deadline`), waits drain.unbindDelay, then runs `then`, unless `still` no longer holds
+  // at some step. `timer` must outlive the wait (destroying it ends the wait).
+  void afterAcknowledged(asio::steady_timer& timer, std::chrono::steady_clock::time_point deadline,
+                         std::function<bool()> still, std::function<void()> then);
+  // The health gate changed what may be bound: bind again what it had unbound, or start
+  // unbinding (health.unbindWhenUnhealthy).
+  void followHealthBinding();
+  // ---- reload (speaker_reload.cc) ----
+  std::unique_ptr<PeerSession> makeSession(const config::Peer& peer);
+  PeerSession* findSession(const bgp::IpAddress& address) const;
+  // Carries out `plan` (config_ becomes plan.applied); `keys` are the new keys by peer.
+  void carryOut(const config::ReloadPlan& plan,
+                std::map<bgp::IpAddress, std::optional<SessionKey>>& keys);
+  void applyPeers(const config::ReloadPlan& plan,
+                  std::map<bgp::IpAddress, std::optional<SessionKey>>& keys);
+  void applyVips(const config::ReloadPlan& plan);
+  // Withdraws `vip` (the policy's `removing`), then unbinds and forgets it once the peers have
+  // acknowledged.
+  void removeVip(const bgp::Prefix& vip);
+  void recordReload(const ReloadOutcome& outcome, std::string_view trigger);
+  // BFD for the peers of `applied`: sessions added, removed, replaced; started for the first BFD
+  // peer. An error (a socket that cannot open) changes nothing.
+  tl::expected<void, std::string> updateBfd(const config::Config& applied);
+  nlohmann::json configStatus() const;
   // ---- BFD ----
-  std::vector<BfdPeer> bfdPeers() const;
+  std::vector<BfdPeer> bfdPeers() const { return bfdPeersOf(config_); }
+  static std::vector<BfdPeer> bfdPeersOf(const config::Config& config);
   void onBfdChange(const BfdStateChange& change);
   void startPeers(bool restarting);
   void startDeferredPeers(std::string_view why);
@@ -146,11 +206,19 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   netlink::Monitor& monitor_;
   const Logger& log_;
   VipKeeper vips_;
+  // One per config_.peers entry, in the same order (StatusReport reads them side by side).
   std::vector<std::unique_ptr<PeerSession>> peers_;
+  // Sessions a reload removed, until their Cease has been written.
+  std::vector<std::unique_ptr<PeerSession>> retiredPeers_;
   // After a graceful-restart takeover, a session with BFD opens only once its BFD is Up (or
   // the restart time is half gone): an End-of-RIB sent while BFD still held the routes back
   // would make the peer drop the path it kept for us.
-  std::vector<bool> deferredStart_;
+  std::set<bgp::IpAddress> deferredStart_;
+  // VIPs a reload removed, withdrawn and waiting for the peers' acknowledgement before they are
+  // unbound (policy input `removing`); each with the timer of that wait.
+  std::map<bgp::Prefix, std::unique_ptr<asio::steady_timer>> removingVips_;
+  InstanceLock* instanceLock_ = nullptr;
+  nlohmann::json configWatch_;
   ControlServer control_;
   // control.instanceSocket: this instance's own socket (its pod's hooks and probes).
   std::unique_ptr<ControlServer> instanceControl_;
@@ -161,11 +229,21 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   std::optional<HttpServer> healthHttp_;
   // Config (re)loads since start, for status `config`: the start counts as a successful load.
   struct ConfigLoads {
-    std::string loadedAt;  // UTC, when the running config was loaded (start or last reload)
+    // UTC, when the config that runs was loaded: the start, or the last reload that applied
+    // something.
+    std::string loadedAt;
+    std::string lastReloadAt;       // UTC, the last reload attempt; empty before one
+    std::string lastReloadTrigger;  // "SIGHUP", "file change"
+    // "applied", "partly applied" (some changes pending), "nothing to apply" (the file is what
+    // runs, or only pending changes), "failed" (did not load: nothing changed).
+    std::string lastReloadResult;
+    // The last reload loaded and every change it asked for runs or waits only for a restart.
     bool lastReloadSuccessful = true;
     std::string lastReloadError;
     uint64_t reloads = 0;
     uint64_t reloadFailures = 0;
+    std::vector<config::ConfigChange> lastApplied;
+    std::vector<PendingChange> pending;
   } configLoads_;
   BgpListener listener_;
   asio::steady_timer housekeepingTimer_;

@@ -102,26 +102,30 @@ StatusReport::StatusReport(const config::Config& config,
 
 std::chrono::steady_clock::duration StatusReport::warnAboutStuckPeers(const Logger& log) {
   auto now = std::chrono::steady_clock::now();
-  lastStuckWarning_.resize(peers_.size());  // the Speaker makes its sessions after this report
   // An Established session cannot be stuck sooner than a full stuckAfter from now; with no
   // session at all there is nothing to check (an hour is a sleep without overflow).
   std::chrono::steady_clock::duration next = std::chrono::hours(1);
+  // Keyed by address: a peer a reload removed is forgotten, one it added starts afresh.
+  std::map<bgp::IpAddress, std::chrono::steady_clock::time_point> kept;
   for (size_t i = 0; i < peers_.size(); ++i) {
     auto s = peers_[i]->status();
     auto bound = stuckAfter(config_.peers[i]);
+    auto& last = kept[peers_[i]->address()];
+    if (auto it = lastStuckWarning_.find(peers_[i]->address()); it != lastStuckWarning_.end()) {
+      last = it->second;
+    }
     if (s.state == bgp::SessionState::Established || s.notEstablishedFor <= bound) {
-      lastStuckWarning_[i] = {};
+      last = {};
       next = std::min(next, s.state == bgp::SessionState::Established
                                 ? bound
                                 : bound - s.notEstablishedFor + std::chrono::milliseconds(1));
       continue;
     }
-    if (lastStuckWarning_[i] != std::chrono::steady_clock::time_point{} &&
-        now - lastStuckWarning_[i] < kStuckWarningInterval) {
-      next = std::min(next, lastStuckWarning_[i] + kStuckWarningInterval - now);
+    if (last != std::chrono::steady_clock::time_point{} && now - last < kStuckWarningInterval) {
+      next = std::min(next, last + kStuckWarningInterval - now);
       continue;
     }
-    lastStuckWarning_[i] = now;
+    last = now;
     next = std::min<std::chrono::steady_clock::duration>(next, kStuckWarningInterval);
     log.warn("peer " + s.address,
              "not Established for {} (more than {}x the hold time), now {}; last error: {}; "
@@ -129,7 +133,17 @@ std::chrono::steady_clock::duration StatusReport::warnAboutStuckPeers(const Logg
              formatDuration(s.notEstablishedFor), kStuckHoldTimes, bgp::sessionStateName(s.state),
              s.lastError.empty() ? "none" : s.lastError);
   }
+  lastStuckWarning_ = std::move(kept);
   return std::max<std::chrono::steady_clock::duration>(next, kHousekeepingInterval);
+}
+
+const PeerSession* StatusReport::find(const bgp::IpAddress& address) const {
+  for (const auto& peer : peers_) {
+    if (peer->address() == address) {
+      return peer.get();
+    }
+  }
+  return nullptr;
 }
 
 std::vector<std::string> StatusReport::notReadyReasons(const SpeakerIntent& intent) const {
@@ -188,7 +202,8 @@ void StatusReport::addPeerChecks(std::vector<ReadinessCheck>& checks, bool shutt
   for (const auto& b : bfd_.status()) {
     std::optional<std::string> failure;
     if (b.state != bfd::State::Up && !shuttingDown) {
-      bool holding = peers_[b.peerIndex]->bfdGate() == false;
+      const PeerSession* session = find(b.address);
+      bool holding = session != nullptr && session->bfdGate() == false;
       failure = fmt::format("peer {}: BFD is {} ({}){}", b.peer, bfd::stateName(b.state),
                             b.lastReason,
                             holding ? "; its routes are held back until BFD is Up"
@@ -296,7 +311,11 @@ nlohmann::json StatusReport::peersJson() const {
     peers.push_back(std::move(p));
   }
   for (const auto& b : bfd_.status()) {
-    peers[b.peerIndex]["bfd"].update(bfdJson(b));
+    for (size_t i = 0; i < peers_.size(); ++i) {
+      if (peers_[i]->address() == b.address) {
+        peers[i]["bfd"].update(bfdJson(b));
+      }
+    }
   }
   return peers;
 }

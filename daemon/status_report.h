@@ -61,8 +61,8 @@ class StatusReport {
   // Logs, at most once a minute per peer, each session that has not been Established for more
   // than kStuckHoldTimes hold times. Returns how long until it next has something to check
   // (a session becoming stuck, or a stuck one's next warning), at least one second: the caller
-  // sleeps that long instead of polling every second. Sessions are fixed for the report's life
-  // (a reload never changes peers), so nothing can become due sooner.
+  // sleeps that long instead of polling every second. A reload that adds peers must call it
+  // again (a new session may become due sooner).
   [[nodiscard]] std::chrono::steady_clock::duration warnAboutStuckPeers(const Logger& log);
 
  private:
@@ -70,6 +70,7 @@ class StatusReport {
   nlohmann::json vipsJson(const SpeakerIntent& intent) const;
   void addPeerChecks(std::vector<ReadinessCheck>& checks, bool shuttingDown) const;
   void addVipChecks(std::vector<ReadinessCheck>& checks, const SpeakerIntent& intent) const;
+  const PeerSession* find(const bgp::IpAddress& address) const;
 
   const config::Config& config_;
   const std::vector<std::unique_ptr<PeerSession>>& peers_;
@@ -78,7 +79,7 @@ class StatusReport {
   const BfdService& bfd_;
   const Drainer& drainer_;
   const Handoff& handoff_;
-  std::vector<std::chrono::steady_clock::time_point> lastStuckWarning_;  // per peer
+  std::map<bgp::IpAddress, std::chrono::steady_clock::time_point> lastStuckWarning_;
 };
 
 // The apiserver's verbose /readyz format: "[+]name ok" or "[-]name failed: why" per check, then

@@ -86,9 +86,37 @@ std::string carriedFamilies(const json& peer) {
   return out.empty() ? "-" : out;
 }
 
+// The config that runs and the last reload (issue 29): when it was loaded, what the last reload
+// did, and each change that waits for a restart (or could not be applied).
+void printConfig(const json& c) {
+  fmt::print("config: loaded {}", str(c, "loadedAt"));
+  if (c.contains("lastReloadAt")) {
+    fmt::print("; last reload {} ({}): {}", str(c, "lastReloadAt"), str(c, "lastReloadTrigger"),
+               str(c, "lastReloadResult"));
+  }
+  fmt::print("\n");
+  if (!c.value("lastReloadSuccessful", true)) {
+    fmt::print("config: LAST RELOAD FAILED: {}; running what was loaded before\n",
+               str(c, "lastReloadError"));
+  }
+  if (c.contains("pendingRestart") && c["pendingRestart"].is_array()) {
+    for (const auto& p : c["pendingRestart"]) {
+      fmt::print("config: PENDING {}: running {}, the file says {} ({})\n", str(p, "key"),
+                 str(p, "running"), str(p, "file"), str(p, "reason"));
+    }
+  }
+  if (c.contains("watch") && c["watch"].contains("error")) {
+    fmt::print("config: not watched for changes ({}): SIGHUP reloads\n",
+               str(c["watch"], "error"));
+  }
+}
+
 void printStatus(const json& s) {
   fmt::print("vipd {}  router-id {}  AS{}  mode {}  ready {}\n", str(s, "version"),
              str(s, "routerId"), str(s, "localAsn"), str(s, "mode"), str(s, "ready"));
+  if (s.contains("config") && s["config"].is_object()) {
+    printConfig(s["config"]);
+  }
   if (s.contains("health")) {
     const auto& h = s["health"];
     fmt::print("health: {} {}{}  last: {}\n", str(h, "type"),

@@ -98,12 +98,20 @@ Decision decide(const PolicyInputs& in) {
     }
     out.vips.emplace(vip, std::move(d));
   }
+  for (const auto& vip : in.removing) {
+    // Whatever the rest says (the never-zero rule included): the operator took it out.
+    out.vips[vip] = VipDecision{Announce::None,
+                                "removed from the config: withdrawn, and unbound once the peers "
+                                "have acknowledged that",
+                                false, false};
+  }
   // Binding: a never-zero hold needs the VIP bound even while the health check unbinds.
   bool held = false;
   if (speaking && !operatorOff && !in.draining && healthWithdraws && in.healthEverPassed) {
     for (const auto& vip : in.vips) {
       auto fabric = in.fabric.find(vip);
-      held = held || (fabric != in.fabric.end() && fabric->second.available &&
+      held = held || (in.removing.count(vip) == 0 && fabric != in.fabric.end() &&
+                      fabric->second.available &&
                       fabric->second.othersServing == 0);
     }
   }

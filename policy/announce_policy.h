@@ -20,6 +20,8 @@
 //      at all: nothing says it can serve.
 //   4. Otherwise announced: degraded while the health check fails with health.onFailure
 //      degrade, else normally.
+// A VIP removed from the config (a live reload, issue 29) is never announced: it stays in the
+// decision, withdrawn, until the speaker has seen the peers acknowledge that and unbound it.
 // Binding: the VIPs stay bound unless the speaker may not bind at all (1, 2) or the failing
 // health check unbinds them (health.unbindWhenUnhealthy) and no VIP is held by never-zero.
 #pragma once
@@ -57,6 +59,8 @@ struct PolicyInputs {
   bool degradeOnFailure = false;     // health.onFailure degrade
   bool unbindWhenUnhealthy = false;  // health.unbindWhenUnhealthy (with onFailure withdraw)
   std::set<bgp::Prefix> vips;        // every configured VIP
+  // VIPs a reload removed from the config, not yet unbound: withdrawn, whatever else holds.
+  std::set<bgp::Prefix> removing;
   std::set<bgp::Prefix> bound;       // bound on their interface (announceable)
   std::set<bgp::Prefix> returnPathBlocks;  // held back by the return-path check (enforce)
   std::map<bgp::Prefix, FabricCount> fabric;  // absent: no view

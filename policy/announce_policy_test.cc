@@ -198,6 +198,48 @@ TEST(AnnouncePolicy, UnbindWhenUnhealthyUnbindsOnlyWithoutAHold) {
   EXPECT_EQ(d.vips.at(kVip4).announce, Announce::None);
 }
 
+// Issue 29: a VIP a reload removed from the config is withdrawn whatever else holds, the other
+// VIPs are untouched, and it never keeps the VIPs bound for the never-zero rule.
+TEST(AnnouncePolicy, AVipRemovedFromTheConfigIsWithdrawnWhateverElseHolds) {
+  for (bool healthy : {true, false}) {
+    for (bool degrade : {true, false}) {
+      for (bool othersServe : {true, false}) {
+        for (bool stillListed : {true, false}) {
+          auto in = healthyNode();
+          in.healthy = healthy;
+          in.degradeOnFailure = degrade;
+          in.removing = {kVip4};
+          if (!stillListed) {
+            in.vips = {kVip6};
+          }
+          in.fabric[kVip4] = {true, othersServe ? 2u : 0u};
+          auto d = decide(in);
+          ASSERT_EQ(d.vips.count(kVip4), 1u);
+          EXPECT_EQ(d.vips.at(kVip4).announce, Announce::None);
+          EXPECT_FALSE(d.vips.at(kVip4).heldByNeverZero);
+          EXPECT_NE(d.vips.at(kVip4).reason.find("removed from the config"), std::string::npos);
+          EXPECT_EQ(d.vips.at(kVip6).announce, healthy   ? Announce::Normal
+                                               : degrade ? Announce::Degraded
+                                                         : Announce::None);
+          EXPECT_EQ(d.announced().count(kVip4), 0u);
+        }
+      }
+    }
+  }
+}
+
+TEST(AnnouncePolicy, ARemovedVipIsNoReasonToKeepTheVipsBound) {
+  auto in = healthyNode();
+  in.healthy = false;
+  in.unbindWhenUnhealthy = true;
+  in.removing = {kVip4};
+  in.fabric[kVip4] = {true, 0};  // the last announcer, but the operator removed it
+  in.fabric[kVip6] = {true, 1};
+  auto d = decide(in);
+  EXPECT_TRUE(d.unbindForHealth);
+  EXPECT_FALSE(d.mayBind);
+}
+
 TEST(WithdrawGuard, RefusesToTakeTheLastAnnouncersOff) {
   GuardInputs in;
   in.announced = {kVip4, kVip6};

@@ -89,6 +89,19 @@ uint32_t BfdService::newDiscriminator(const std::vector<uint32_t>& taken) {
   }
 }
 
+std::unique_ptr<BfdService::Session> BfdService::makeSession(const BfdPeer& p) {
+  static thread_local std::random_device seed;
+  uint32_t discriminator = newDiscriminator(usedDiscriminators_);
+  usedDiscriminators_.push_back(discriminator);
+  bfd::SessionConfig config;
+  config.desiredMinTxInterval = p.settings.minTx;
+  config.requiredMinRxInterval = p.settings.minRx;
+  config.detectMult = p.settings.multiplier;
+  config.localDiscriminator = discriminator;
+  config.jitterSeed = (uint64_t{seed()} << 32) | seed();
+  return std::make_unique<Session>(*io_, p, config);
+}
+
 tl::expected<void, std::string> BfdService::start() {
   if (running() || peers_.empty()) {
     return {};
@@ -99,17 +112,8 @@ tl::expected<void, std::string> BfdService::start() {
     sessions_.clear();
     receivers_.clear();
     io_ = std::make_unique<asio::io_context>(1);
-    std::random_device seed;
     for (const auto& p : peers_) {
-      uint32_t discriminator = newDiscriminator(usedDiscriminators_);
-      usedDiscriminators_.push_back(discriminator);
-      bfd::SessionConfig config;
-      config.desiredMinTxInterval = p.settings.minTx;
-      config.requiredMinRxInterval = p.settings.minRx;
-      config.detectMult = p.settings.multiplier;
-      config.localDiscriminator = discriminator;
-      config.jitterSeed = (uint64_t{seed()} << 32) | seed();
-      sessions_.push_back(std::make_unique<Session>(*io_, p, config));
+      sessions_.push_back(makeSession(p));
     }
   }
   if (auto opened = openSockets(); !opened) {
@@ -126,47 +130,152 @@ tl::expected<void, std::string> BfdService::start() {
   asio::post(*io_, [this] {
     std::lock_guard lock(mutex_);
     for (auto& s : sessions_) {
-      log_.info(s->subject, "starting {} BFD: min TX {}ms, min RX {}ms, multiplier {}, from {}",
-                s->peer.settings.multihop ? "multihop (RFC 5883, UDP 4784)"
-                                          : "single-hop (RFC 5881, UDP 3784, TTL 255)",
-                s->peer.settings.minTx.count(), s->peer.settings.minRx.count(),
-                s->peer.settings.multiplier, s->localEndpoint);
-      execute(*s, s->session.start());
+      startSession(*s, "");
     }
   });
   thread_ = std::thread([this] { io_->run(); });
   return {};
 }
 
-tl::expected<void, std::string> BfdService::openSockets() {
-  // Receivers: one per (family, single hop or multihop) that some session uses.
+void BfdService::startSession(Session& s, std::string_view why) {
+  log_.info(s.subject, "starting {} BFD{}: min TX {}ms, min RX {}ms, multiplier {}, from {}",
+            s.peer.settings.multihop ? "multihop (RFC 5883, UDP 4784)"
+                                     : "single-hop (RFC 5881, UDP 3784, TTL 255)",
+            why, s.peer.settings.minTx.count(), s.peer.settings.minRx.count(),
+            s.peer.settings.multiplier, s.localEndpoint);
+  execute(s, s.session.start());
+}
+
+tl::expected<std::vector<std::unique_ptr<BfdService::Receiver>>, std::string>
+BfdService::openReceivers(const std::vector<BfdPeer>& peers) {
+  std::vector<std::unique_ptr<Receiver>> out;
+  // One per (family, single hop or multihop) that some session uses.
   for (bool v6 : {false, true}) {
     for (bool multihop : {false, true}) {
-      bool used = std::any_of(peers_.begin(), peers_.end(), [&](const BfdPeer& p) {
+      bool used = std::any_of(peers.begin(), peers.end(), [&](const BfdPeer& p) {
         return p.address.isV6() == v6 && p.settings.multihop == multihop;
       });
-      if (!used) {
+      bool open = std::any_of(receivers_.begin(), receivers_.end(), [&](const auto& r) {
+        return r->v6 == v6 && r->multihop == multihop && r->socket.is_open();
+      });
+      if (!used || open) {
         continue;
       }
       auto r = std::make_unique<Receiver>(*io_);
       r->v6 = v6;
       r->multihop = multihop;
       if (auto opened = openBfdReceiver(r->socket, v6, multihop); !opened) {
-        return opened;
+        return tl::unexpected(opened.error());
       }
-      receivers_.push_back(std::move(r));
+      out.push_back(std::move(r));
     }
   }
-  // One transmit socket per session: its own source port, TTL 255, connected to the peer.
-  std::mt19937 rng{std::random_device{}()};
+  return out;
+}
+
+tl::expected<void, std::string> BfdService::openTransmitter(Session& s) {
+  static thread_local std::mt19937 rng{std::random_device{}()};
+  auto local = openBfdTransmitter(s.socket, s.peer.address, s.peer.sourceAddress,
+                                  s.peer.settings.multihop, rng);
+  if (!local) {
+    return tl::unexpected(local.error());
+  }
+  s.localEndpoint = std::move(*local);
+  return {};
+}
+
+tl::expected<void, std::string> BfdService::openSockets() {
+  auto receivers = openReceivers(peers_);
+  if (!receivers) {
+    return tl::unexpected(receivers.error());
+  }
+  for (auto& r : *receivers) {
+    receivers_.push_back(std::move(r));
+  }
   for (auto& s : sessions_) {
-    auto local = openBfdTransmitter(s->socket, s->peer.address, s->peer.sourceAddress,
-                                    s->peer.settings.multihop, rng);
-    if (!local) {
-      return tl::unexpected(local.error());
+    if (auto opened = openTransmitter(*s); !opened) {
+      return opened;
     }
-    s->localEndpoint = std::move(*local);
   }
+  return {};
+}
+
+tl::expected<void, std::string> BfdService::setPeers(std::vector<BfdPeer> next) {
+  auto same = [](const BfdPeer& a, const BfdPeer& b) {
+    return a.address == b.address && a.sourceAddress == b.sourceAddress &&
+           a.settings == b.settings;
+  };
+  auto in = [&same](const std::vector<BfdPeer>& list, const BfdPeer& p) {
+    return std::any_of(list.begin(), list.end(), [&](const BfdPeer& q) { return same(p, q); });
+  };
+  std::vector<BfdPeer> added;
+  std::vector<BfdPeer> removed;
+  for (const auto& p : next) {
+    if (!in(peers_, p)) {
+      added.push_back(p);
+    }
+  }
+  for (const auto& p : peers_) {
+    if (!in(next, p)) {
+      removed.push_back(p);
+    }
+  }
+  if (!running()) {
+    peers_ = std::move(next);
+    return {};
+  }
+  // Sockets first, on this thread as start() does: a failure leaves everything as it was.
+  std::vector<std::unique_ptr<Session>> fresh;
+  std::vector<std::unique_ptr<Receiver>> receivers;
+  {
+    std::lock_guard lock(mutex_);  // receivers_ and usedDiscriminators_ are read
+    auto opened = openReceivers(added);
+    if (!opened) {
+      return tl::unexpected(opened.error());
+    }
+    receivers = std::move(*opened);
+    for (const auto& p : added) {
+      fresh.push_back(makeSession(p));
+      if (auto ok = openTransmitter(*fresh.back()); !ok) {
+        return ok;
+      }
+    }
+  }
+  peers_ = std::move(next);
+  auto carried = std::make_shared<std::pair<decltype(fresh), decltype(receivers)>>(
+      std::move(fresh), std::move(receivers));
+  asio::post(*io_, [this, carried, removed = std::move(removed)] {
+    auto dying = std::make_shared<std::vector<std::unique_ptr<Session>>>();
+    std::lock_guard lock(mutex_);
+    for (const auto& p : removed) {
+      auto it = std::find_if(sessions_.begin(), sessions_.end(),
+                             [&](const auto& s) { return s->peer.address == p.address; });
+      if (it == sessions_.end()) {
+        continue;
+      }
+      Session& s = **it;
+      log_.info(s.subject, "BFD session removed by a config reload: sending AdminDown");
+      execute(s, s.session.adminDown());
+      ++s.txGeneration;
+      ++s.detectGeneration;
+      s.txTimer.cancel();
+      s.detectTimer.cancel();
+      boost::system::error_code ignored;
+      s.socket.close(ignored);
+      dying->push_back(std::move(*it));
+      sessions_.erase(it);
+    }
+    for (auto& r : carried->second) {
+      receivers_.push_back(std::move(r));
+      receive(*receivers_.back());
+    }
+    for (auto& s : carried->first) {
+      sessions_.push_back(std::move(s));
+      startSession(*sessions_.back(), " (a config reload added it)");
+    }
+    // Destroyed after the handlers already queued for them (cancelled timers) have run.
+    asio::post(*io_, [dying] {});
+  });
   return {};
 }
 
@@ -271,7 +380,7 @@ void BfdService::execute(Session& s, bfd::Actions actions) {
                                  bfd::diagnosticName(a.diagnostic), a.reason,
                                  s.session.transmitInterval().count() / 1000,
                                  s.session.detectionTime().count() / 1000));
-            BfdStateChange change{s.peer.peerIndex, a.from,  a.to, a.diagnostic,
+            BfdStateChange change{s.peer.address, a.from,  a.to, a.diagnostic,
                                   s.session.remoteState(), a.reason};
             asio::post(speakerIo_, [this, change] { onChange_(change); });
           }
@@ -401,7 +510,7 @@ std::vector<BfdSessionStatus> BfdService::status() const {
   if (sessions_.empty()) {
     for (const auto& p : peers_) {
       BfdSessionStatus st;
-      st.peerIndex = p.peerIndex;
+      st.address = p.address;
       st.peer = p.address.toString();
       st.multihop = p.settings.multihop;
       st.lastReason = "not started (this instance is not speaking)";
@@ -411,7 +520,7 @@ std::vector<BfdSessionStatus> BfdService::status() const {
   }
   for (const auto& s : sessions_) {
     BfdSessionStatus st;
-    st.peerIndex = s->peer.peerIndex;
+    st.address = s->peer.address;
     st.peer = s->peer.address.toString();
     st.multihop = s->peer.settings.multihop;
     st.running = s->socket.is_open();

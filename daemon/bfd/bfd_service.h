@@ -33,9 +33,9 @@ namespace vipd::daemon {
 
 namespace asio = boost::asio;
 
-// One peer's BFD session as configured.
+// One peer's BFD session as configured. The address names the session: a reload may add and
+// remove peers (issue 29), so nothing refers to one by its position in the config.
 struct BfdPeer {
-  size_t peerIndex = 0;  // the peer's index in config.peers
   bgp::IpAddress address;
   std::optional<bgp::IpAddress> sourceAddress;
   config::Bfd settings;
@@ -43,8 +43,8 @@ struct BfdPeer {
 
 // A consistent snapshot of one session, for status, metrics and readiness.
 struct BfdSessionStatus {
-  size_t peerIndex = 0;
-  std::string peer;
+  bgp::IpAddress address;
+  std::string peer;  // address.toString()
   bool multihop = false;
   bool running = false;  // between start() and stop()
   bfd::State state = bfd::State::AdminDown;
@@ -67,7 +67,7 @@ struct BfdSessionStatus {
 };
 
 struct BfdStateChange {
-  size_t peerIndex = 0;
+  bgp::IpAddress peer;
   bfd::State from = bfd::State::AdminDown;
   bfd::State to = bfd::State::AdminDown;
   bfd::Diagnostic diagnostic = bfd::Diagnostic::None;
@@ -93,6 +93,11 @@ class BfdService {
   // per session, then starts the thread and every session. A port already in use, or any other
   // socket error, is returned as one sentence and nothing is left open. No-op when running.
   [[nodiscard]] tl::expected<void, std::string> start();
+  // A reload changed the peers (issue 29): sessions whose peer is gone or whose settings changed
+  // say AdminDown (RFC 5880 section 6.8.16) and end; new ones start; the others run on untouched.
+  // While not running, only the list start() uses changes. A socket that cannot be opened for a
+  // new session is returned as one sentence and nothing changes.
+  [[nodiscard]] tl::expected<void, std::string> setPeers(std::vector<BfdPeer> peers);
   // Clean stop (RFC 5880 section 6.8.16): every session goes AdminDown and says so to its peer
   // (so the peer does not take it for a failure), then the sockets close and the thread ends;
   // `done` runs on the speaker's io_context after that. Runs `done` at once when not running.
@@ -105,6 +110,15 @@ class BfdService {
   struct Receiver;
 
   tl::expected<void, std::string> openSockets();
+  // A session for `peer` with a fresh discriminator, not yet started.
+  std::unique_ptr<Session> makeSession(const BfdPeer& peer);
+  // Its transmit socket: its own source port, TTL 255, connected to the peer.
+  static tl::expected<void, std::string> openTransmitter(Session& s);
+  // Logs the session's start (`why`: empty, or what started it) and starts it. BFD thread.
+  void startSession(Session& s, std::string_view why);
+  // The receivers `peers` need that are not open yet (one per family and hop count).
+  tl::expected<std::vector<std::unique_ptr<Receiver>>, std::string> openReceivers(
+      const std::vector<BfdPeer>& peers);
   void receive(Receiver& receiver);
   void onDatagram(const Receiver& receiver, std::span<const uint8_t> bytes,
                   const bgp::IpAddress& from, int ttl);

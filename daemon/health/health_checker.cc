@@ -54,25 +54,75 @@ tl::expected<void, std::string> HealthChecker::start() {
     return {};
   }
 
-  auto target = config::healthTarget(health_);
-  if (!target) {
-    return tl::unexpected(target.error());
+  if (auto prepared = prepare(health_, target_, tls_); !prepared) {
+    return prepared;
   }
-  target_ = std::move(*target);
-  if (health_.type == config::Health::Type::Apiserver) {
-    auto tls = makeHealthTlsContext(health_);
-    if (!tls) {
-      return tl::unexpected(tls.error());
-    }
-    tls_ = std::move(*tls);
-  }
-
   started_ = true;
-  log_.info("health",
-            "probing {} every {} (timeout {}, rise {}, fall {}, hardFall {}); VIPs stay "
-            "withdrawn until it is healthy",
+  logProbing("VIPs stay withdrawn until it is healthy");
+  probeNow();
+  return {};
+}
+
+tl::expected<void, std::string> HealthChecker::check(const config::Health& health) {
+  config::HealthTarget target;
+  std::shared_ptr<asio::ssl::context> tls;
+  return prepare(health, target, tls);
+}
+
+tl::expected<void, std::string> HealthChecker::prepare(
+    const config::Health& health, config::HealthTarget& target,
+    std::shared_ptr<asio::ssl::context>& tls) {
+  if (health.type == config::Health::Type::None) {
+    return {};
+  }
+  auto checked = config::healthTarget(health);
+  if (!checked) {
+    return tl::unexpected(checked.error());
+  }
+  if (health.type == config::Health::Type::Apiserver) {
+    auto context = makeHealthTlsContext(health);
+    if (!context) {
+      return tl::unexpected(context.error());
+    }
+    tls = std::move(*context);
+  }
+  target = std::move(*checked);
+  return {};
+}
+
+void HealthChecker::logProbing(std::string_view then) const {
+  log_.info("health", "probing {} every {} (timeout {}, rise {}, fall {}, hardFall {}); {}",
             describe(), formatDuration(health_.interval), formatDuration(health_.timeout),
-            gate_.rise(), gate_.fall(), gate_.hardFall());
+            gate_.rise(), gate_.fall(), gate_.hardFall(), then);
+}
+
+tl::expected<void, std::string> HealthChecker::reconfigure(config::Health next) {
+  config::HealthTarget target;
+  std::shared_ptr<asio::ssl::context> tls;
+  if (auto prepared = prepare(next, target, tls); !prepared) {
+    return prepared;
+  }
+  const bool wasHealthy = healthy();
+  stop();
+  // Handlers of the abandoned probe and timer hold the old token: they find it expired.
+  alive_ = std::make_shared<int>(0);
+  stopped_ = false;
+  started_ = true;
+  health_ = std::move(next);
+  target_ = std::move(target);
+  tls_ = std::move(tls);
+  gate_ = HealthGate(health_.rise, health_.fall, health_.hardFall, gate_, wasHealthy);
+  lastCloseProbe_.reset();
+  lastFailureLogged_.clear();
+  if (health_.type == config::Health::Type::None) {
+    last_ = ProbeResult{true, "health check disabled (type none)", {}};
+    log_.info("health", "check disabled by a config reload (type none); VIPs are announced "
+              "without a health gate");
+    return {};
+  }
+  logProbing(fmt::format("reloaded: the gate stays {} until {} {} in a row",
+                         wasHealthy ? "open" : "closed", wasHealthy ? gate_.fall() : gate_.rise(),
+                         wasHealthy ? "failures" : "successes"));
   probeNow();
   return {};
 }

@@ -71,6 +71,16 @@ class HealthChecker {
   // Stops probing and abandons a probe in flight; onChange is not called again. healthy() keeps
   // its last value.
   void stop();
+  // A reload changed health.* (issue 29): checks the new target, CA, certificate and key first
+  // (an error, one sentence as start() gives, changes nothing), then abandons the probe in flight
+  // and the held connection and probes with the new settings at once. The gate keeps its state
+  // (HealthGate's carrying constructor): a healthy apiserver is never withdrawn by a reload. A
+  // change to or from type none takes effect at once: none is healthy. onChange is not called
+  // for the change this call makes; the owner compares healthy() before and after. Counters are
+  // kept. Only on a started checker.
+  [[nodiscard]] tl::expected<void, std::string> reconfigure(config::Health next);
+  // What start() and reconfigure() check first (the target, CA, certificate and key), alone.
+  [[nodiscard]] static tl::expected<void, std::string> check(const config::Health& health);
 
   bool healthy() const;
   // The last probe's outcome (for type none, a fixed "health check disabled" success).
@@ -89,6 +99,13 @@ class HealthChecker {
   void scheduleAt(std::chrono::steady_clock::time_point when);
   void onProbeDone(const ProbeResult& result);
   void onHeldConnectionClosed(const std::string& why);
+  // The target and, for type apiserver, the TLS context of `health`; an error names what to fix.
+  static tl::expected<void, std::string> prepare(const config::Health& health,
+                                                 config::HealthTarget& target,
+                                                 std::shared_ptr<asio::ssl::context>& tls);
+  // "probing X every ... (timeout ..., rise ..., fall ..., hardFall ...)": what start() and
+  // reconfigure() log, `then` saying what follows.
+  void logProbing(std::string_view then) const;
   // The log lines for one recorded outcome.
   void logOutcome(const ProbeResult& result, Evidence evidence, bool flipped);
   // "apiserver https://127.0.0.1:6443/readyz (server name kubernetes)"; the server name only

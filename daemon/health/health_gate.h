@@ -32,6 +32,19 @@ class HealthGate {
         fall_(std::max<uint32_t>(fall, 1)),
         hardFall_(std::min(hardFall, fall_)) {}
 
+  // A reload's new thresholds (issue 29): the gate starts `healthy` (what the checker reported
+  // before, which for type none was not this gate's) with `from`'s totals, and the runs start
+  // over under the new rise/fall/hardFall. So a healthy gate stays healthy until `fall` new
+  // failures (an apiserver that stays healthy is never withdrawn by a reload), and a closed one
+  // stays closed until `rise` new successes.
+  HealthGate(uint32_t rise, uint32_t fall, uint32_t hardFall, const HealthGate& from, bool healthy)
+      : HealthGate(rise, fall, hardFall) {
+    healthy_ = healthy;
+    checks_ = from.checks_;
+    failures_ = from.failures_;
+    hardFailures_ = from.hardFailures_;
+  }
+
   // Records one probe outcome; a bool is a success or a soft failure. Returns true when
   // healthy() changed because of it.
   bool record(bool success) { return record(success ? Evidence::Success : Evidence::SoftFailure); }

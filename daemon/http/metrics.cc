@@ -134,23 +134,31 @@ Metrics::Metrics()
       listenerAcceptFailures_(registry_->counter("vipd_listener_accept_failures_total",
                                                  "accept() failures on each listener (out of file "
                                                  "descriptors, typically).")),
-      // vipd_config_last_reload_successful: 0 after a SIGHUP whose file did not load or
-      // validate (vipd runs on with the config loaded before), 1 at start and after a good
-      // one. Reads: config.lastReloadSuccessful.
+      // vipd_config_last_reload_successful: 0 after a reload (SIGHUP or a change to the files)
+      // whose file did not load or validate, or with a change that could not be applied (vipd
+      // runs on with what it ran before), 1 at start and after a good one, changes waiting for
+      // a restart included. Reads: config.lastReloadSuccessful.
       configLastReloadSuccessful_(
           registry_->gauge("vipd_config_last_reload_successful",
-                           "1 unless the last SIGHUP reload failed (the config "
-                           "running is then the one loaded before).")),
-      // vipd_config_last_reload_success_timestamp_seconds: when the running config was loaded
-      // (start or the last successful reload). Reads: config.loadedAt.
+                           "1 unless the last reload failed: the file did not load, or a "
+                           "change could not be applied (what runs is then unchanged).")),
+      // vipd_config_last_reload_success_timestamp_seconds: when the config that runs was loaded
+      // (start, or the last reload that applied something). Reads: config.loadedAt.
       configLoadedAt_(
           registry_->gauge("vipd_config_last_reload_success_timestamp_seconds",
-                           "Unix time the running config was loaded (start or last good "
-                           "reload).")),
-      // vipd_config_reloads_total{result}: SIGHUP reloads, result success or failure. Reads:
-      // config.reloads, config.reloadFailures.
+                           "Unix time the config that runs was loaded (start, or the last "
+                           "reload that applied a change).")),
+      // vipd_config_reloads_total{result}: reloads (SIGHUP or a change to the files), result
+      // success or failure. Reads: config.reloads, config.reloadFailures.
       configReloads_(registry_->counter("vipd_config_reloads_total",
-                                        "Config reloads (SIGHUP), by result: success, failure.")),
+                                        "Config reloads (SIGHUP or a change to the files), by "
+                                        "result: success, failure.")),
+      // vipd_config_pending_restart: keys whose new value in the file waits for a restart (or
+      // could not be applied): what runs differs from the file. Reads: config.pendingRestart.
+      configPendingRestart_(
+          registry_->gauge("vipd_config_pending_restart",
+                           "Config keys whose value in the file the running vipd does not run "
+                           "(a restart applies them; vipctl status lists them).")),
       // The return-path check (issue 19), from returnPath; absent in mode off.
       // vipd_return_path_available: 1 while the check runs (0: no CAP_NET_RAW, say; the status
       // says why). Reads: returnPath.available.
@@ -589,6 +597,10 @@ void Metrics::updateConfigLoads(const json& config) {
   }
   if (auto n = number(config, "reloadFailures")) {
     advance(configReloads_, {{"result", "failure"}}, *n);
+  }
+  if (const json* pending = member(config, "pendingRestart");
+      pending != nullptr && pending->is_array()) {
+    configPendingRestart_.add({}).set(static_cast<double>(pending->size()));
   }
 }
 

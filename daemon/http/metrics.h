@@ -146,6 +146,7 @@ class Metrics {
   GaugeFamily& configLastReloadSuccessful_;
   GaugeFamily& configLoadedAt_;
   CounterFamily& configReloads_;
+  GaugeFamily& configPendingRestart_;
   GaugeFamily& returnPathAvailable_;
   GaugeFamily& returnPathState_;
   CounterFamily& returnPathProbes_;

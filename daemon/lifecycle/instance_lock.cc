@@ -122,7 +122,7 @@ std::string holderOfSocket(std::string_view name) {
   return holder;
 }
 
-tl::expected<int, std::string> lockVip(std::string_view tag, const bgp::Prefix& vip,
+tl::expected<int, std::string> lockVipSocket(std::string_view tag, const bgp::Prefix& vip,
                                        std::string_view slot) {
   const std::string name = vipLockName(tag, vip, slot);
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -195,6 +195,7 @@ tl::expected<InstanceLock, std::string> InstanceLock::acquireSlots(
     const config::Config& config, const std::vector<std::string_view>& slots,
     std::vector<std::string>& warnings, std::string_view tag) {
   InstanceLock lock;  // releases whatever it took if a later step fails
+  lock.slots_ = slots;
   for (auto slot : slots) {
     auto file = lockStateDir(config.control.stateDir, slot, warnings);
     if (!file) {
@@ -206,11 +207,11 @@ tl::expected<InstanceLock, std::string> InstanceLock::acquireSlots(
   }
   for (const auto& vip : config.vips) {
     for (auto slot : slots) {
-      auto socket = lockVip(tag, vip.prefix, slot);
+      auto socket = lockVipSocket(tag, vip.prefix, slot);
       if (!socket) {
         return tl::unexpected(socket.error());
       }
-      lock.vipSockets_.push_back(*socket);
+      lock.vipSockets_.emplace_back(vip.prefix, *socket);
     }
   }
   return lock;
@@ -220,6 +221,7 @@ InstanceLock::InstanceLock(InstanceLock&& other) noexcept
     : heldFds_(std::move(other.heldFds_)),
       served_(std::move(other.served_)),
       vipSockets_(std::move(other.vipSockets_)),
+      slots_(std::move(other.slots_)),
       successor_(other.successor_) {
   other.heldFds_.clear();
   other.vipSockets_.clear();
@@ -231,6 +233,7 @@ InstanceLock& InstanceLock::operator=(InstanceLock&& other) noexcept {
     heldFds_ = std::move(other.heldFds_);
     served_ = std::move(other.served_);
     vipSockets_ = std::move(other.vipSockets_);
+    slots_ = std::move(other.slots_);
     successor_ = other.successor_;
     other.heldFds_.clear();
     other.vipSockets_.clear();
@@ -242,31 +245,74 @@ InstanceLock::~InstanceLock() {
   for (int fd : heldFds_) {
     ::close(fd);
   }
-  for (int fd : vipSockets_) {
+  for (const auto& [vip, fd] : vipSockets_) {
     ::close(fd);
   }
 }
 
 void InstanceLock::serve(boost::asio::io_context& io, const Logger& log) {
-  for (int fd : vipSockets_) {
-    auto& served = served_.emplace_back(Served{local::acceptor(io), AcceptBackoff(io, log, "instance lock")});
-    boost::system::error_code ec;
-    served.acceptor.assign(local(), fd, ec);
-    if (ec) {
-      // Cannot happen for a socket this process just made; the lock holds without serving.
-      log.warn("instance lock", "cannot serve a VIP lock socket: {}", ec.message());
-      served_.pop_back();
-      heldFds_.push_back(fd);  // keep it open (and the lock held) until exit
-      continue;
-    }
-    acceptNext(served);
+  for (const auto& [vip, fd] : vipSockets_) {
+    serveOne(vip, fd, io, log);
   }
   vipSockets_.clear();
+}
+
+void InstanceLock::serveOne(const bgp::Prefix& vip, int fd, boost::asio::io_context& io,
+                            const Logger& log) {
+  auto& served = served_.emplace_back(
+      Served{vip, local::acceptor(io), AcceptBackoff(io, log, "instance lock")});
+  boost::system::error_code ec;
+  served.acceptor.assign(local(), fd, ec);
+  if (ec) {
+    // Cannot happen for a socket this process just made; the lock holds without serving.
+    log.warn("instance lock", "cannot serve a VIP lock socket: {}", ec.message());
+    served_.pop_back();
+    heldFds_.push_back(fd);  // keep it open (and the lock held) until exit
+    return;
+  }
+  acceptNext(served);
+}
+
+tl::expected<void, std::string> InstanceLock::lockVip(const bgp::Prefix& vip,
+                                                      boost::asio::io_context& io,
+                                                      const Logger& log, std::string_view tag) {
+  std::vector<int> taken;
+  for (auto slot : slots_) {
+    auto socket = lockVipSocket(tag, vip, slot);
+    if (!socket) {
+      for (int fd : taken) {
+        ::close(fd);
+      }
+      return tl::unexpected(socket.error());
+    }
+    taken.push_back(*socket);
+  }
+  for (int fd : taken) {
+    serveOne(vip, fd, io, log);
+  }
+  return {};
+}
+
+void InstanceLock::releaseVip(const bgp::Prefix& vip) {
+  // Closing the acceptor aborts its accept, whose handler then touches nothing.
+  for (auto it = served_.begin(); it != served_.end();) {
+    if (it->vip == vip) {
+      boost::system::error_code ignored;
+      it->acceptor.close(ignored);
+      it->backoff.cancel();
+      it = served_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void InstanceLock::acceptNext(Served& served) {
   served.acceptor.async_accept([&served](const boost::system::error_code& ec,
                                          local::socket socket) {
+    if (ec == boost::asio::error::operation_aborted) {
+      return;  // released (releaseVip): `served` may be gone
+    }
     if (ec) {
       served.backoff.failed(ec, [&served] { acceptNext(served); });
       return;

@@ -67,11 +67,23 @@ class InstanceLock {
   // pod it replaces, holds "daemonset").
   bool successor() const { return successor_; }
 
+  // A reload added `vip` (issue 29): takes its locks in the slots acquire() took (the successor
+  // slot for a successor), and serves them (after serve()). The error names the holder; nothing
+  // is taken then.
+  [[nodiscard]] tl::expected<void, std::string> lockVip(const bgp::Prefix& vip,
+                                                        boost::asio::io_context& io,
+                                                        const Logger& log,
+                                                        std::string_view tag = "vipd");
+  // A reload removed `vip` (and it is unbound): another vipd may take it now.
+  void releaseVip(const bgp::Prefix& vip);
+
  private:
   struct Served {
+    bgp::Prefix vip;
     boost::asio::local::stream_protocol::acceptor acceptor;
     AcceptBackoff backoff;
   };
+  void serveOne(const bgp::Prefix& vip, int fd, boost::asio::io_context& io, const Logger& log);
 
   InstanceLock() = default;
   static tl::expected<InstanceLock, std::string> acquireSlots(
@@ -83,7 +95,10 @@ class InstanceLock {
   // for the process's life.
   std::vector<int> heldFds_;
   std::list<Served> served_;    // a list: the accept handlers hold references
-  std::vector<int> vipSockets_;  // listening, until serve() hands them to served_
+  // Listening, until serve() hands them to served_.
+  std::vector<std::pair<bgp::Prefix, int>> vipSockets_;
+  // The slots acquire() took, so a reload's lockVip() takes the same ones.
+  std::vector<std::string_view> slots_;
   bool successor_ = false;
 };
 

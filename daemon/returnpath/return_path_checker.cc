@@ -375,6 +375,26 @@ void ReturnPathChecker::stop() {
   trusted_.clear();
 }
 
+tl::expected<void, std::string> ReturnPathChecker::restart(bool wasRunning) {
+  stop();
+  relayPolicy_ = returnpath::RelayPolicy(settings_.relayPort);
+  if (!wasRunning) {
+    return {};
+  }
+  return start();
+}
+
+void ReturnPathChecker::setAddresses(std::vector<bgp::IpAddress> peers,
+                                     std::vector<bgp::IpAddress> vips) {
+  peers_ = std::move(peers);
+  vipAddresses_ = std::move(vips);
+  for (auto it = checks_.begin(); it != checks_.end();) {
+    const bool configured = std::find(vipAddresses_.begin(), vipAddresses_.end(),
+                                      it->first.address) != vipAddresses_.end();
+    it = configured ? std::next(it) : checks_.erase(it);
+  }
+}
+
 std::vector<bgp::IpAddress> ReturnPathChecker::targets() const {
   return settings_.targets.empty() ? peers_ : settings_.targets;
 }

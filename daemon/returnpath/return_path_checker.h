@@ -105,6 +105,15 @@ class ReturnPathChecker {
   // Closes the sockets, stops the rounds and forgets every verdict (the next start() judges
   // afresh: another instance may have run meanwhile).
   void stop();
+  // A reload changed the settings this checker reads (by reference: the owner changes them
+  // between stop() and this call) (issue 29): starts again with them if it was running, the
+  // relay port's policy included. Verdicts start afresh, as after stop().
+  [[nodiscard]] tl::expected<void, std::string> restart(bool wasRunning);
+  // A reload changed the peers (the default targets) or the VIPs (issue 29). A VIP no longer
+  // configured loses its verdict; every other VIP keeps its own; the next round uses the new
+  // addresses.
+  void setAddresses(std::vector<bgp::IpAddress> peers, std::vector<bgp::IpAddress> vips);
+  bool running() const { return running_; }
 
   // Whether `vip` must not be announced now: enforce mode and its judge says broken.
   bool blocks(const bgp::Prefix& vip) const;

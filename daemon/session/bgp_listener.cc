@@ -52,7 +52,8 @@ tl::expected<void, std::string> BgpListener::applySocketOptions(const bgp::IpAdd
   // accepted socket gets it from PeerSession::acceptIncoming(), after the handshake.
   bool gtsmOnly = std::all_of(config_.peers.begin(), config_.peers.end(),
                               [](const config::Peer& p) { return p.ttlSecurity; });
-  if (gtsmOnly && !config_.peers.empty()) {
+  gtsmOnly_ = gtsmOnly && !config_.peers.empty();
+  if (gtsmOnly_) {
     // A dual-stack (IPv6) listener also takes IPv4 peers: it needs the options of both.
     std::vector<bgp::IpAddress> families{bgp::IpAddress::v4(0u)};
     if (!address.isV4()) {
@@ -64,6 +65,7 @@ tl::expected<void, std::string> BgpListener::applySocketOptions(const bgp::IpAdd
       }
     }
   }
+  keyed_.clear();
   for (const auto& peer : peers_) {
     if (peer->sessionKey()) {
       auto keyed =
@@ -71,9 +73,43 @@ tl::expected<void, std::string> BgpListener::applySocketOptions(const bgp::IpAdd
       if (!keyed) {
         return tl::unexpected(keyed.error());
       }
+      keyed_.insert(peer->address());
     }
   }
   return {};
+}
+
+void BgpListener::peersChanged() {
+  if (!acceptor_) {
+    return;
+  }
+  std::set<bgp::IpAddress> keyed;
+  for (const auto& peer : peers_) {
+    if (gtsmOnly_ && !peer->ttlSecurity()) {
+      log_.warn("listener", "peer {} has no ttlSecurity but the listener was opened requiring "
+                "TTL 255 (every peer had GTSM): its connections are dialled, not accepted, until "
+                "a restart", peer->address().toString());
+    }
+    if (!peer->sessionKey()) {
+      continue;
+    }
+    if (auto set = applySessionKey(acceptor_->native_handle(), peer->address(),
+                                   *peer->sessionKey());
+        !set) {
+      log_.error("listener", "{}; connections from it are dialled, not accepted", set.error());
+      continue;
+    }
+    keyed.insert(peer->address());
+  }
+  for (const auto& address : keyed_) {
+    if (keyed.count(address) != 0) {
+      continue;
+    }
+    if (auto removed = removeSessionKey(acceptor_->native_handle(), address); !removed) {
+      log_.warn("listener", "{}", removed.error());
+    }
+  }
+  keyed_ = std::move(keyed);
 }
 
 void BgpListener::close() {

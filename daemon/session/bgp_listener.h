@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ class BgpListener {
   [[nodiscard]] tl::expected<void, std::string> open();
   // Stops accepting; a connection already handed to a session is the session's.
   void close();
+  // A reload changed the peers or their keys (issue 29): the listening socket takes every
+  // current key and drops those of peers that have none now. The GTSM requirement it was opened
+  // with (TTL 255 when every peer used GTSM) stays until a restart: a peer added without GTSM
+  // is then dialled, never accepted (logged). Errors are logged; the session dials out anyway.
+  void peersChanged();
   bool isOpen() const { return acceptor_.has_value(); }
   const ListenerStats& stats() const { return stats_; }
 
@@ -43,6 +49,8 @@ class BgpListener {
   const std::vector<std::unique_ptr<PeerSession>>& peers_;
   const Logger& log_;
   std::optional<asio::ip::tcp::acceptor> acceptor_;
+  bool gtsmOnly_ = false;                // opened requiring TTL 255 of every connection
+  std::set<bgp::IpAddress> keyed_;       // peers whose TCP-MD5 key the socket holds
   AcceptBackoff backoff_;
   ThrottledCount strangerWarnings_;
   ListenerStats stats_;

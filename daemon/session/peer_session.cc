@@ -1,6 +1,7 @@
 #include "daemon/session/peer_session.h"
 
 #include "daemon/base/asio_address.h"
+#include "daemon/session/kernel_counters.h"
 
 #include <netinet/in.h>
 #include <linux/sockios.h>
@@ -14,6 +15,19 @@ using namespace std::chrono_literals;
 
 // How long a closing connection may take to write its last messages (the final NOTIFICATION).
 constexpr std::chrono::milliseconds kFlushTimeout = 2s;
+// How long a session with a TCP-MD5 key fails, without an OPEN from the peer, before its status
+// says the keys may differ: longer than a peer's usual restart, short enough to help during a
+// key rotation.
+constexpr auto kMd5HintAfter = 10s;
+
+uint64_t opensReceived(const bgp::SessionCounters& c) {
+  return c.messagesReceived[static_cast<size_t>(bgp::MessageType::Open)];
+}
+
+uint64_t md5DropsNow() {
+  auto drops = md5Drops(kernelTcpExt());
+  return drops ? drops->total() : 0;
+}
 
 size_t timerIndex(bgp::TimerKind t) { return static_cast<size_t>(t); }
 
@@ -41,21 +55,30 @@ void PeerSession::postFabricChange() {
   // Posted, not called: the speaker answers by setting every session's announcements, which
   // must not run in the middle of this session's actions (an UPDATE before the KEEPALIVE that
   // establishes the session, say).
-  asio::post(io_, [this] {
+  asio::post(io_, guarded([this] {
     fabricChangePosted_ = false;
     fabricChanged_();
-  });
+  }));
+}
+
+void PeerSession::restartMd5Watch() {
+  md5Since_ = std::chrono::steady_clock::now();
+  opensAtDown_ = opensReceived(fsm_.counters());
+  md5DropsAtDown_ = key_ ? md5DropsNow() : 0;
+  md5Noted_ = false;
 }
 
 void PeerSession::start() {
+  restartMd5Watch();
   log_.info(subject_, "starting {} session to AS{} port {}", ebgp_ ? "eBGP" : "iBGP", peer_.asn,
             peer_.port);
   execute(fsm_.start());
 }
 
-void PeerSession::stop(std::string_view shutdownCommunication, std::function<void()> done) {
+void PeerSession::stop(std::string_view shutdownCommunication, std::function<void()> done,
+                       uint8_t ceaseSubcode) {
   auto connection = current_;
-  execute(fsm_.stop(shutdownCommunication));
+  execute(fsm_.stop(shutdownCommunication, ceaseSubcode));
   // execute() queued the NOTIFICATION and began closing; `done` runs once it is written.
   if (connection) {
     connection->closeAfterFlush(kFlushTimeout, std::move(done));
@@ -73,6 +96,32 @@ void PeerSession::yield(std::function<void(bool peerKeepsRoutes)> done) {
   } else {
     done(keeps);
   }
+}
+
+void PeerSession::reconfigure(const config::Peer& peer, bgp::SessionConfig sessionConfig,
+                              std::optional<SessionKey> key, std::string_view why) {
+  peer_ = peer;
+  ebgp_ = sessionConfig.peerAsn != sessionConfig.localAsn;
+  ttl_ = sessionTtl(peer, ebgp_);
+  key_ = std::move(key);
+  restartMd5Watch();  // the new key gets a fresh kMd5HintAfter
+  execute(fsm_.reconfigure(std::move(sessionConfig), why));
+}
+
+void PeerSession::setRouteAttributes(const bgp::OutboundAttributes& attributes) {
+  execute(fsm_.setRouteAttributes(attributes));
+}
+
+void PeerSession::setWatchedPrefixes(std::set<bgp::Prefix> prefixes) {
+  execute(fsm_.setWatchedPrefixes(std::move(prefixes)));
+}
+
+void PeerSession::noBfdGate() {
+  if (!bfdGate_) {
+    return;
+  }
+  bfdGate_.reset();
+  execute(fsm_.setAnnouncements(wanted_, wantedDegraded_));
 }
 
 void PeerSession::setAnnouncements(std::set<bgp::Prefix> prefixes,
@@ -165,6 +214,7 @@ void PeerSession::execute(bgp::Actions actions) {
             stateSince_ = std::chrono::steady_clock::now();
             if (a.from == bgp::SessionState::Established) {
               downSince_ = stateSince_;
+              restartMd5Watch();
             }
             auto level = a.to == bgp::SessionState::Idle && !a.reason.starts_with("stopped")
                              ? LogLevel::Warn
@@ -174,6 +224,9 @@ void PeerSession::execute(bgp::Actions actions) {
                                  bgp::sessionStateName(a.to), a.reason));
             if (peer_.ttlSecurity) {
               noteGtsmDrops(a);
+            }
+            if (key_) {
+              noteMd5(a);
             }
             if (a.to == bgp::SessionState::Established || a.from == bgp::SessionState::Established) {
               postFabricChange();
@@ -216,6 +269,45 @@ void PeerSession::noteGtsmDrops(const bgp::StateChanged& change) {
   }
 }
 
+std::optional<std::string> PeerSession::md5Note() const {
+  if (!key_ || fsm_.state() == bgp::SessionState::Established ||
+      std::chrono::steady_clock::now() - md5Since_ < kMd5HintAfter ||
+      opensReceived(fsm_.counters()) != opensAtDown_) {
+    return std::nullopt;
+  }
+  auto drops = md5Drops(kernelTcpExt());
+  std::string counted;
+  if (drops && drops->total() > md5DropsAtDown_) {
+    counted = fmt::format(
+        "; meanwhile the kernel dropped {} TCP segments for their TCP-MD5 signature (TcpExt "
+        "TCPMD5Failure {}, TCPMD5NotFound {}, TCPMD5Unexpected {}, whole network namespace)",
+        drops->total() - md5DropsAtDown_, drops->failure, drops->notFound, drops->unexpected);
+  }
+  return fmt::format(
+      "TCP-MD5 is on (passwordFile {}) and the peer has sent no OPEN for {}s: the keys may "
+      "differ (the peer's kernel drops segments with a wrong signature silently, so the "
+      "connection only times out); compare the key with the peer's (BIRD `password`, FRR "
+      "`neighbor X password`){}",
+      peer_.passwordFile.value_or("?"),
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                       md5Since_)
+          .count(),
+      counted);
+}
+
+void PeerSession::noteMd5(const bgp::StateChanged& change) {
+  using S = bgp::SessionState;
+  bool failed = (change.to == S::Active || change.to == S::Idle) &&
+                (change.from == S::Connect || change.from == S::OpenSent);
+  if (md5Noted_ || !failed) {
+    return;
+  }
+  if (auto note = md5Note()) {
+    md5Noted_ = true;
+    log_.warn(subject_, "{}; said once until the session is up again", *note);
+  }
+}
+
 void PeerSession::dial() {
   auto generation = ++dialGeneration_;
   if (peer_.ttlSecurity) {
@@ -248,17 +340,18 @@ void PeerSession::dial() {
       log_.error(subject_, "{}; this connection attempt fails", failure);
     }
     // Post, so the FSM is never re-entered from inside execute().
-    asio::post(io_, [this, generation, failure] {
+    asio::post(io_, guarded([this, generation, failure] {
       if (generation == dialGeneration_) {
         dialing_.reset();
         execute(fsm_.onConnectFailed(failure));
       }
-    });
+    }));
     return;
   }
   dialing_.emplace(std::move(socket));
   dialing_->async_connect(
-      tcp::endpoint(remote, peer_.port), [this, generation](const boost::system::error_code& ec) {
+      tcp::endpoint(remote, peer_.port),
+      guarded([this, generation](const boost::system::error_code& ec) {
         if (generation != dialGeneration_ || !dialing_) {
           return;  // abandoned attempt
         }
@@ -276,12 +369,12 @@ void PeerSession::dial() {
         current_ = std::make_shared<Connection>(std::move(socket));
         watch(current_);
         execute(fsm_.onConnected(*local));
-      });
+      }));
 }
 
 void PeerSession::watch(const std::shared_ptr<Connection>& connection) {
   connection->startReading(
-      [this](Connection& c, std::span<const uint8_t> bytes) {
+      guarded([this](Connection& c, std::span<const uint8_t> bytes) {
         if (&c == current_.get()) {
           if (fsm_.state() == bgp::SessionState::OpenConfirm && announceableNow_) {
             // These bytes may hold the KEEPALIVE that establishes the session and triggers the
@@ -292,8 +385,8 @@ void PeerSession::watch(const std::shared_ptr<Connection>& connection) {
         } else if (&c == incoming_.get()) {
           execute(fsm_.onIncomingBytes(bytes));
         }
-      },
-      [this](Connection& c, const boost::system::error_code& ec) {
+      }),
+      guarded([this](Connection& c, const boost::system::error_code& ec) {
         std::string why = ec == asio::error::eof ? "peer closed the connection" : ec.message();
         if (&c == current_.get()) {
           current_.reset();
@@ -303,7 +396,7 @@ void PeerSession::watch(const std::shared_ptr<Connection>& connection) {
           fsm_.onIncomingClosed();
           log_.info(subject_, "incoming connection closed before its OPEN: {}", why);
         }
-      });
+      }));
 }
 
 void PeerSession::acceptIncoming(tcp::socket socket) {
@@ -345,14 +438,14 @@ void PeerSession::arm(bgp::TimerKind timer, std::chrono::milliseconds after) {
   auto i = timerIndex(timer);
   auto generation = ++timerGeneration_[i];
   timers_[i].expires_after(after);
-  timers_[i].async_wait([this, timer, i, generation](const boost::system::error_code& ec) {
+  timers_[i].async_wait(guarded([this, timer, i, generation](const boost::system::error_code& ec) {
     // A cancelled or re-armed timer may still deliver an expiry already queued; the generation
     // tells a stale expiry from the current one.
     if (ec || generation != timerGeneration_[i]) {
       return;
     }
     execute(fsm_.onTimer(timer));
-  });
+  }));
 }
 
 void PeerSession::cancel(bgp::TimerKind timer) {
@@ -382,8 +475,12 @@ PeerStatus PeerSession::status() const {
                             ? std::chrono::steady_clock::duration{}
                             : std::chrono::steady_clock::now() - downSince_;
   s.lastError = fsm_.lastError();
-  if (auto note = s.state == bgp::SessionState::Established ? std::nullopt : gtsmNote()) {
-    s.lastError += (s.lastError.empty() ? "" : "; ") + *note;
+  if (s.state != bgp::SessionState::Established) {
+    for (const auto& note : {gtsmNote(), md5Note()}) {
+      if (note) {
+        s.lastError += (s.lastError.empty() ? "" : "; ") + *note;
+      }
+    }
   }
   s.negotiated = fsm_.negotiated();
   s.counters = fsm_.counters();

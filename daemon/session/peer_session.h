@@ -57,9 +57,20 @@ class PeerSession {
   void setSessionKey(SessionKey key) { key_ = std::move(key); }
   const std::optional<SessionKey>& sessionKey() const { return key_; }
   void start();
-  // Sends Cease 6/2 with `shutdownCommunication` and closes; `done` runs when the last bytes
-  // have been written (or the flush deadline passed).
-  void stop(std::string_view shutdownCommunication, std::function<void()> done);
+  // Sends Cease with `shutdownCommunication` (6/2, or `ceaseSubcode`) and closes; `done` runs
+  // when the last bytes have been written (or the flush deadline passed). The session may be
+  // destroyed once `done` has run: handlers still queued then do nothing.
+  void stop(std::string_view shutdownCommunication, std::function<void()> done,
+            uint8_t ceaseSubcode = bgp::subcode::kAdministrativeShutdown);
+  // A reload changed this peer's settings or key (issue 29): sends Cease 6/6 with `why` if a
+  // session is open, closes, and connects again with the new settings (SessionFsm::reconfigure).
+  // Whether BFD gates the session is the caller's to set again (useBfdGate, noBfdGate).
+  void reconfigure(const config::Peer& peer, bgp::SessionConfig sessionConfig,
+                   std::optional<SessionKey> key, std::string_view why);
+  // New communities or degraded-path attributes: re-announced, never withdrawn.
+  void setRouteAttributes(const bgp::OutboundAttributes& attributes);
+  // The VIPs whose paths the peer sends back are kept (SessionFsm::setWatchedPrefixes).
+  void setWatchedPrefixes(std::set<bgp::Prefix> prefixes);
   // Hands the session to another vipd instance: closes without a NOTIFICATION (graceful restart)
   // and stays down until start(). `done(peerKeepsRoutes)` runs once the connection is closed;
   // peerKeepsRoutes says whether this peer negotiated graceful restart.
@@ -75,6 +86,8 @@ class PeerSession {
   // and bfdDown() tears an open session down at once (Cease 6/10) and withholds the routes
   // again until BFD is back Up.
   void useBfdGate() { bfdGate_ = false; }
+  // BFD no longer protects this session (a reload turned it off): nothing waits for it.
+  void noBfdGate();
   void setBfdUp();
   void bfdDown(std::string_view why);
   // nullopt without BFD; else whether BFD lets the routes out.
@@ -98,6 +111,7 @@ class PeerSession {
     return std::chrono::steady_clock::now() - stateSince_;
   }
   const bgp::IpAddress& address() const { return peer_.address; }
+  bool ttlSecurity() const { return peer_.ttlSecurity; }
   bgp::SessionState state() const { return fsm_.state(); }
   // What the peer has from us now; cheaper than status() when that is all a caller needs.
   const std::set<bgp::Prefix>& advertised() const { return fsm_.advertised(); }
@@ -116,6 +130,24 @@ class PeerSession {
   // to lastError while not Established, and noteGtsmDrops() logs it when an attempt fails.
   std::optional<std::string> gtsmNote() const;
   void noteGtsmDrops(const bgp::StateChanged& change);
+  // A session with a TCP-MD5 key that has been failing for kMd5HintAfter without an OPEN from
+  // the peer: the kernel drops segments whose signature does not verify without telling the
+  // socket, so a key that differs on the two sides looks like a peer that never answers. md5Note()
+  // says so (with the namespace's TCPMD5* drop counts when they grew since the session was last
+  // up): status() adds it to lastError while not Established, noteMd5() logs it once per outage.
+  std::optional<std::string> md5Note() const;
+  void noteMd5(const bgp::StateChanged& change);
+  // The session left Established, started, or took a new key: md5Note() counts from now.
+  void restartMd5Watch();
+  // The handler of a timer, a post or a connect: runs `f` unless the session was destroyed.
+  template <typename F>
+  auto guarded(F f) {
+    return [alive = std::weak_ptr<int>(alive_), f = std::move(f)](auto&&... args) mutable {
+      if (!alive.expired()) {
+        f(std::forward<decltype(args)>(args)...);
+      }
+    };
+  }
   static std::optional<bgp::IpAddress> localAddressOf(tcp::socket& socket);
   // What may go out now: everything wanted, unless a closed BFD gate holds it all back.
   std::set<bgp::Prefix> gated(std::set<bgp::Prefix> prefixes) const;
@@ -138,11 +170,20 @@ class PeerSession {
   AnnounceableNow announceableNow_;
   std::optional<SessionKey> key_;
   uint64_t gtsmDropsSeen_ = 0;  // kernelMinTtlDrops() when this attempt began
+  // Since the session last left Established, started or took a new key (restartMd5Watch()), and
+  // the OPENs received and the namespace's TCP-MD5 drops then, for md5Note().
+  std::chrono::steady_clock::time_point md5Since_ = std::chrono::steady_clock::now();
+  uint64_t opensAtDown_ = 0;
+  uint64_t md5DropsAtDown_ = 0;
+  bool md5Noted_ = false;  // logged for this outage
   std::set<bgp::Prefix> wanted_;  // the speaker's last setAnnouncements()
   std::set<bgp::Prefix> wantedDegraded_;
   FabricChanged fabricChanged_;
   bool fabricChangePosted_ = false;
   std::optional<bool> bfdGate_;
+  // Expires with the session; handlers holding a weak_ptr to it (guarded()) know whether `this`
+  // is still alive. Last: it goes first.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace vipd::daemon

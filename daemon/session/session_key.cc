@@ -93,8 +93,11 @@ config::Result<std::vector<std::optional<SessionKey>>> readSessionKeys(
   return keys;
 }
 
-tl::expected<void, std::string> applySessionKey(int fd, const bgp::IpAddress& peer,
-                                                const SessionKey& key) {
+namespace {
+
+// TCP_MD5SIG for `peer` with `secret`; an empty secret deletes the key (tcpm_keylen 0).
+tl::expected<void, std::string> setMd5Signature(int fd, const bgp::IpAddress& peer,
+                                                std::string_view secret) {
   tcp_md5sig sig{};
   sockaddr_storage own{};
   socklen_t ownLength = sizeof own;
@@ -116,13 +119,25 @@ tl::expected<void, std::string> applySessionKey(int fd, const bgp::IpAddress& pe
     sin6->sin6_family = AF_INET6;
     std::memcpy(&sin6->sin6_addr, peer.bytes.data(), 16);
   }
-  sig.tcpm_keylen = static_cast<uint16_t>(key.secret.size());
-  std::memcpy(sig.tcpm_key, key.secret.data(), key.secret.size());
+  sig.tcpm_keylen = static_cast<uint16_t>(secret.size());
+  std::memcpy(sig.tcpm_key, secret.data(), secret.size());
   if (::setsockopt(fd, IPPROTO_TCP, TCP_MD5SIG, &sig, sizeof sig) != 0) {
-    return tl::unexpected(fmt::format("cannot set the TCP-MD5 key for {}: {}", peer.toString(),
+    return tl::unexpected(fmt::format("cannot {} the TCP-MD5 key for {}: {}",
+                                      secret.empty() ? "remove" : "set", peer.toString(),
                                       std::strerror(errno)));
   }
   return {};
+}
+
+}  // namespace
+
+tl::expected<void, std::string> applySessionKey(int fd, const bgp::IpAddress& peer,
+                                                const SessionKey& key) {
+  return setMd5Signature(fd, peer, key.secret);
+}
+
+tl::expected<void, std::string> removeSessionKey(int fd, const bgp::IpAddress& peer) {
+  return setMd5Signature(fd, peer, {});
 }
 
 }  // namespace vipd::daemon

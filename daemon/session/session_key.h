@@ -39,5 +39,8 @@ struct SessionKey {
 // listener). Must run before connect()/accept() for the handshake to be signed.
 [[nodiscard]] tl::expected<void, std::string> applySessionKey(int fd, const bgp::IpAddress& peer,
                                                               const SessionKey& key);
+// Removes the key for `peer` from socket `fd` (a listener, when a reload removed the peer or its
+// key). Removing a key that is not there is an error from the kernel (ENOENT), returned as such.
+[[nodiscard]] tl::expected<void, std::string> removeSessionKey(int fd, const bgp::IpAddress& peer);
 
 }  // namespace vipd::daemon

@@ -4,12 +4,11 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
+
+#include "daemon/session/kernel_counters.h"
 
 namespace vipd::daemon {
 namespace {
@@ -50,25 +49,9 @@ tl::expected<void, std::string> applySessionTtl(int fd, const bgp::IpAddress& pe
 }
 
 std::optional<uint64_t> kernelMinTtlDrops() {
-  // Pairs of lines: "TcpExt: Name1 Name2 ..." then "TcpExt: 1 2 ...".
-  std::ifstream in("/proc/net/netstat");
-  std::string names;
-  std::string values;
-  while (std::getline(in, names) && std::getline(in, values)) {
-    if (!names.starts_with("TcpExt:")) {
-      continue;
-    }
-    std::istringstream n(names);
-    std::istringstream v(values);
-    std::string name;
-    std::string value;
-    while (n >> name && v >> value) {
-      if (name == "TCPMinTTLDrop") {
-        return std::strtoull(value.c_str(), nullptr, 10);
-      }
-    }
-  }
-  return std::nullopt;
+  auto counters = kernelTcpExt();
+  auto it = counters.find("TCPMinTTLDrop");
+  return it == counters.end() ? std::nullopt : std::optional(it->second);
 }
 
 }  // namespace vipd::daemon

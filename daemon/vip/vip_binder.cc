@@ -96,7 +96,7 @@ std::vector<BindEvent> VipBinder::bind() {
   }
   auto before = table_.addresses();
   for (auto& v : vips_) {
-    if (!firstBind_ && !v.vip.rebind) {
+    if (!firstBind_ && !v.vip.rebind && added_.count(v.vip.prefix) == 0) {
       continue;
     }
     v.bindError.clear();
@@ -115,6 +115,7 @@ std::vector<BindEvent> VipBinder::bind() {
     }
   }
   firstBind_ = false;
+  added_.clear();
   auto refreshed = refresh();
   events.insert(events.end(), refreshed.begin(), refreshed.end());
   return events;
@@ -182,7 +183,7 @@ void VipBinder::observe(const std::vector<netlink::Link>& links,
       events.push_back({v.vip.prefix, BindEvent::Kind::Lost,
                         fmt::format("{}; withdrawing from every peer{}", v.reason,
                                     v.vip.rebind ? " and binding it again" : "")});
-    } else if (firstBind_ && v.bindError.empty()) {
+    } else if ((firstBind_ || added_.count(v.vip.prefix) != 0) && v.bindError.empty()) {
       // Not bound before vipd has tried to bind it: the normal state at start, and for an
       // instance that does not bind (standby, withdrawn). Only errors are logged as errors.
       events.push_back({v.vip.prefix, BindEvent::Kind::Found,
@@ -194,20 +195,54 @@ void VipBinder::observe(const std::vector<netlink::Link>& links,
   }
 }
 
+void VipBinder::addOrUpdate(const config::Vip& vip) {
+  for (auto& v : vips_) {
+    if (v.vip.prefix == vip.prefix) {
+      v.vip.rebind = vip.rebind;
+      v.vip.createInterface = vip.createInterface;
+      return;
+    }
+  }
+  VipBindingStatus status;
+  status.vip = vip;
+  vips_.push_back(std::move(status));
+  added_.insert(vip.prefix);
+}
+
+std::vector<BindEvent> VipBinder::remove(const bgp::Prefix& vip, bool unbind) {
+  std::vector<BindEvent> events;
+  if (unbind) {
+    events = unbindOwnedIf([&vip](const VipBindingStatus& v) { return v.vip.prefix == vip; });
+  }
+  std::erase_if(vips_, [&vip](const VipBindingStatus& v) { return v.vip.prefix == vip; });
+  added_.erase(vip);
+  return events;
+}
+
 std::vector<BindEvent> VipBinder::unbindOwned() {
+  return unbindOwnedIf([](const VipBindingStatus&) { return true; });
+}
+
+std::vector<BindEvent> VipBinder::unbindOwnedIf(
+    const std::function<bool(const VipBindingStatus&)>& which) {
   std::vector<BindEvent> events;
   auto addresses = table_.addresses();
   auto links = table_.links();
   if (!addresses || !links) {
     const auto& error = !addresses ? addresses.error() : links.error();
     for (const auto& v : vips_) {
-      events.push_back({v.vip.prefix, BindEvent::Kind::Problem,
-                        fmt::format("cannot read the kernel's addresses ({}); leaving it bound",
-                                    error.toString())});
+      if (which(v)) {
+        events.push_back({v.vip.prefix, BindEvent::Kind::Problem,
+                          fmt::format("cannot read the kernel's addresses ({}); leaving it bound",
+                                      error.toString())});
+      }
     }
     return events;
   }
   for (auto& v : vips_) {
+    if (!which(v)) {
+      continue;
+    }
     const netlink::Link* link = findLink(*links, v.vip.interface);
     auto address = toInterfaceAddress(v.vip.prefix);
     const netlink::AddressEntry* entry =

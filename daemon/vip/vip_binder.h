@@ -18,6 +18,7 @@
 // which is exactly how vipd binds it.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -74,6 +75,13 @@ class VipBinder {
   // Removes the addresses vipd added (and nothing else). Dummy interfaces vipd created stay: the
   // next start reuses them, and deleting an interface someone may be using is not ours to do.
   std::vector<BindEvent> unbindOwned();
+  // A reload (issue 29). A VIP added is bound at the next bind() whatever its rebind says, as
+  // every VIP is at the first; one already known takes the new rebind and createInterface (its
+  // interface is the one it was bound on: changing it needs a restart).
+  void addOrUpdate(const config::Vip& vip);
+  // Removes `vip`'s address if vipd added it (never an operator's) and `unbind` (an instance
+  // that does not speak leaves the addresses to the one that does), then forgets the VIP.
+  std::vector<BindEvent> remove(const bgp::Prefix& vip, bool unbind = true);
 
   std::set<bgp::Prefix> announceable() const;
   const std::vector<VipBindingStatus>& status() const { return vips_; }
@@ -85,10 +93,14 @@ class VipBinder {
                const std::vector<netlink::AddressEntry>& addresses,
                std::vector<BindEvent>& events);
   void ensureInterface(VipBindingStatus& vip, std::vector<BindEvent>& events);
+  // Removes the addresses vipd added of the VIPs `which` selects.
+  std::vector<BindEvent> unbindOwnedIf(const std::function<bool(const VipBindingStatus&)>& which);
 
   netlink::AddressTable& table_;
   std::vector<VipBindingStatus> vips_;
   bool firstBind_ = true;
+  // Added by a reload and not bound yet: bound at the next bind() even without rebind.
+  std::set<bgp::Prefix> added_;
 };
 
 // Checks the router ID against this node's own IPv4 addresses. Returns an operator-facing error

@@ -50,6 +50,9 @@ class VipKeeper {
   void unbindOwned();
   // Re-reads the kernel, announces what follows, and re-binds a lost VIP after kRebindDelay.
   void refreshAndAnnounce(std::string_view why);
+  // A reload (issue 29): see VipBinder::addOrUpdate and remove; each logs its events.
+  void addOrUpdate(const config::Vip& vip) { binder_.addOrUpdate(vip); }
+  void remove(const bgp::Prefix& vip, bool unbind) { log(binder_.remove(vip, unbind)); }
   // Warns about VIPs on a non-loopback interface while ARP settings would let the node answer for
   // them at layer 2, outside BGP's control.
   void warnAboutArp() const;

@@ -603,6 +603,63 @@ TEST_F(HealthCheckerTest, DestroyingTheCheckerMidProbeIsSafe) {
   EXPECT_TRUE(changes_.empty());
 }
 
+// ---- reconfigure() (issue 29) ----
+
+TEST_F(HealthCheckerTest, ReconfigureKeepsAHealthyGateOpenAndProbesWithTheNewSettings) {
+  TlsServer server(io_, pki_->serverCert, pki_->serverKey);
+  auto& checker = make(apiserver(server.url(), /*rise=*/1, /*fall=*/1));
+  ASSERT_TRUE(checker.start().has_value());
+  ASSERT_TRUE(runUntil([&] { return checker.healthy(); }));
+  const uint64_t before = checks();
+  auto next = apiserver(server.url(), /*rise=*/3, /*fall=*/3);
+  next.interval = 20ms;
+  next.hardFall = 0;  // every failure counts toward fall alike
+  ASSERT_TRUE(checker.reconfigure(next).has_value());
+  EXPECT_TRUE(checker.healthy()) << "a reload never withdraws a healthy apiserver";
+  ASSERT_TRUE(runUntil([&] { return checks() >= before + 5; }));
+  EXPECT_TRUE(checker.healthy());
+  EXPECT_EQ(changes_.size(), 1u) << "no flap";
+  // The new fall: three failures, not one.
+  server.reply.status = 503;
+  const uint64_t failing = checks();
+  ASSERT_TRUE(runUntil([&] { return checks() >= failing + 2; }));
+  EXPECT_TRUE(checker.healthy());
+  ASSERT_TRUE(runUntil([&] { return !checker.healthy(); }));
+  EXPECT_EQ(checker.status()["consecutiveFailures"], 3);
+}
+
+TEST_F(HealthCheckerTest, ReconfigureWithABadCaChangesNothing) {
+  TlsServer server(io_, pki_->serverCert, pki_->serverKey);
+  auto& checker = make(apiserver(server.url()));
+  ASSERT_TRUE(checker.start().has_value());
+  ASSERT_TRUE(runUntil([&] { return checker.healthy(); }));
+  auto next = apiserver(server.url());
+  next.caFile = pki_->dir + "/no-such-ca.crt";
+  auto reconfigured = checker.reconfigure(next);
+  ASSERT_FALSE(reconfigured.has_value());
+  EXPECT_THAT(reconfigured.error(), HasSubstr("health.caFile " + next.caFile));
+  const uint64_t before = checks();
+  ASSERT_TRUE(runUntil([&] { return checks() >= before + 2; })) << "still probing as before";
+  EXPECT_TRUE(checker.healthy());
+}
+
+TEST_F(HealthCheckerTest, ReconfigureFromNoneToAnApiserverStaysHealthy) {
+  TlsServer server(io_, pki_->serverCert, pki_->serverKey);
+  config::Health none;
+  auto& checker = make(none);
+  ASSERT_TRUE(checker.start().has_value());
+  ASSERT_TRUE(checker.healthy());
+  ASSERT_TRUE(checker.reconfigure(apiserver(server.url(), 2, 2)).has_value());
+  EXPECT_TRUE(checker.healthy());
+  ASSERT_TRUE(runUntil([&] { return checks() >= 3; }));
+  EXPECT_TRUE(checker.healthy());
+  EXPECT_EQ(checker.status()["type"], "apiserver");
+  // And back to none: healthy at once, no probe.
+  ASSERT_TRUE(checker.reconfigure(none).has_value());
+  EXPECT_TRUE(checker.healthy());
+  EXPECT_EQ(checker.status()["type"], "none");
+}
+
 // ---- start() errors ----
 
 TEST_F(HealthCheckerTest, MissingCaFileIsAnErrorNamingIt) {

@@ -158,5 +158,36 @@ TEST(HealthGate, HardEvidenceDoesNotSlowRise) {
   EXPECT_EQ(feed(gate, "x"), "D");
 }
 
+// Issue 29: a reload's new thresholds keep the gate's state and totals; the runs start over.
+TEST(HealthGate, NewThresholdsKeepAnOpenGateOpenUntilTheNewFall) {
+  HealthGate old(1, 3, 2);
+  EXPECT_EQ(feed(old, "+--"), "U..");  // two failures of three: still open
+  HealthGate gate(2, 2, 0, old, old.healthy());
+  EXPECT_TRUE(gate.healthy());
+  EXPECT_EQ(gate.consecutiveFailures(), 0u) << "the run starts over";
+  EXPECT_EQ(gate.checks(), 3u);
+  EXPECT_EQ(gate.failures(), 2u);
+  EXPECT_EQ(feed(gate, "+-"), "..");
+  EXPECT_EQ(feed(gate, "-"), "D");
+}
+
+TEST(HealthGate, NewThresholdsKeepAClosedGateClosedUntilTheNewRise) {
+  HealthGate old(5, 3, 2);
+  EXPECT_EQ(feed(old, "++"), "..");
+  HealthGate gate(3, 3, 2, old, old.healthy());
+  EXPECT_FALSE(gate.healthy());
+  EXPECT_EQ(feed(gate, "++"), "..");
+  EXPECT_EQ(feed(gate, "+"), "U");
+}
+
+TEST(HealthGate, NewThresholdsTakeTheStateGivenForAGateNeverUsed) {
+  // Type none reported healthy without this gate: a reload to a real check stays healthy.
+  HealthGate unused(2, 3, 2);
+  HealthGate gate(2, 3, 2, unused, true);
+  EXPECT_TRUE(gate.healthy());
+  EXPECT_EQ(feed(gate, "--"), "..");
+  EXPECT_EQ(feed(gate, "-"), "D");
+}
+
 }  // namespace
 }  // namespace vipd::daemon

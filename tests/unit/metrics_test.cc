@@ -328,6 +328,20 @@ TEST(Metrics, ConfigReloads) {
   EXPECT_THAT(text, HasSubstr("vipd_config_last_reload_successful 0\n"));
   EXPECT_THAT(text, HasSubstr("vipd_config_reloads_total{result=\"failure\"} 2\n"));
   EXPECT_THAT(text, Not(HasSubstr("bad")));
+  // Issue 29: keys the file changed that wait for a restart, counted (named in vipctl status).
+  EXPECT_THAT(text, Not(HasSubstr("vipd_config_pending_restart ")));
+  status["config"]["pendingRestart"] = nlohmann::json::array(
+      {{{"key", "routerId"}, {"running", "192.0.2.11"}, {"file", "192.0.2.99"},
+        {"reason", "needs a restart"}},
+       {{"key", "metrics.port"}, {"running", "9472"}, {"file", "9999"},
+        {"reason", "needs a restart"}}});
+  metrics.update(status);
+  text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_config_pending_restart 2\n"));
+  EXPECT_THAT(text, Not(HasSubstr("192.0.2.99")));
+  status["config"]["pendingRestart"] = nlohmann::json::array();
+  metrics.update(status);
+  EXPECT_THAT(metrics.serialize(), HasSubstr("vipd_config_pending_restart 0\n"));
 }
 
 // Prometheus' naming rules, checked on every family a full snapshot creates: counters and only

@@ -1071,6 +1071,135 @@ TEST_F(SessionFsmTest, StartAfterStopDialsAgain) {
   EXPECT_EQ(actionsOf<Connect>(actions).size(), 1u);
 }
 
+TEST_F(SessionFsmTest, StopWithPeerDeconfiguredSendsThatSubcode) {
+  toEstablished();
+  NotificationMessage sent = sentNotificationThenDisconnect(
+      fsm().stop("vipd: peer removed from the config", subcode::kPeerDeconfigured));
+  EXPECT_EQ(sent.code, static_cast<uint8_t>(ErrorCode::Cease));
+  EXPECT_EQ(sent.subcode, subcode::kPeerDeconfigured);
+  EXPECT_EQ(decodeShutdownCommunication(sent.data), "vipd: peer removed from the config");
+}
+
+// ---- Live reconfiguration (issue 29) ----
+
+TEST_F(SessionFsmTest, ReconfigureEstablishedSendsOtherConfigurationChangeAndReconnects) {
+  (void)fsm().setAnnouncements({vipA()});
+  toEstablished();
+  const uint64_t established = fsm().counters().establishedTransitions;
+  SessionConfig next = config_;
+  next.holdTime = seconds(6);
+  next.keepaliveTime = seconds(2);
+  next.connectRetryTime = milliseconds(500);
+
+  Actions actions = fsm().reconfigure(next, "vipd: holdTime 9s -> 6s");
+
+  NotificationMessage sent = sentNotificationThenDisconnect(actions);
+  EXPECT_EQ(sent.code, static_cast<uint8_t>(ErrorCode::Cease));
+  EXPECT_EQ(sent.subcode, subcode::kOtherConfigurationChange);
+  EXPECT_EQ(decodeShutdownCommunication(sent.data), "vipd: holdTime 9s -> 6s");
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  EXPECT_TRUE(fsm().advertised().empty());
+  EXPECT_THAT(fsm().lastError(), HasSubstr("holdTime 9s -> 6s"));
+  // Back after the new ConnectRetry time (jittered down to 75%), with the new settings.
+  auto retries = armsOf(actions, TimerKind::ConnectRetry);
+  ASSERT_EQ(retries.size(), 1u) << describe(actions);
+  EXPECT_LE(retries[0].after, milliseconds(500));
+  EXPECT_GE(retries[0].after, milliseconds(375));
+  Actions again = fsm().onTimer(TimerKind::ConnectRetry);
+  EXPECT_EQ(actionsOf<Connect>(again).size(), 1u) << describe(again);
+  auto opens = sentOf<OpenMessage>(fsm().onConnected(localV4()));
+  ASSERT_EQ(opens.size(), 1u);
+  EXPECT_EQ(opens[0].holdTimeSeconds, 6);
+  // What the speaker wants announced survives the reset: the new session announces it.
+  auto updates = updatesIn(toEstablished());
+  ASSERT_FALSE(updates.empty());
+  EXPECT_THAT(updates[0].nlri, ElementsAre(vipA()));
+  EXPECT_EQ(fsm().counters().establishedTransitions, established + 1);
+}
+
+TEST_F(SessionFsmTest, ReconfigureWhileConnectingDropsTheAttemptWithoutANotification) {
+  (void)fsm().start();
+  ASSERT_EQ(fsm().state(), SessionState::Connect);
+  Actions actions = fsm().reconfigure(config_, "vipd: TCP-MD5 key changed");
+  EXPECT_TRUE(actionsOf<Send>(actions).empty()) << describe(actions);
+  EXPECT_EQ(actionsOf<Disconnect>(actions).size(), 1u) << describe(actions);
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  EXPECT_EQ(armsOf(actions, TimerKind::ConnectRetry).size(), 1u) << describe(actions);
+}
+
+TEST_F(SessionFsmTest, ReconfigureWhileWaitingToRetryRetriesWithTheNewTime) {
+  toEstablished();
+  (void)fsm().onTimer(TimerKind::Hold);  // Idle, restart armed
+  SessionConfig next = config_;
+  next.connectRetryTime = milliseconds(200);
+  Actions actions = fsm().reconfigure(next, "vipd: connectRetryTime 1s -> 200ms");
+  EXPECT_TRUE(actionsOf<Send>(actions).empty()) << describe(actions);
+  auto retries = armsOf(actions, TimerKind::ConnectRetry);
+  ASSERT_EQ(retries.size(), 1u) << describe(actions);
+  EXPECT_LE(retries[0].after, milliseconds(200));
+}
+
+TEST_F(SessionFsmTest, ReconfigureNeverStartedOnlyTakesTheSettings) {
+  SessionConfig next = config_;
+  next.holdTime = seconds(30);
+  EXPECT_TRUE(fsm().reconfigure(next, "vipd: holdTime").empty());
+  EXPECT_EQ(fsm().state(), SessionState::Idle);
+  (void)fsm().start();
+  auto opens = sentOf<OpenMessage>(fsm().onConnected(localV4()));
+  ASSERT_EQ(opens.size(), 1u);
+  EXPECT_EQ(opens[0].holdTimeSeconds, 30);
+}
+
+TEST_F(SessionFsmTest, NewRouteAttributesReannounceAsAnImplicitReplace) {
+  (void)fsm().setAnnouncements({vipA(), vip6()}, {vip6()});
+  toEstablished();
+  OutboundAttributes attributes = config_.outbound;
+  attributes.communities = {kCommunity, (65001u << 16) | 7};
+  attributes.largeCommunities = {};
+  attributes.degradeCommunities = {(65001u << 16) | 99};
+
+  auto updates = updatesIn(fsm().setRouteAttributes(attributes));
+
+  ASSERT_EQ(updates.size(), 2u);
+  EXPECT_THAT(updates[0].nlri, ElementsAre(vipA()));
+  EXPECT_EQ(updates[0].attributes.communities,
+            (std::vector<uint32_t>{kCommunity, (65001u << 16) | 7}));
+  EXPECT_FALSE(updates[0].attributes.largeCommunities.has_value()) << "none configured now";
+  ASSERT_TRUE(updates[1].attributes.mpReach.has_value());
+  EXPECT_THAT(updates[1].attributes.mpReach->nlri, ElementsAre(vip6()));
+  EXPECT_EQ(updates[1].attributes.communities,
+            (std::vector<uint32_t>{kCommunity, (65001u << 16) | 7, (65001u << 16) | 99}))
+      << "the degraded path carries the new degrade communities";
+  for (const auto& update : updates) {
+    EXPECT_TRUE(update.withdrawn.empty()) << "an implicit replace, never a withdrawal";
+    EXPECT_FALSE(update.attributes.mpUnreach.has_value());
+  }
+  EXPECT_TRUE(fsm().setRouteAttributes(attributes).empty()) << "unchanged: nothing to send";
+}
+
+TEST_F(SessionFsmTest, NewRouteAttributesKeepTheConnectionsNextHop) {
+  (void)fsm().setAnnouncements({vipA()});
+  toEstablished();
+  OutboundAttributes attributes;  // no next hops, another ASN: those fields are not taken
+  attributes.localAsn = 1;
+  attributes.communities = {7};
+  auto updates = updatesIn(fsm().setRouteAttributes(attributes));
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(updates[0].attributes.nextHop, localV4());
+  EXPECT_EQ(updates[0].attributes.asPath,
+            (AsPath{{AsPathSegment::Type::AsSequence, {kLocalAsn}}}));
+}
+
+TEST_F(SessionFsmTest, NewRouteAttributesBeforeEstablishedShapeTheFirstAnnouncement) {
+  (void)fsm().setAnnouncements({vipA()});
+  OutboundAttributes attributes = config_.outbound;
+  attributes.communities = {7};
+  EXPECT_TRUE(fsm().setRouteAttributes(attributes).empty());
+  auto updates = updatesIn(toEstablished());
+  ASSERT_FALSE(updates.empty());
+  EXPECT_EQ(updates[0].attributes.communities, std::vector<uint32_t>{7});
+}
+
 // ---- Received UPDATEs are counted, not stored ----
 
 TEST_F(SessionFsmTest, ReceivedUpdatesAreCounted) {
@@ -1685,6 +1814,41 @@ TEST_F(AddPathTest, TreatAsWithdrawRemovesTheUpdatesWatchedPaths) {
   Actions actions6 = feed(malformed6);
   EXPECT_EQ(changes(actions6), 1u) << describe(actions6);
   EXPECT_EQ(fsm().watchedPaths().count(vip6()), 0u);
+}
+
+TEST_F(AddPathTest, AWatchedPrefixRemovedDropsItsPaths) {
+  establishWithAddPath();
+  (void)feed(reflectedV4({vipA()}, {1}, kNodeB));
+  (void)feed(reflectedV6(1, kNodeC));
+  ASSERT_EQ(fsm().watchedPaths().size(), 2u);
+  Actions actions = fsm().setWatchedPrefixes({vip6()});
+  EXPECT_EQ(changes(actions), 1u) << describe(actions);
+  EXPECT_TRUE(actionsOf<Send>(actions).empty()) << "nothing gained: no refresh";
+  EXPECT_EQ(fsm().watchedPaths().count(vipA()), 0u);
+  EXPECT_EQ(fsm().watchedPaths().count(vip6()), 1u);
+  // Paths for it are no longer kept.
+  EXPECT_EQ(changes(feed(reflectedV4({vipA()}, {2}, kNodeC))), 0u);
+  EXPECT_EQ(fsm().watchedPaths().count(vipA()), 0u);
+}
+
+TEST_F(AddPathTest, AWatchedPrefixAddedAsksThePeerToSendItsRoutesAgain) {
+  establishWithAddPath();
+  Actions actions = fsm().setWatchedPrefixes({vipA(), vipB(), vip6()});
+  auto refreshes = sentOf<RouteRefreshMessage>(actions);
+  ASSERT_EQ(refreshes.size(), 1u) << describe(actions);
+  EXPECT_EQ(refreshes[0].family, kIpv4Unicast) << "only the family that gained a prefix";
+  EXPECT_EQ(changes(actions), 0u);
+  // What the peer sends again is kept now.
+  EXPECT_EQ(changes(feed(reflectedV4({vipB()}, {1}, kNodeB))), 1u);
+  EXPECT_EQ(fsm().watchedPaths().count(vipB()), 1u);
+}
+
+TEST_F(AddPathTest, NoRefreshWithoutTheCapabilityOrASession) {
+  EXPECT_TRUE(fsm().setWatchedPrefixes({vipA(), vipB(), vip6()}).empty()) << "not Established";
+  OpenMessage open = sendingPeerOpen();
+  open.capabilities.routeRefresh = false;
+  toEstablished(open);
+  EXPECT_TRUE(sentOf<RouteRefreshMessage>(fsm().setWatchedPrefixes({vipA(), vipC()})).empty());
 }
 
 TEST_F(AddPathTest, AnIdenticalAnnouncementIsNoChangeAndANewOneReplaces) {

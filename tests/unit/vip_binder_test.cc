@@ -157,6 +157,58 @@ TEST(VipBinder, RebindOffLeavesALostAddressAlone) {
   EXPECT_EQ(binder.status()[0].state, BindState::NotBound);
 }
 
+// Issue 29: a reload adds a VIP (bound at the next bind, even with rebind off, the others
+// untouched) and removes one (only vipd's address goes, then the VIP is forgotten).
+TEST(VipBinder, AVipAddedByAReloadIsBoundOnceAndTheOthersAreUntouched) {
+  netlink::FakeAddressTable table;
+  VipBinder binder(table, {vipOn("203.0.113.10/32")});
+  (void)binder.bind();
+  auto added = vipOn("2001:db8:ffff::10/128");
+  added.rebind = false;
+  binder.addOrUpdate(added);
+  auto found = binder.refresh();
+  EXPECT_FALSE(hasEvent(found, BindEvent::Kind::Problem)) << "not bound yet is not an error";
+  EXPECT_EQ(binder.announceable(), std::set<bgp::Prefix>{kVip4});
+  auto events = binder.bind();
+  EXPECT_TRUE(hasEvent(events, BindEvent::Kind::Bound));
+  EXPECT_FALSE(hasEvent(events, BindEvent::Kind::Lost));
+  EXPECT_EQ(binder.announceable(), (std::set<bgp::Prefix>{kVip4, kVip6}));
+  EXPECT_EQ(entriesFor(table, "lo", "203.0.113.10/32").size(), 1u);
+  // Its rebind off holds from now on.
+  ASSERT_TRUE(table.removeAddress("lo", addr("2001:db8:ffff::10/128")));
+  (void)binder.refresh();
+  (void)binder.bind();
+  EXPECT_TRUE(entriesFor(table, "lo", "2001:db8:ffff::10/128").empty());
+}
+
+TEST(VipBinder, AVipRemovedByAReloadLosesOnlyVipdsAddress) {
+  netlink::FakeAddressTable table;
+  table.addForeignAddress("lo", addr("2001:db8:ffff::10/128"));  // the operator's
+  VipBinder binder(table, {vipOn("203.0.113.10/32"), vipOn("2001:db8:ffff::10/128")});
+  (void)binder.bind();
+  auto events = binder.remove(kVip4);
+  EXPECT_TRUE(hasEvent(events, BindEvent::Kind::Unbound, "removed from lo"));
+  EXPECT_TRUE(entriesFor(table, "lo", "203.0.113.10/32").empty());
+  ASSERT_EQ(binder.status().size(), 1u);
+  EXPECT_EQ(binder.status()[0].vip.prefix, kVip6);
+  events = binder.remove(kVip6);
+  EXPECT_FALSE(hasEvent(events, BindEvent::Kind::Unbound));
+  EXPECT_EQ(entriesFor(table, "lo", "2001:db8:ffff::10/128").size(), 1u);
+  EXPECT_TRUE(binder.status().empty());
+}
+
+TEST(VipBinder, AReloadChangesAKnownVipsRebindNotItsInterface) {
+  netlink::FakeAddressTable table;
+  VipBinder binder(table, {vipOn("203.0.113.10/32")});
+  (void)binder.bind();
+  auto changed = vipOn("203.0.113.10/32", "eth9");
+  changed.rebind = false;
+  binder.addOrUpdate(changed);
+  ASSERT_EQ(binder.status().size(), 1u);
+  EXPECT_FALSE(binder.status()[0].vip.rebind);
+  EXPECT_EQ(binder.status()[0].vip.interface, "lo");
+}
+
 TEST(VipBinder, MissingInterfaceIsAnErrorForThatVipOnly) {
   netlink::FakeAddressTable table;
   VipBinder binder(table, {vipOn("203.0.113.10/32", "vip0"), vipOn("203.0.113.11/32")});

@@ -8,7 +8,7 @@ import ipaddress
 import os
 import re
 import time
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from .base import run
 from .checks import wait_until
@@ -137,6 +137,30 @@ class Bird:
 
     def birdc(self, *args: str) -> str:
         return run(["birdc", "-s", self.sock] + list(args), timeout=10).stdout
+
+    def protocol_row(self, name: str) -> list[str]:
+        """The `show protocols` line of protocol name, split: name, proto, table, state, since
+        (BIRD's state-change time: it moves only when the session changes state), info."""
+        for line in self.birdc("show", "protocols").splitlines():
+            parts = line.split()
+            if parts and parts[0] == name:
+                return parts
+        raise AssertionError(f"BIRD has no protocol {name}")
+
+    def protocol_detail(self, name: str) -> str:
+        """`show protocols all NAME`: timers, capabilities, last error (`Received: ...`)."""
+        return self.birdc("show", "protocols", "all", name)
+
+    def configure(self, edit: Callable[[str], str]) -> None:
+        """Rewrites BIRD's config with edit(text) and applies it (`birdc configure`): BIRD
+        restarts only the protocols whose config changed."""
+        with open(self.conf) as f:
+            text = edit(f.read())
+        with open(self.conf, "w") as f:
+            f.write(text)
+        out = self.birdc("configure")
+        if "Reconfigured" not in out and "Reconfiguration in progress" not in out:
+            raise AssertionError(f"birdc configure: {out.strip()}")
 
     def protocol_state(self, name: str) -> str:
         """The Info column of `show protocols` (e.g. "Established", "Active", "Connect")."""

@@ -131,21 +131,24 @@ def bind_vips(ns: Namespace, vips: Iterable[str] = (VIP4, VIP6), ifname: str = "
 
 class Vipd:
     """vipd in ns; it binds its VIPs itself. bind: addresses an operator puts on lo first
-    (plain `ip addr add`), default none."""
+    (plain `ip addr add`), default none. config_path: the config file is already there (a
+    ConfigMap-style symlink, say) and config (a dict) only says what is in it; otherwise config
+    is written to the lab's NAME.yaml."""
 
     def __init__(self, lab: Lab, ns: Namespace, config: Any, build_dir: str = BUILD_DIR,
                  name: str = "vipd", bind: Iterable[str] = (), args: Iterable[str] = (),
-                 wrapper: Iterable[str] = ()):
+                 wrapper: Iterable[str] = (), config_path: Optional[str] = None):
         self.lab, self.ns, self.name = lab, ns, name
         self.args = list(args)  # extra command-line arguments (e.g. --router-id)
         # A command prefix that execs vipd inside ns (e.g. setpriv dropping capabilities): the
         # process the lab tracks is then vipd itself.
         self.wrapper = list(wrapper)
         self.build_dir = build_dir
-        self.conf = lab.path(f"{name}.yaml")
+        self.conf = config_path or lab.path(f"{name}.yaml")
         text = config if isinstance(config, str) else to_yaml(config) + "\n"
-        with open(self.conf, "w") as f:
-            f.write(text)
+        if not config_path:
+            with open(self.conf, "w") as f:
+                f.write(text)
         self.metrics_listen = (config.get("metrics", {}).get("listen") if isinstance(config, dict)
                                else None) or METRICS_LISTEN
         self.socket = config["control"]["socket"] if isinstance(config, dict) \
