@@ -461,11 +461,11 @@ class Bench:
             self.write(time.monotonic() - t0)  # a partial file survives an interrupted run
         doc = self.write(time.monotonic() - t0)
         import report
-        readme = self.args.update_readme and not self.args.quick and not self.failures
-        if self.args.update_readme and not readme:
-            print("README.md left alone: a quick or failed run does not replace its table",
-                  flush=True)
-        report.render(doc, self.args.out, update_readme=readme)
+        update_docs = self.args.update_docs and not self.args.quick and not self.failures
+        if self.args.update_docs and not update_docs:
+            print("docs/benchmarks.md left alone: a quick or failed run does not replace its "
+                  "table", flush=True)
+        report.render(doc, self.args.out, update_docs=update_docs)
         if lab.SANITIZER_REPORTS:
             self.failures.append(f"{len(lab.SANITIZER_REPORTS)} sanitizer report(s)")
             for r in lab.SANITIZER_REPORTS:
@@ -564,8 +564,8 @@ def main() -> int:
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     p.add_argument("--build-dir", default=os.environ.get("VIPD_BUILD_DIR",
                                                         os.path.join(HERE, "..", "build")))
-    p.add_argument("--update-readme", action="store_true",
-                   help="rewrite the benchmark table in README.md from this run")
+    p.add_argument("--update-docs", action="store_true",
+                   help="rewrite the benchmark table in docs/benchmarks.md from this run")
     args = p.parse_args()
     if args.quick:
         args.reps = args.failover_reps = args.drain_reps = 1

@@ -1,7 +1,7 @@
-"""Turns bench.py's results.json into a Markdown table (table.md, and README.md's benchmark
-section with --update-readme) and a gnuplot SVG of the failover timelines (failover.svg).
+"""Turns bench.py's results.json into a Markdown table (table.md, and docs/benchmarks.md's
+benchmark section with --update-docs) and a gnuplot SVG of the failover timelines (failover.svg).
 
-Usage: report.py RESULTS.json [OUTDIR] [--update-readme]
+Usage: report.py RESULTS.json [OUTDIR] [--update-docs]
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import sys
 from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-README = os.path.join(HERE, "..", "README.md")
+BENCHMARKS_DOC = os.path.join(HERE, "..", "docs", "benchmarks.md")
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 LABELS = {"vipd": "vipd", "gobgp": "GoBGP", "exabgp": "ExaBGP", "frr": "FRR", "bird": "BIRD"}
 MODES = [("hold", "hold timer (3 s)"), ("bfd300", "BFD 300ms x 3"), ("bfd50", "BFD 50ms x 3")]
@@ -289,18 +289,18 @@ plot "{dat}" using (($2 * 0.01) ** 0.5):1:(0.01):2:($1 - 0.35):($1 + 0.35):5 wit
     return svg
 
 
-def write_readme(md: str) -> None:
-    with open(README) as f:
+def write_benchmarks_doc(md: str) -> None:
+    with open(BENCHMARKS_DOC) as f:
         text = f.read()
     if BEGIN not in text or END not in text:
-        raise RuntimeError(f"README.md has no {BEGIN} ... {END} section")
+        raise RuntimeError(f"docs/benchmarks.md has no {BEGIN} ... {END} section")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    with open(README, "w") as f:
+    with open(BENCHMARKS_DOC, "w") as f:
         f.write(head + BEGIN + "\n" + md + END + tail)
 
 
-def render(doc: dict, outdir: str, update_readme: bool = False) -> None:
+def render(doc: dict, outdir: str, update_docs: bool = False) -> None:
     md = markdown(doc)
     with open(os.path.join(outdir, "table.md"), "w") as f:
         f.write(md)
@@ -308,8 +308,8 @@ def render(doc: dict, outdir: str, update_readme: bool = False) -> None:
     print(md, flush=True)
     if svg:
         print(f"plot: {svg}", flush=True)
-    if update_readme:
-        write_readme(md)
+    if update_docs:
+        write_benchmarks_doc(md)
 
 
 if __name__ == "__main__":
@@ -317,4 +317,4 @@ if __name__ == "__main__":
     out = sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") \
         else os.path.dirname(os.path.abspath(path))
     with open(path) as fh:
-        render(json.load(fh), out, update_readme="--update-readme" in sys.argv)
+        render(json.load(fh), out, update_docs="--update-docs" in sys.argv)

@@ -5,6 +5,8 @@
 #                         (build-san/), run every test (unit + end to end) under them
 #                         (VIPD_SANITIZE=0: the plain build/ instead)
 #   scripts/dev.sh build  install packages and build only
+#   scripts/dev.sh unit [TEST...] [-- MESON-TEST-ARGS]  build/ and the unit tests alone (no root:
+#                         unit, fuzz-replay, manifests, monitoring rules); names pick tests
 #   scripts/dev.sh image  build the container image localhost/vipd:VERSION with podman from the
 #                         Containerfile (no registry needed); its last line is the reference
 #                         (`image slim`: the slim stage, localhost/vipd:VERSION-slim)
@@ -229,6 +231,14 @@ case ${1:-} in
     install_packages
     build
     ;;
+  unit)
+    # No package install: a developer's loop, seconds not minutes. The suites that need root,
+    # podman or minutes (e2e, container, soak, bench) are left out.
+    shift
+    meson compile -C "$build_dir"
+    meson test -C "$build_dir" --print-errorlogs --no-suite e2e --no-suite container \
+      --no-suite soak --no-suite bench "$@"
+    ;;
   image)
     install_packages
     build_image "${2:-runtime}"
@@ -238,7 +248,7 @@ case ${1:-} in
     release
     ;;
   *)
-    echo "usage: $0 demo|test|build|image|release" >&2
+    echo "usage: $0 demo|test|build|unit|image|release" >&2
     exit 2
     ;;
 esac

@@ -25,7 +25,7 @@ Asserts:
   `--watch` alone redraws it in place (cursor home) until stopped;
 - apiserver-a killed: from both sites its failures are reason connection_refused, and the
   matrix's cell says so; apiserver-b is unaffected.
-Prints per (site, target) p50/p99 latency from /probe.json (the README's figure).
+Prints per (site, target) p50/p99 latency from /probe.json (the figure in docs/probe-matrix.md).
 """
 import json
 import os

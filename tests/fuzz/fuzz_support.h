@@ -1,4 +1,4 @@
-// Helpers shared by the libFuzzer targets in this folder (see README "Fuzzing").
+// Helpers shared by the libFuzzer targets in this folder (see docs/testing.md, "Fuzzing").
 //
 // A target reports a broken invariant with VIPD_FUZZ_CHECK(condition, "what must hold"): it prints
 // what failed and where, and aborts, which
