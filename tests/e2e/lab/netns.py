@@ -231,13 +231,15 @@ class Lab:
         self.cleanups.append(fn)
 
     def dump_logs(self, tail: int = 80) -> None:
-        for p in self.procs:
-            p.dump_log(tail)
+        # Configs first, then the logs, the last started last: meson prints only the end of a
+        # failed test's output, and the processes' last lines are what explains a failure.
         for fn in sorted(os.listdir(self.tmp)) if os.path.isdir(self.tmp) else []:
             if fn.endswith(".conf") or fn.endswith(".toml") or fn.endswith(".yaml"):
                 print(f"----- {fn} -----")
                 with open(self.path(fn), errors="replace") as f:
                     print(f.read().rstrip())
+        for p in self.procs:
+            p.dump_log(tail)
         sys.stdout.flush()
 
     def cleanup(self) -> None:
