@@ -18,7 +18,9 @@
       container; podman turns an httpGet probe into `/bin/sh -c "curl ..."` inside the image,
       and the image has neither, on purpose; it would also need systemd for its timers, which
       these machines lack;
-    * a DaemonSet becomes its pod template (podman refuses kind DaemonSet).
+    * a DaemonSet becomes its pod template (podman refuses kind DaemonSet);
+    * an emptyDir volume is named after its pod: podman makes it a named volume, shared by every
+      pod whose volume has the same name (two pods of one DaemonSet on a node, in a rollout).
   podman also ignores preStop hooks and the grace period (a test stops a pod with
   `podman pod stop -t 30`: SIGTERM, then the wait), and `podman kube down` kills with SIGKILL, so
   it is never used on a running pod.
@@ -29,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime
+import fcntl
 import json
 import os
 import re
@@ -49,6 +52,19 @@ BINARIES = ["podman", "runc", "nsenter", "unshare", "kubectl"]
 sys.path.insert(0, os.path.join(SOURCE_DIR, "bench"))
 import benchlab  # noqa: E402
 
+# Held by every scripts/dev.sh image or release a test runs, and by scripts/dev.sh test's build
+# of the images beside the other suites.
+IMAGE_LOCK = os.path.join(SOURCE_DIR, "build-podman", "image.lock")
+
+
+def _try_lock(f) -> bool:
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
 # How long a cold image build may take here (two cores: apt in the build stage and a release
 # build of vipd); a warm one takes seconds.
 BUILD_TIMEOUT_S = 1500
@@ -64,11 +80,21 @@ def _env() -> dict:
 
 
 def dev_sh(*args: str, timeout: float = BUILD_TIMEOUT_S) -> tuple[str, float, str]:
-    """Runs scripts/dev.sh ARGS; returns (its last stdout line, seconds, stderr)."""
-    t0 = time.monotonic()
+    """Runs scripts/dev.sh ARGS; returns (its last stdout line, seconds, stderr). Holds
+    IMAGE_LOCK meanwhile: `scripts/dev.sh test` builds the images under it while the other
+    suites run (its prebuild_image), and a build here waits for that one, then hits its cache."""
     lab.log(f"$ scripts/dev.sh {' '.join(args)}")
-    p = subprocess.run([DEV_SH, *args], capture_output=True, text=True, timeout=timeout,
-                       env=_env())
+    os.makedirs(os.path.dirname(IMAGE_LOCK), exist_ok=True)
+    with open(IMAGE_LOCK, "a") as lock:
+        waited = time.monotonic()
+        lab.wait_until(lambda: _try_lock(lock), timeout, 1.0,
+                       f"{IMAGE_LOCK}: the image build scripts/dev.sh test started "
+                       "(meson-logs/image-prebuild.log) to finish")
+        if time.monotonic() - waited > 1:
+            lab.log(f"waited {time.monotonic() - waited:.0f}s for the prebuilt image")
+        t0 = time.monotonic()
+        p = subprocess.run([DEV_SH, *args], capture_output=True, text=True, timeout=timeout,
+                           env=_env())
     took = time.monotonic() - t0
     if p.returncode != 0:
         raise AssertionError(f"scripts/dev.sh {' '.join(args)} failed ({p.returncode}) after "
@@ -210,8 +236,16 @@ def for_podman(doc: dict, downward: dict[str, str]) -> tuple[dict, dict[str, dic
                             "namespace": doc["metadata"].get("namespace"),
                             "labels": template.get("metadata", {}).get("labels", {})},
                "spec": template["spec"]}
+    # podman 4.3 makes an emptyDir a named volume called as the pod's volume, which every pod
+    # with a volume of that name shares: named after the pod here, it is the pod's own again.
+    renamed = {}
+    for vol in doc["spec"].get("volumes", []):
+        if "emptyDir" in vol:
+            renamed[vol["name"]] = vol["name"] = f"{doc['metadata']['name']}-{vol['name']}"
     probes = {}
     for ctr in doc["spec"]["containers"]:
+        for vm in ctr.get("volumeMounts", []):
+            vm["name"] = renamed.get(vm["name"], vm["name"])
         ctr.pop("ports", None)
         for kind in ("livenessProbe", "readinessProbe", "startupProbe"):
             if kind in ctr:
@@ -264,6 +298,8 @@ def check_container(podman: Podman, container: str, spec: dict) -> dict:
     ctr = spec["containers"][0]
     sc = ctr.get("securityContext", {})
     pid = info["State"]["Pid"]
+    lab.check(info["State"].get("Running") and pid > 0,
+              f"{container} is running: {info['State']}; its log:\n{podman.logs(container)}")
     status = lab.proc_status(pid)
     added = sc["capabilities"].get("add", [])
     want = lab.capability_mask(added)
