@@ -1,5 +1,7 @@
 #include "daemon/speaker.h"
 
+#include "daemon/control/control_request.h"
+
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -108,8 +110,7 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       housekeepingTimer_(io),
       drainer_(io, config_.drain, config_.control.stateDir, log, *this),
       handoff_(io, config_, log, *this),
-      healthUnbindTimer_(io),
-      fabricSettleTimer_(io),
+      healthUnbind_(io, config_.drain),
       returnPath_(io, config_.returnPath, peerAddresses(config_), vipAddresses(config_), log,
                   {.vips =
                        [this] {
@@ -137,6 +138,7 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
                          }
                          return out;
                        }}),
+      fabricSettleTimer_(io),
       bfd_(io, log, bfdPeers(), [this](const BfdStateChange& change) { onBfdChange(change); }),
       deferredStartTimer_(io),
       report_(config_, peers_, vips_.binder(), health_, bfd_, drainer_, handoff_) {
@@ -521,15 +523,15 @@ void Speaker::onFabricChange() {
 }
 
 void Speaker::followHealthBinding() {
-  if (drainer_.withdrawn() || drainer_.draining() || !handoff_.active() || shuttingDown_) {
+  if (!healthOwnsBinding()) {
     return;
   }
   if (vipsHeldForHealth_ && !unbindForHealth()) {
     vipsHeldForHealth_ = false;
-    healthUnbindTimer_.cancel();
+    healthUnbind_.cancel();
     vips_.bind();
-  } else if (!vipsHeldForHealth_ && unbindForHealth()) {
-    unbindForHealthOnceAcknowledged(std::chrono::steady_clock::now() + config_.drain.timeout);
+  } else if (!vipsHeldForHealth_ && unbindForHealth() && !healthUnbind_.running()) {
+    unbindForHealthOnceAcknowledged();
   }
 }
 
@@ -574,11 +576,15 @@ bool Speaker::degradedNow() const {
 
 bool Speaker::unbindForHealth() const { return decision().unbindForHealth; }
 
+bool Speaker::healthOwnsBinding() const {
+  return handoff_.active() && !drainer_.withdrawn() && !drainer_.draining() && !shuttingDown_;
+}
+
 void Speaker::onHealthChange(bool healthy) {
   // The checker has logged the transition; make the announcements follow it at once.
   if (healthy) {
     healthEverPassed_ = true;
-    healthUnbindTimer_.cancel();
+    healthUnbind_.cancel();
     if (!drainer_.withdrawn() && !drainer_.draining() && handoff_.active()) {
       if (vipsHeldForHealth_) {
         // Bound before the path returns: never a path to a node that lacks the address. Only
@@ -601,50 +607,25 @@ void Speaker::onHealthChange(bool healthy) {
               config_.health.degrade.localPref);
   }
   pushAnnouncements();
-  if (unbindForHealth() && handoff_.active() && !drainer_.withdrawn() && !drainer_.draining() &&
-      !shuttingDown_) {
-    unbindForHealthOnceAcknowledged(std::chrono::steady_clock::now() + config_.drain.timeout);
+  if (unbindForHealth() && healthOwnsBinding()) {
+    unbindForHealthOnceAcknowledged();
   }
 }
 
-// As a drain does: once every Established peer's TCP has acknowledged the withdrawal (at most
-// until `deadline`, drain.timeout), wait drain.unbindDelay, then remove the VIPs vipd added.
-void Speaker::unbindForHealthOnceAcknowledged(std::chrono::steady_clock::time_point deadline) {
-  afterAcknowledged(
-      healthUnbindTimer_, deadline,
-      [this] {
-        return unbindForHealth() && !shuttingDown_ && handoff_.active() &&
-               !drainer_.withdrawn() && !drainer_.draining();
-      },
-      [this] {
-        log_.info("health", "removing the VIPs this node added while its health check fails "
-                  "(health.unbindWhenUnhealthy), so node-local clients reach a healthy node "
-                  "through the fabric; bound again before they are announced");
-        vips_.unbindOwned();
-        vipsHeldForHealth_ = true;
-        pushAnnouncements();
-      });
-}
-
-void Speaker::afterAcknowledged(asio::steady_timer& timer,
-                                std::chrono::steady_clock::time_point deadline,
-                                std::function<bool()> still, std::function<void()> then) {
-  constexpr auto kAckPoll = std::chrono::milliseconds(20);
-  const bool acknowledged = unacknowledgedPeers().empty();
-  const bool late = std::chrono::steady_clock::now() >= deadline;
-  const bool ready = acknowledged || late;
-  timer.expires_after(ready ? config_.drain.unbindDelay : kAckPoll);
-  timer.async_wait([this, &timer, deadline, ready, still = std::move(still),
-                    then = std::move(then)](const boost::system::error_code& ec) mutable {
-    if (ec || !still()) {
-      return;
-    }
-    if (!ready) {
-      afterAcknowledged(timer, deadline, std::move(still), std::move(then));
-      return;
-    }
-    then();
-  });
+// The withdrawal went out with pushAnnouncements(); the rest is a drain's (UnbindAfterWithdraw).
+void Speaker::unbindForHealthOnceAcknowledged() {
+  healthUnbind_.start(
+      {.acknowledged = [this] { return unacknowledgedPeers().empty(); },
+       .still = [this] { return unbindForHealth() && healthOwnsBinding(); },
+       .unbind =
+           [this] {
+             log_.info("health", "removing the VIPs this node added while its health check "
+                       "fails (health.unbindWhenUnhealthy), so node-local clients reach a "
+                       "healthy node through the fabric; bound again before they are announced");
+             vips_.unbindOwned();
+             vipsHeldForHealth_ = true;
+             pushAnnouncements();
+           }});
 }
 
 void Speaker::scheduleHousekeeping(std::chrono::steady_clock::duration after) {
@@ -686,8 +667,14 @@ void Speaker::bindAndAnnounce() {
 bool Speaker::mayBind() const { return decision().mayBind; }
 
 void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply reply) {
-  const auto command = request["command"].get<std::string>();
-  if (command == "withdraw" && !request.value("persist", true) && !handoff_.active()) {
+  const auto& name = request["command"].get_ref<const std::string&>();
+  const auto command = commandNamed(name);
+  if (!command) {
+    reply({{"error", fmt::format("unknown command '{}'; known: {}", name, knownCommands())}});
+    return;
+  }
+  using enum ControlCommand;
+  if (*command == Withdraw && !request.value("persist", true) && !handoff_.active()) {
     // A pod's preStop hook on an instance that is not speaking: there is nothing to drain, and
     // failing the hook would only raise a FailedPreStopHook event.
     reply({{"ok", true},
@@ -696,10 +683,10 @@ void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply 
                                   handoff_.roleName())}});
     return;
   }
-  if ((command == "withdraw" || command == "announce") && !handoff_.active()) {
+  if ((*command == Withdraw || *command == Announce) && !handoff_.active()) {
     auto holder = handoff_.holder();
     log_.warn("control", "refused vipctl {}: this instance is {} and announces nothing",
-              command, handoff_.roleName());
+              name, handoff_.roleName());
     reply({{"refused", "role"},
            {"error",
             fmt::format("this {} instance is {} and announces nothing; run vipctl against the "
@@ -710,41 +697,46 @@ void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply 
                                : std::string())}});
     return;
   }
-  if (command == "status") {
-    reply(status());
-  } else if (command == "handoff-check") {
-    handoff_.handleCheck(request, std::move(reply));
-  } else if (command == "handoff-yield") {
-    handoff_.handleYield(request, std::move(reply));
-  } else if (command == "withdraw") {
-    std::string note;
-    auto refusal = withdrawRefusal(note);
-    if (refusal && !request.value("force", false)) {
-      log_.warn("control", "vipctl withdraw {}", *refusal);
-      reply({{"error", *refusal}, {"refused", "guard"}});
+  switch (*command) {
+    case Status:
+      reply(status());
       return;
-    }
-    if (refusal) {
-      log_.warn("control", "vipctl withdraw --force: the guard would have refused ({})",
-                *refusal);
-    }
-    if (!note.empty()) {
-      log_.info("control", "vipctl withdraw: guard {}", note);
-    }
-    drainer_.handleWithdraw(request, [reply = std::move(reply), note](nlohmann::json answer) {
-      if (!note.empty() && answer.is_object()) {
-        answer["guard"] = note;
-      }
-      reply(std::move(answer));
-    });
-  } else if (command == "announce") {
-    drainer_.handleAnnounce(std::move(reply));
-  } else {
-    reply({{"error",
-            fmt::format("unknown command '{}'; known: status, withdraw, announce, "
-                        "handoff-check, handoff-yield",
-                        command)}});
+    case HandoffCheck:
+      handoff_.handleCheck(request, std::move(reply));
+      return;
+    case HandoffYield:
+      handoff_.handleYield(request, std::move(reply));
+      return;
+    case Announce:
+      drainer_.handleAnnounce(std::move(reply));
+      return;
+    case Withdraw:
+      handleWithdraw(request, std::move(reply));
+      return;
   }
+}
+
+void Speaker::handleWithdraw(const nlohmann::json& request, ControlServer::Reply reply) {
+  std::string note;
+  auto refusal = withdrawRefusal(note);
+  if (refusal && !request.value("force", false)) {
+    log_.warn("control", "vipctl withdraw {}", *refusal);
+    reply({{"error", *refusal}, {"refused", "guard"}});
+    return;
+  }
+  if (refusal) {
+    log_.warn("control", "vipctl withdraw --force: the guard would have refused ({})",
+              *refusal);
+  }
+  if (!note.empty()) {
+    log_.info("control", "vipctl withdraw: guard {}", note);
+  }
+  drainer_.handleWithdraw(request, [reply = std::move(reply), note](nlohmann::json answer) {
+    if (!note.empty() && answer.is_object()) {
+      answer["guard"] = note;
+    }
+    reply(std::move(answer));
+  });
 }
 
 SpeakerIntent Speaker::intent() const {
@@ -1018,7 +1010,7 @@ void Speaker::stopPeers(std::string shutdownCommunication, std::function<void()>
   vips_.stop();
   housekeepingTimer_.cancel();
   health_.stop();
-  healthUnbindTimer_.cancel();
+  healthUnbind_.cancel();
   fabricSettleTimer_.cancel();
   returnPath_.stop();
   listener_.close();

@@ -51,6 +51,7 @@
 #include "daemon/lifecycle/drainer.h"
 #include "daemon/lifecycle/handoff.h"
 #include "daemon/lifecycle/instance_lock.h"
+#include "daemon/lifecycle/unbind_after_withdraw.h"
 #include "daemon/session/bgp_listener.h"
 #include "daemon/session/peer_session.h"
 #include "daemon/returnpath/return_path_checker.h"
@@ -135,12 +136,11 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   bool degradedNow() const;
   // health.onFailure withdraw with unbindWhenUnhealthy, and the check failing: no VIP bound.
   bool unbindForHealth() const;
-  void unbindForHealthOnceAcknowledged(std::chrono::steady_clock::time_point deadline);
-  // As a drain does: once every Established peer's TCP has acknowledged what was sent (at most
-  // until `deadline`), waits drain.unbindDelay, then runs `then`, unless `still` no longer holds
-  // at some step. `timer` must outlive the wait (destroying it ends the wait).
-  void afterAcknowledged(asio::steady_timer& timer, std::chrono::steady_clock::time_point deadline,
-                         std::function<bool()> still, std::function<void()> then);
+  // This instance speaks and nothing else decides its bindings: not withdrawn, not draining,
+  // not shutting down. Only then does the health gate bind or unbind.
+  bool healthOwnsBinding() const;
+  // The end of a drain for the withdrawal the failing check caused (UnbindAfterWithdraw).
+  void unbindForHealthOnceAcknowledged();
   // The health gate changed what may be bound: bind again what it had unbound, or start
   // unbinding (health.unbindWhenUnhealthy).
   void followHealthBinding();
@@ -169,6 +169,8 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   void startDeferredPeers(std::string_view why);
   // ---- the control socket and the HTTP probes ----
   void handleControl(const nlohmann::json& request, ControlServer::Reply reply);
+  // `vipctl withdraw`: the withdraw guard (never-zero), then the Drainer's withdraw.
+  void handleWithdraw(const nlohmann::json& request, ControlServer::Reply reply);
   // Which endpoints a listener answers: every one (no metrics.healthListen), only /metrics
   // (metrics.listen beside a health listener) or only /healthz and /readyz (the health listener).
   enum class Endpoints { All, Metrics, Probes };
@@ -216,7 +218,7 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   std::set<bgp::IpAddress> deferredStart_;
   // VIPs a reload removed, withdrawn and waiting for the peers' acknowledgement before they are
   // unbound (policy input `removing`); each with the timer of that wait.
-  std::map<bgp::Prefix, std::unique_ptr<asio::steady_timer>> removingVips_;
+  std::map<bgp::Prefix, std::unique_ptr<UnbindAfterWithdraw>> removingVips_;
   InstanceLock* instanceLock_ = nullptr;
   nlohmann::json configWatch_;
   ControlServer control_;
@@ -250,8 +252,9 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   bool shuttingDown_ = false;
   Drainer drainer_;
   Handoff handoff_;
-  // drain.unbindDelay after a failing health check withdrew the VIPs: then unbind them.
-  asio::steady_timer healthUnbindTimer_;
+  // After a failing health check withdrew the VIPs: the peers' acknowledgements, then
+  // drain.unbindDelay, then the unbind (health.unbindWhenUnhealthy).
+  UnbindAfterWithdraw healthUnbind_;
   // The VIPs were unbound (or never bound) because the health check fails; bound again when it
   // passes.
   bool vipsHeldForHealth_ = false;

@@ -369,32 +369,35 @@ void Speaker::removeVip(const bgp::Prefix& vip) {
             "once they have acknowledged (at most drain.timeout {}, then drain.unbindDelay {})",
             config::formatDuration(config_.drain.timeout),
             config::formatDuration(config_.drain.unbindDelay));
-  auto& timer = removingVips_[vip];
-  timer = std::make_unique<asio::steady_timer>(io_);
-  // The withdrawal goes out first (the caller pushes every announcement after the plan).
-  asio::post(io_, [this, vip, deadline = std::chrono::steady_clock::now() +
-                                         config_.drain.timeout] {
+  auto& removal = removingVips_[vip];
+  removal = std::make_unique<UnbindAfterWithdraw>(io_, config_.drain);
+  // The withdrawal goes out first (the caller pushes every announcement after the plan); then
+  // the rest of a drain: the peers' acknowledgements, drain.unbindDelay, the unbind.
+  asio::post(io_, [this, vip] {
     auto it = removingVips_.find(vip);
     if (it == removingVips_.end()) {
       return;  // added again meanwhile
     }
-    afterAcknowledged(
-        *it->second, deadline, [this, vip] { return removingVips_.count(vip) != 0; },
-        [this, vip] {
-          // Only the instance that speaks owns the addresses (a standby leaves them alone).
-          const bool owner = handoff_.active();
-          vips_.remove(vip, owner);
-          if (instanceLock_ != nullptr) {
-            instanceLock_->releaseVip(vip);
-          }
-          log_.info("vip " + vip.toString(), "{}: removed from the config",
-                    owner ? "withdrawn and unbound" : "forgotten (this instance does not speak)");
-          // Not from inside this timer's own handler.
-          asio::post(io_, [this, vip] {
-            removingVips_.erase(vip);
-            pushAnnouncements();
-          });
-        });
+    it->second->start(
+        {.acknowledged = [this] { return unacknowledgedPeers().empty(); },
+         .still = [this, vip] { return removingVips_.count(vip) != 0; },
+         .unbind =
+             [this, vip] {
+               // Only the instance that speaks owns the addresses (a standby leaves them alone).
+               const bool owner = handoff_.active();
+               vips_.remove(vip, owner);
+               if (instanceLock_ != nullptr) {
+                 instanceLock_->releaseVip(vip);
+               }
+               log_.info("vip " + vip.toString(), "{}: removed from the config",
+                         owner ? "withdrawn and unbound"
+                               : "forgotten (this instance does not speak)");
+               // Not from inside its own timer's handler.
+               asio::post(io_, [this, vip] {
+                 removingVips_.erase(vip);
+                 pushAnnouncements();
+               });
+             }});
   });
 }
 

@@ -350,8 +350,12 @@ int main(int argc, char** argv) {
     return *exitCode;
   }
   const std::string& command = options.command;
-  json request{{"command", command == "ready" ? std::string("status") : command}};
-  if (command == "withdraw") {
+  // Each subcommand sends the control command of its name, but `ready`, which reads the status.
+  const auto sent = command == "ready" ? vipd::daemon::ControlCommand::Status
+                                       : vipd::daemon::commandNamed(command).value_or(
+                                             vipd::daemon::ControlCommand::Status);
+  json request{{"command", vipd::daemon::commandName(sent)}};
+  if (sent == vipd::daemon::ControlCommand::Withdraw) {
     request["wait"] = options.wait;
     request["persist"] = !options.transient;
     request["force"] = options.force;

@@ -2,7 +2,7 @@
 // the binding logic: idempotent add/remove, dummy creation, link up/down, and a Monitor whose fd
 // (an eventfd) becomes readable when the table changes, like the kernel's netlink socket.
 //
-// Kernel behaviour it copies (checked against Linux 6.18 by tests/unit/netlink_kernel_test.cc):
+// Kernel behaviour it copies (checked against Linux 6.18 by netlink/kernel_address_table_test.cc):
 // - addAddress on a present address succeeds, takes the new flags and lifetimes (NLM_F_REPLACE)
 //   and is reported again as AddressAdded. IPv4 addresses are identified by address and prefix
 //   length, IPv6 ones by address alone (re-adding 2001:db8::1/64 over /128 keeps /128).

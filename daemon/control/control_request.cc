@@ -6,6 +6,43 @@
 
 namespace vipd::daemon {
 
+namespace {
+constexpr std::pair<ControlCommand, std::string_view> kCommands[] = {
+    {ControlCommand::Status, "status"},
+    {ControlCommand::Withdraw, "withdraw"},
+    {ControlCommand::Announce, "announce"},
+    {ControlCommand::HandoffCheck, "handoff-check"},
+    {ControlCommand::HandoffYield, "handoff-yield"},
+};
+}  // namespace
+
+std::string_view commandName(ControlCommand command) {
+  for (const auto& [c, name] : kCommands) {
+    if (c == command) {
+      return name;
+    }
+  }
+  return "?";  // unreachable: every enumerator is in kCommands (control_request_test)
+}
+
+std::optional<ControlCommand> commandNamed(std::string_view name) {
+  for (const auto& [c, n] : kCommands) {
+    if (n == name) {
+      return c;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string knownCommands() {
+  std::string out;
+  for (const auto& [c, name] : kCommands) {
+    out += out.empty() ? "" : ", ";
+    out += name;
+  }
+  return out;
+}
+
 std::optional<std::string> reasonProblem(std::string_view reason) {
   if (auto bad = unprintableIn(reason)) {
     return fmt::format("must be one line of printable text; it holds {}", *bad);

@@ -17,6 +17,17 @@
 
 namespace vipd::daemon {
 
+// The control socket's commands: one vocabulary for vipctl, the handoff between instances (the
+// clients) and the Speaker (which dispatches on it). The wire carries commandName().
+enum class ControlCommand { Status, Withdraw, Announce, HandoffCheck, HandoffYield };
+
+// "status", "withdraw", "announce", "handoff-check", "handoff-yield".
+[[nodiscard]] std::string_view commandName(ControlCommand command);
+// The command a request names; nullopt for a name vipd does not know.
+[[nodiscard]] std::optional<ControlCommand> commandNamed(std::string_view name);
+// "status, withdraw, announce, handoff-check, handoff-yield": for an unknown command's answer.
+[[nodiscard]] std::string knownCommands();
+
 // Parses `line` (one JSON object; a trailing newline is allowed) and checks it: "command" is
 // required and a string; "persist" and "wait" are booleans, "reason" a string that passes
 // reasonProblem(), "timeoutMs" an unsigned integer, and "identity" an object (its contents are

@@ -7,8 +7,9 @@
 // Clients are bounded (issue 17): each must send its request line within a read timeout (5 s),
 // at most maxClients are held at once (at the cap the longest-idle one makes room, with a
 // throttled warning and a counter), and accept() failures back off (AcceptBackoff).
-// Requests: {"command":"status"|"withdraw"|"announce", ...}. Responses: the command's JSON object,
-// or {"error":"..."}. Oversized (> kMaxControlRequestBytes) or malformed requests get an error.
+// Requests: {"command": NAME, ...}, NAME one of ControlCommand's (control_request.h).
+// Responses: the command's JSON object, or {"error":"..."}. Oversized (> kMaxControlRequestBytes)
+// or malformed requests get an error.
 #pragma once
 
 #include <chrono>

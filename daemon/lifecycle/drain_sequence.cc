@@ -21,6 +21,14 @@ std::vector<DrainAction> DrainSequence::start() {
   return {{Kind::MarkGracefulShutdown}, {Kind::Wait, gracefulShutdownTime_}};
 }
 
+std::vector<DrainAction> DrainSequence::startAfterWithdraw() {
+  if (step_ != DrainStep::NotStarted) {
+    return {};
+  }
+  step_ = DrainStep::WaitingForAcks;
+  return {{Kind::CheckAcks}};
+}
+
 std::vector<DrainAction> DrainSequence::withdraw() {
   step_ = DrainStep::WaitingForAcks;
   return {{Kind::Withdraw}, {Kind::CheckAcks}};

@@ -39,6 +39,10 @@ class DrainSequence {
                 milliseconds unbindDelay);
 
   std::vector<DrainAction> start();
+  // Steps (3) and (4) alone, for a withdrawal the caller has already sent (the health gate's
+  // unbind, a VIP removed from the config): the same wait for acknowledgements, the same
+  // unbindDelay, then Unbind, as a drain.
+  std::vector<DrainAction> startAfterWithdraw();
   // The last Wait elapsed.
   std::vector<DrainAction> onTimer();
   // Result of a CheckAcks: `allAcknowledged` when every Established peer's send queue is empty;

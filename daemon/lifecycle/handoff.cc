@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "daemon/control/control_client.h"
+#include "daemon/control/control_request.h"
 #include "daemon/lifecycle/handoff_protocol.h"
 
 namespace vipd::daemon {
@@ -277,7 +278,7 @@ void Handoff::attemptTakeover(const LockHolder& holder) {
                                   describe(holder), holder.controlSocket);
   // Step 1 changes nothing on either side: both check the prerequisites first.
   sendControlRequest(io_, holder.controlSocket,
-                     {{"command", "handoff-check"}, {"identity", toJson(identityOf(config_))}},
+                     {{"command", commandName(ControlCommand::HandoffCheck)}, {"identity", toJson(identityOf(config_))}},
                      kHandoffRequestTimeout,
                      [this, holder](tl::expected<nlohmann::json, std::string> answer) {
                        onCheckAnswer(holder, std::move(answer));
@@ -316,7 +317,7 @@ void Handoff::onCheckAnswer(const LockHolder& holder,
   // Step 2: the holder checks again, closes its sessions without a NOTIFICATION, releases the
   // lock and answers.
   sendControlRequest(io_, holder.controlSocket,
-                     {{"command", "handoff-yield"}, {"identity", toJson(mine)}},
+                     {{"command", commandName(ControlCommand::HandoffYield)}, {"identity", toJson(mine)}},
                      kHandoffRequestTimeout,
                      [this](tl::expected<nlohmann::json, std::string> answer) {
                        onYieldAnswer(std::move(answer));

@@ -23,13 +23,14 @@
 #include <string>
 #include <vector>
 
+#include "bgp/captures_test_support.h"
 #include "bgp/codec.h"
 #include "bgp/message.h"
 #include "bgp/message_framer.h"
 #include "bgp/session_fsm.h"
 #include "bgp/update_builder.h"
-#include "tests/unit/bgp_codec_test_support.h"
-#include "tests/unit/fsm_test_support.h"
+#include "bgp/codec_test_support.h"
+#include "bgp/fsm_test_support.h"
 
 namespace {
 
@@ -73,9 +74,6 @@ void operator delete(void* p, const std::nothrow_t&) noexcept { ::operator delet
 void operator delete[](void* p, const std::nothrow_t&) noexcept { ::operator delete(p); }
 
 namespace vipd::bgp::test {
-
-// Defined in peer_capture_test.cc (same executable).
-std::vector<Bytes> allCapturedMessages();
 
 namespace {
 

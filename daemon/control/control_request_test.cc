@@ -5,11 +5,37 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string_view>
+
 namespace vipd::daemon {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+
+TEST(ControlCommandTest, EveryCommandHasOneWireNameBothWays) {
+  const ControlCommand all[] = {ControlCommand::Status, ControlCommand::Withdraw,
+                                ControlCommand::Announce, ControlCommand::HandoffCheck,
+                                ControlCommand::HandoffYield};
+  std::set<std::string_view> names;
+  for (auto c : all) {
+    const auto name = commandName(c);
+    EXPECT_NE(name, "?");
+    EXPECT_EQ(commandNamed(name), c) << name;
+    EXPECT_TRUE(names.insert(name).second) << name << " twice";
+  }
+  // The names already on the wire: a vipctl of another version must keep reaching vipd.
+  EXPECT_EQ(commandName(ControlCommand::Status), "status");
+  EXPECT_EQ(commandName(ControlCommand::Withdraw), "withdraw");
+  EXPECT_EQ(commandName(ControlCommand::Announce), "announce");
+  EXPECT_EQ(commandName(ControlCommand::HandoffCheck), "handoff-check");
+  EXPECT_EQ(commandName(ControlCommand::HandoffYield), "handoff-yield");
+  EXPECT_EQ(knownCommands(), "status, withdraw, announce, handoff-check, handoff-yield");
+  EXPECT_FALSE(commandNamed("ready").has_value());  // vipctl's, sent as status
+  EXPECT_FALSE(commandNamed("Status").has_value());
+  EXPECT_FALSE(commandNamed("").has_value());
+}
 
 TEST(ControlRequestTest, AcceptsWhatVipctlSends) {
   auto request = parseControlRequest(

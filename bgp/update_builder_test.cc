@@ -11,7 +11,7 @@
 
 #include "bgp/codec.h"
 #include "bgp/message.h"
-#include "tests/unit/fsm_test_support.h"
+#include "bgp/fsm_test_support.h"
 
 namespace vipd::bgp {
 namespace {

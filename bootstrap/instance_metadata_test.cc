@@ -7,7 +7,7 @@
 #include <string>
 
 #include "bootstrap/instance_metadata.h"
-#include "bootstrap_test_support.h"
+#include "bootstrap/test_support.h"
 
 namespace vipd::bootstrap {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "bootstrap/renderer.h"
 #include "bootstrap/template_filler.h"
-#include "bootstrap_test_support.h"
+#include "bootstrap/test_support.h"
 #include "config/config_layers.h"
 #include "config/config_parser.h"
 

@@ -16,7 +16,7 @@
 #include "bootstrap/atomic_file.h"
 #include "bootstrap/manifest_files.h"
 #include "bootstrap/render_command.h"
-#include "bootstrap_test_support.h"
+#include "bootstrap/test_support.h"
 
 namespace vipd::bootstrap {
 namespace {

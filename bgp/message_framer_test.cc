@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "bgp/message_framer.h"
-#include "tests/unit/bgp_codec_test_support.h"
+#include "bgp/codec_test_support.h"
 
 namespace vipd::bgp::test {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "bgp/codec.h"
-#include "tests/unit/bgp_codec_test_support.h"
+#include "bgp/codec_test_support.h"
 
 namespace vipd::bgp::test {
 namespace {

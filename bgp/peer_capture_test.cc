@@ -19,17 +19,15 @@
 #include <string_view>
 #include <vector>
 
+#include "bgp/captures_test_support.h"
 #include "bgp/codec.h"
 #include "bgp/message.h"
 #include "bgp/message_framer.h"
 #include "bgp/session_fsm.h"
-#include "tests/unit/bgp_codec_test_support.h"
-#include "tests/unit/fsm_test_support.h"
+#include "bgp/codec_test_support.h"
+#include "bgp/fsm_test_support.h"
 
 namespace vipd::bgp::test {
-
-// Every captured message of every peer, for robustness_test.cc (same executable).
-std::vector<Bytes> allCapturedMessages();
 
 namespace {
 
@@ -48,82 +46,6 @@ constexpr uint32_t kOurAsn = 65000;
 constexpr uint32_t kPeerEbgpAsn = 65001;
 constexpr uint32_t kCommunity = (65000u << 16) | 100;  // 65000:100
 const LargeCommunity kLargeCommunity{65000, 1, 2};
-const std::vector<std::string_view> kPeers{"bird2", "frr8", "gobgp3", "exabgp4"};
-
-struct CapturedMessage {
-  std::string label;  // the comment line naming it
-  bool ibgp = false;
-  int number = 0;  // "message N" within its session
-  Bytes wire;
-};
-
-std::optional<Bytes> parseHex(std::string_view text) {
-  if (text.size() % 2 != 0) {
-    return std::nullopt;
-  }
-  Bytes out;
-  for (size_t i = 0; i < text.size(); i += 2) {
-    auto nibble = [](char c) -> int {
-      if (c >= '0' && c <= '9') {
-        return c - '0';
-      }
-      if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-      }
-      return -1;
-    };
-    const int high = nibble(text[i]);
-    const int low = nibble(text[i + 1]);
-    if (high < 0 || low < 0) {
-      return std::nullopt;
-    }
-    out.push_back(static_cast<uint8_t>(high * 16 + low));
-  }
-  return out;
-}
-
-// Reads <peer>.hex: each hex line is one message, named by the comment line just before it
-// ("# bird2 ... ebgp (AS 65001 -> AS 65000) message 3: UPDATE ...").
-std::vector<CapturedMessage> loadCapture(std::string_view peer) {
-  const std::string path = std::string(VIPD_TEST_DATA) + "/captures/" + std::string(peer) + ".hex";
-  std::ifstream in(path);
-  std::vector<CapturedMessage> messages;
-  if (!in) {
-    ADD_FAILURE() << "cannot open " << path;
-    return messages;
-  }
-  std::string line;
-  std::string comment;
-  int lineNumber = 0;
-  while (std::getline(in, line)) {
-    ++lineNumber;
-    if (line.empty()) {
-      continue;
-    }
-    if (line[0] == '#') {
-      comment = line;
-      continue;
-    }
-    auto wire = parseHex(line);
-    if (!wire) {
-      ADD_FAILURE() << path << ":" << lineNumber << ": not a hex message";
-      continue;
-    }
-    CapturedMessage message;
-    message.label = std::string(peer) + ":" + std::to_string(lineNumber) + " " + comment;
-    const bool ebgp = comment.find(" ebgp (") != std::string::npos;
-    message.ibgp = comment.find(" ibgp (") != std::string::npos;
-    EXPECT_NE(ebgp, message.ibgp) << path << ":" << lineNumber << ": session not named";
-    const size_t at = comment.find(" message ");
-    EXPECT_NE(at, std::string::npos) << path << ":" << lineNumber << ": message not numbered";
-    if (at != std::string::npos) {
-      message.number = std::atoi(comment.c_str() + at + 9);
-    }
-    message.wire = *std::move(wire);
-    messages.push_back(std::move(message));
-  }
-  return messages;
-}
 
 std::vector<CapturedMessage> sessionOf(std::string_view peer, bool ibgp) {
   std::vector<CapturedMessage> result;
@@ -633,15 +555,5 @@ TEST_P(PeerCaptureFsmTest, WatchedRoutesKeepThePeersPathWithPathIdZero) {
 }
 
 }  // namespace
-
-std::vector<Bytes> allCapturedMessages() {
-  std::vector<Bytes> result;
-  for (auto peer : kPeers) {
-    for (auto& m : loadCapture(peer)) {
-      result.push_back(std::move(m.wire));
-    }
-  }
-  return result;
-}
 
 }  // namespace vipd::bgp::test

@@ -10,7 +10,7 @@
 
 #include "config/config_parser.h"
 #include "daemon/session/session_config.h"
-#include "fsm_test_support.h"
+#include "bgp/fsm_test_support.h"
 
 namespace vipd::daemon {
 namespace {

@@ -76,6 +76,38 @@ TEST(DrainSequence, StartTwiceAndStrayEventsDoNothing) {
   EXPECT_EQ(drain.step(), DrainStep::GracefulShutdown);
 }
 
+TEST(DrainSequence, AfterWithdrawWaitsForAcksThenUnbindsLikeADrain) {
+  DrainSequence seq(2000ms, 10000ms, 1000ms);
+  auto a = seq.startAfterWithdraw();  // no GRACEFUL_SHUTDOWN, no Withdraw: the caller sent it
+  EXPECT_EQ(kinds(a), (std::vector<Kind>{Kind::CheckAcks}));
+  EXPECT_EQ(seq.step(), DrainStep::WaitingForAcks);
+  a = seq.onAcks(false, 5ms);
+  ASSERT_EQ(kinds(a), (std::vector<Kind>{Kind::Wait}));
+  EXPECT_EQ(a[0].after, DrainSequence::kAckPollInterval);  // the drain's poll, not another
+  EXPECT_EQ(kinds(seq.onTimer()), (std::vector<Kind>{Kind::CheckAcks}));
+  a = seq.onAcks(true, 10ms);
+  ASSERT_EQ(kinds(a), (std::vector<Kind>{Kind::AcksSettled, Kind::Wait}));
+  EXPECT_EQ(a[1].after, 1000ms);
+  EXPECT_EQ(kinds(seq.onTimer()), (std::vector<Kind>{Kind::Unbind, Kind::Finished}));
+  EXPECT_TRUE(seq.startAfterWithdraw().empty());  // once
+}
+
+TEST(DrainSequence, AfterWithdrawTimesOutLikeADrain) {
+  DrainSequence seq(0ms, 100ms, 0ms);
+  (void)seq.startAfterWithdraw();
+  auto a = seq.onAcks(false, 100ms);
+  ASSERT_EQ(kinds(a), (std::vector<Kind>{Kind::AcksSettled, Kind::Wait}));
+  EXPECT_FALSE(a[0].acknowledged);
+  EXPECT_EQ(kinds(seq.onTimer()), (std::vector<Kind>{Kind::Unbind, Kind::Finished}));
+}
+
+TEST(DrainSequence, AfterWithdrawCannotFollowAStartedDrain) {
+  DrainSequence seq(1000ms, 100ms, 0ms);
+  (void)seq.start();
+  EXPECT_TRUE(seq.startAfterWithdraw().empty());
+  EXPECT_EQ(seq.step(), DrainStep::GracefulShutdown);
+}
+
 class WithdrawnStateTest : public ::testing::Test {
  protected:
   void SetUp() override {
