@@ -231,7 +231,7 @@ void printStatus(const json& s) {
 
 constexpr const char* kDefaultSocket = "/run/vipd/vipd.sock";
 // Written by the instance holding the speaker lock in the default handoff.dir (static-pod and
-// daemonset modes; daemon/host_lock.h).
+// daemonset modes; daemon/lifecycle/host_lock.h).
 constexpr const char* kSpeakerRecord = "/run/vipd/speaker.json";
 
 // The control sockets to try, in order, when --socket is not given (see kUsage). The speaker

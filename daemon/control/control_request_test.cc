@@ -1,5 +1,6 @@
-// parseControlRequest (daemon/control_request.h): the JSON request line of the control socket,
-// parsed and type-checked before any command handler reads it.
+// parseControlRequest (daemon/control/control_request.h): the JSON request line of the control
+// socket, parsed and type-checked before any command handler reads it; and ControlCommand, the
+// names on the wire.
 #include "daemon/control/control_request.h"
 
 #include <gmock/gmock.h>

@@ -1,7 +1,7 @@
-// Fuzz target: a control-socket request line. daemon/control_request.h is the pure part of the
-// control server (JSON parse and the type check of every field a command handler reads); the
-// rest of ControlServer is socket I/O. After a request is accepted, this target reads it the
-// way the handlers in daemon/speaker_*.cc do (nlohmann::json::value() and get(), which throw on
+// Fuzz target: a control-socket request line. daemon/control/control_request.h is the pure
+// part of the control server (JSON parse and the type check of every field a command handler
+// reads); the rest of ControlServer is socket I/O. After a request is accepted, this target
+// reads it the way the Speaker's handlers do (nlohmann::json::value() and get(), which throw on
 // a type mismatch; nothing catches on the io_context thread, so a throw here is a crash of vipd)
 // and runs the handoff identity through identityFromJson() and handoffRefusal().
 //
@@ -28,6 +28,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // What Speaker::handleControl, handleWithdraw and the handoff handlers read.
   const auto command = (*request)["command"].get<std::string>();
+  if (auto known = daemon::commandNamed(command)) {
+    VIPD_FUZZ_CHECK(daemon::commandName(*known) == command, "a command's name names it");
+  }
+  (void)request->value("force", false);
   (void)request->value("persist", true);
   (void)request->value("wait", false);
   (void)request->value("reason", std::string("vipctl withdraw"));
