@@ -33,22 +33,6 @@ std::string hostPort(const bgp::IpAddress& address, uint16_t port) {
                         : fmt::format("{}:{}", address.toString(), port);
 }
 
-std::vector<bgp::IpAddress> peerAddresses(const config::Config& config) {
-  std::vector<bgp::IpAddress> out;
-  for (const auto& peer : config.peers) {
-    out.push_back(peer.address);
-  }
-  return out;
-}
-
-std::vector<bgp::IpAddress> vipAddresses(const config::Config& config) {
-  std::vector<bgp::IpAddress> out;
-  for (const auto& vip : config.vips) {
-    out.push_back(vip.prefix.address);
-  }
-  return out;
-}
-
 // Every address of this node with its prefix length (for the return-path relay policy: the
 // node networks and this node's own addresses). Empty when the kernel cannot be read.
 std::vector<bgp::Prefix> interfacePrefixes(netlink::AddressTable& table) {
@@ -74,6 +58,22 @@ std::vector<bgp::Prefix> interfacePrefixes(netlink::AddressTable& table) {
 }
 
 }  // namespace
+
+std::vector<bgp::IpAddress> Speaker::peerAddresses(const config::Config& config) {
+  std::vector<bgp::IpAddress> out;
+  for (const auto& peer : config.peers) {
+    out.push_back(peer.address);
+  }
+  return out;
+}
+
+std::vector<bgp::IpAddress> Speaker::vipAddresses(const config::Config& config) {
+  std::vector<bgp::IpAddress> out;
+  for (const auto& vip : config.vips) {
+    out.push_back(vip.prefix.address);
+  }
+  return out;
+}
 
 Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTable& table,
                  netlink::Monitor& monitor, const Logger& log)

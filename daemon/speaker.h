@@ -164,6 +164,9 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   // ---- BFD ----
   std::vector<BfdPeer> bfdPeers() const { return bfdPeersOf(config_); }
   static std::vector<BfdPeer> bfdPeersOf(const config::Config& config);
+  // The peers' and the VIPs' addresses, for the return-path check (at start and on a reload).
+  static std::vector<bgp::IpAddress> peerAddresses(const config::Config& config);
+  static std::vector<bgp::IpAddress> vipAddresses(const config::Config& config);
   void onBfdChange(const BfdStateChange& change);
   void startPeers(bool restarting);
   void startDeferredPeers(std::string_view why);

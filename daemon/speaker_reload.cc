@@ -18,22 +18,6 @@ using namespace std::chrono_literals;
 
 constexpr std::string_view kPeerRemoved = "vipd: peer removed from the config";
 
-std::vector<bgp::IpAddress> addressesOf(const std::vector<config::Peer>& peers) {
-  std::vector<bgp::IpAddress> out;
-  for (const auto& peer : peers) {
-    out.push_back(peer.address);
-  }
-  return out;
-}
-
-std::vector<bgp::IpAddress> addressesOf(const std::vector<config::Vip>& vips) {
-  std::vector<bgp::IpAddress> out;
-  for (const auto& vip : vips) {
-    out.push_back(vip.prefix.address);
-  }
-  return out;
-}
-
 const config::Peer* findPeer(const std::vector<config::Peer>& peers,
                              const bgp::IpAddress& address) {
   auto it = std::find_if(peers.begin(), peers.end(),
@@ -236,7 +220,7 @@ void Speaker::carryOut(const config::ReloadPlan& plan,
   config_ = plan.applied;  // every collaborator that reads config_ sees what runs from here on
   applyPeers(plan, keys);
   applyVips(plan);
-  returnPath_.setAddresses(addressesOf(config_.peers), addressesOf(config_.vips));
+  returnPath_.setAddresses(peerAddresses(config_), vipAddresses(config_));
   if (plan.healthCheck) {
     const bool was = health_.healthy();
     if (auto reconfigured = health_.reconfigure(config_.health); !reconfigured) {
