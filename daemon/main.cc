@@ -3,6 +3,8 @@
 //   vipd --config FILE [--node-config FILE] [--router-id ADDRESS] [--log-format text|json]
 //        [--log-level ...]
 //   vipd validate --config FILE [--node-config FILE] [--router-id ADDRESS]
+//   vipd doctor --config FILE [--node-config FILE] [--router-id ADDRESS] [--manifests-dir DIR]
+//               [--json] (daemon/doctor/doctor_command.h)
 //   vipd config --show --config FILE [--node-config FILE] [--router-id ADDRESS]
 //   vipd render ... (bootstrap/render_command.h)
 //   vipd probe ... (daemon/probe/probe_command.h)
@@ -15,6 +17,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,6 +31,7 @@
 #include "config/config_parser.h"
 #include "daemon/base/logger.h"
 #include "daemon/config_reloader.h"
+#include "daemon/doctor/doctor_command.h"
 #include "daemon/probe/probe_command.h"
 #include "daemon/speaker.h"
 #include "daemon/base/version.h"
@@ -39,13 +43,15 @@ namespace {
 
 using namespace vipd;
 
-enum class Command { Run, Validate, Show, Render, Probe };
+enum class Command { Run, Validate, Show, Render, Probe, Doctor };
 
 struct Options {
   Command command = Command::Run;
   std::vector<std::string> commandArgs;  // the words after "render" or "probe"
   config::ConfigSources sources;  // --config, --node-config, --router-id
   bool showFields = false;        // `vipd config --show`
+  std::optional<std::string> manifestsDir;  // `vipd doctor --manifests-dir`
+  bool json = false;                        // `vipd doctor --json`
   daemon::LogFormat logFormat = daemon::LogFormat::Text;
   daemon::LogLevel logLevel = daemon::LogLevel::Info;
 };
@@ -96,6 +102,19 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
   addConfigOptions(*show, options);
   show->add_flag("--show", options.showFields, "print every field of the effective config")
       ->required();
+  CLI::App* doctor = app.add_subcommand(
+      "doctor",
+      "checks this node before vipd announces, and at any time after: one line per check (ok, "
+      "warn or fail, and what to do); exits 0 when nothing fails, 1 when something does, 2 when "
+      "a config file cannot be read");
+  addConfigOptions(*doctor, options);
+  doctor
+      ->add_option("--manifests-dir", options.manifestsDir,
+                   "kubelet's static-pod directory, checked for stray files and a second vipd "
+                   "(default: the first of kubeadm's, k3s's and RKE2's that exists)")
+      ->option_text("DIR")
+      ->check(cli::nonEmpty());
+  doctor->add_flag("--json", options.json, "print the checks as one JSON document");
   CLI::App* render = app.add_subcommand(
       "render", "writes the config and the kubelet static-pod manifest from instance metadata");
   // `vipd render` has its own command line (bootstrap/render_command.h): every word after
@@ -105,7 +124,7 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
       "probe", "probes API front-ends from this site, or shows the matrix of sites and targets");
   // Like render: its own command line (daemon/probe/probe_command.h).
   probe->prefix_command()->allow_extras()->set_help_flag();
-  for (CLI::App* command : {validate, show, render, probe}) {
+  for (CLI::App* command : {validate, show, doctor, render, probe}) {
     // The daemon's --config is not required of a command, which comes first and has its own.
     command->preparse_callback([config](std::size_t) { config->required(false); });
   }
@@ -127,6 +146,8 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
     options.command = Command::Validate;
   } else if (show->parsed()) {
     options.command = Command::Show;
+  } else if (doctor->parsed()) {
+    options.command = Command::Doctor;
   } else if (render->parsed()) {
     options.command = Command::Render;
     options.commandArgs = render->remaining();
@@ -267,6 +288,9 @@ int main(int argc, char** argv) {
   if (options.command == Command::Probe) {
     return daemon::runProbeCommand(options.commandArgs);
   }
+  if (options.command == Command::Doctor) {
+    return daemon::runDoctorCommand({options.sources, options.manifestsDir, options.json});
+  }
   auto refuse = [&options](const std::vector<config::ConfigError>& errors) {
     for (const auto& error : errors) {
       std::fprintf(stderr, "%s\n", error.toString().c_str());
@@ -324,6 +348,7 @@ int main(int argc, char** argv) {
   }
   daemon::Speaker speaker(io, std::move(config), **table, **monitor, log);
   speaker.useInstanceLock(*instanceLock);
+  speaker.setConfigNames(configNames(options));
   daemon::ConfigReloader reloader(io, options.sources, speaker, log);
   // Before start(): a signal that arrives while it runs is handled once the loop runs.
   Running running{io, speaker, reloader, log};

@@ -139,6 +139,7 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
                          return out;
                        }}),
       fabricSettleTimer_(io),
+      doctor_(io, log),
       bfd_(io, log, bfdPeers(), [this](const BfdStateChange& change) { onBfdChange(change); }),
       deferredStartTimer_(io),
       report_(config_, peers_, vips_.binder(), health_, bfd_, drainer_, handoff_) {
@@ -197,7 +198,13 @@ tl::expected<void, std::string> Speaker::start() {
   if (auto checking = health_.start(); !checking) {
     return checking;
   }
-  return handoff_.start();
+  if (auto role = handoff_.start(); !role) {
+    return role;
+  }
+  // After the role is taken, so this instance's own listener and sessions are its own in the
+  // checks' view of port 179.
+  doctor_.run(config_, "start");
+  return {};
 }
 
 tl::expected<void, std::string> Speaker::openListeners(bool mayWait) {
@@ -276,7 +283,6 @@ tl::expected<void, std::string> Speaker::startSpeaking(bool restarting, std::str
   } else {
     vips_.bind();
   }
-  vips_.warnAboutArp();
   if (config_.mode != config::Mode::Standalone) {
     log_.info("speaker", "speaking BGP as the {} instance: {}{}", config::modeName(config_.mode),
               why,
@@ -585,6 +591,12 @@ void Speaker::onHealthChange(bool healthy) {
   if (healthy) {
     healthEverPassed_ = true;
     healthUnbind_.cancel();
+    // The static pod starts before the apiserver it gates: the certificate could not be read at
+    // start. Now it answers.
+    if (!doctorRanOnHealth_ && doctor_.apiserverUnchecked()) {
+      doctorRanOnHealth_ = true;
+      doctor_.run(config_, "health gate opened");
+    }
     if (!drainer_.withdrawn() && !drainer_.draining() && handoff_.active()) {
       if (vipsHeldForHealth_) {
         // Bound before the path returns: never a path to a node that lacks the address. Only
@@ -806,6 +818,7 @@ nlohmann::json Speaker::status() const {
   out["health"]["degraded"] = degradedNow() && handoff_.active();
   out["health"]["vipsUnbound"] = vipsHeldForHealth_ && handoff_.active();
   out["config"] = configStatus();
+  out["doctor"] = doctor_.status();
   return out;
 }
 

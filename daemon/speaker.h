@@ -45,6 +45,7 @@
 #include "daemon/base/logger.h"
 #include "daemon/bfd/bfd_service.h"
 #include "daemon/control/control_server.h"
+#include "daemon/doctor/doctor_runner.h"
 #include "daemon/health/health_checker.h"
 #include "daemon/http/http_server.h"
 #include "daemon/http/metrics.h"
@@ -72,8 +73,8 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   // Checks the router ID, reads the session keys, opens the control socket and the metrics
   // listener, starts the health checks, then takes its role: an Active instance loads the
   // withdrawn state, binds the VIPs (when withdrawn: removes those vipd added instead), opens the
-  // BGP listener (if enabled) and starts every session. An error is one sentence saying what to
-  // fix.
+  // BGP listener (if enabled) and starts every session. Then runs vipd doctor's checks (logged,
+  // status `doctor`; never fatal). An error is one sentence saying what to fix.
   [[nodiscard]] tl::expected<void, std::string> start();
   // SIGTERM: drains (unless already withdrawn), sends Cease 6/2 "vipd: node draining" to every
   // peer, then runs `done`. An instance that is not Active touches nothing and runs `done` now.
@@ -108,6 +109,9 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   // (and vipd_config_last_reload_successful) says so until a reload succeeds. `error` is the
   // first error, one line.
   void reloadFailed(std::string error, std::string_view trigger);
+  // How the doctor's checks (status `doctor`, their log lines) name the config: "vipd.yaml +
+  // node.yaml". Before start().
+  void setConfigNames(std::string names) { doctor_.setConfigNames(std::move(names)); }
   // What watches the config files (daemon/config_reloader.h), for status `config.watch`.
   void setConfigWatch(nlohmann::json watch) { configWatch_ = std::move(watch); }
   // The one-instance lock main() took: a reload that adds a VIP takes that VIP's lock too (and
@@ -276,6 +280,13 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   std::set<bgp::Prefix> loggedHeld_;
   std::set<bgp::Prefix> loggedUnguarded_;
   std::set<std::string> loggedDuplicates_;
+
+  // vipd doctor's checks at start and after each reload (issue 30), on a thread of their own;
+  // status `doctor`. Its callbacks touch only itself and the logger.
+  DoctorRunner doctor_;
+  // The checks ran again once the health gate first opened (when, at start, no apiserver
+  // answered for the certificate check).
+  bool doctorRanOnHealth_ = false;
 
   // Declared after everything its callbacks touch; its thread ends before they are destroyed.
   BfdService bfd_;

@@ -426,6 +426,8 @@ void Speaker::recordReload(const ReloadOutcome& outcome, std::string_view trigge
       }
     }
   }
+  // The doctor's checks again, over what runs now (a new VIP must be in the certificate too).
+  doctor_.run(config_, fmt::format("reload ({})", trigger));
 }
 
 nlohmann::json Speaker::configStatus() const {

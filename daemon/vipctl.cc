@@ -111,11 +111,38 @@ void printConfig(const json& c) {
   }
 }
 
+// vipd doctor's checks as the daemon last ran them (issue 30): the counts, then each check that
+// warns or fails with what to do. `vipd doctor` runs them by hand.
+void printDoctor(const json& d) {
+  if (!d.contains("counts") || !d["counts"].is_object()) {
+    fmt::print("doctor: {}\n", d.value("running", false) ? "checks running" : "not run yet");
+    return;
+  }
+  const auto& c = d["counts"];
+  fmt::print("doctor: {} ok, {} warn, {} fail (at {}, {})\n", str(c, "ok"), str(c, "warn"),
+             str(c, "fail"), str(d, "trigger"), str(d, "ranAt"));
+  if (!d.contains("checks") || !d["checks"].is_array()) {
+    return;
+  }
+  for (const auto& check : d["checks"]) {
+    const std::string result = check.is_object() ? check.value("result", std::string()) : "";
+    if (result != "warn" && result != "fail") {
+      continue;
+    }
+    fmt::print("doctor: {} {}: {}{}\n", result == "fail" ? "FAIL" : "WARN", str(check, "name"),
+               str(check, "detail"),
+               check.contains("fix") ? fmt::format("; fix: {}", str(check, "fix")) : "");
+  }
+}
+
 void printStatus(const json& s) {
   fmt::print("vipd {}  router-id {}  AS{}  mode {}  ready {}\n", str(s, "version"),
              str(s, "routerId"), str(s, "localAsn"), str(s, "mode"), str(s, "ready"));
   if (s.contains("config") && s["config"].is_object()) {
     printConfig(s["config"]);
+  }
+  if (s.contains("doctor") && s["doctor"].is_object()) {
+    printDoctor(s["doctor"]);
   }
   if (s.contains("health")) {
     const auto& h = s["health"];

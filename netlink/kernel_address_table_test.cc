@@ -23,6 +23,7 @@
 
 #include "netlink/address_table.h"
 #include "netlink/fake_address_table.h"
+#include "netlink/route_lookup.h"
 
 namespace vipd::netlink {
 namespace {
@@ -533,6 +534,57 @@ TEST_F(NetlinkKernel, FakeBehavesLikeTheKernel) {
   ASSERT_TRUE(table_->setLinkUp("lo", true));
   ASSERT_TRUE(fake.setLinkUp("lo", true));
   EXPECT_EQ(sorted(*table_), sorted(fake));
+}
+
+// lookupRoute (vipd doctor's "peers reachable"): the interface and next hop the kernel picks, and
+// each way it refuses, in the kernel's words.
+TEST_F(NetlinkKernel, LooksUpTheRouteTheKernelWouldTake) {
+  addVeth();
+  ASSERT_EQ(run("ip link set veth0 up && ip link set veth1 up"), 0);
+  ASSERT_EQ(run("ip addr add 192.0.2.11/24 dev veth0"), 0);
+  ASSERT_EQ(run("ip -6 addr add 2001:db8::11/64 dev veth0 nodad"), 0);
+  ASSERT_TRUE(table_->addAddress("lo", addr("203.0.113.10/32"), AddOptions{}));
+
+  // On the connected network: no gateway, the node's address as the source.
+  auto connected = lookupRoute(addr("192.0.2.1/32"));
+  ASSERT_TRUE(connected) << connected.error().toString();
+  EXPECT_EQ(connected->ifname, "veth0");
+  EXPECT_GT(connected->ifindex, 0);
+  EXPECT_FALSE(connected->gateway.has_value());
+  ASSERT_TRUE(connected->source.has_value());
+  EXPECT_EQ(connected->source->toString(), "192.0.2.11/32");
+  EXPECT_FALSE(connected->local);
+  auto v6 = lookupRoute(addr("2001:db8::1/128"));
+  ASSERT_TRUE(v6) << v6.error().toString();
+  EXPECT_EQ(v6->ifname, "veth0");
+  EXPECT_FALSE(v6->gateway.has_value());
+
+  // Nothing else routed yet: the kernel's own reason.
+  auto none = lookupRoute(addr("198.51.100.1/32"));
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code, ENETUNREACH);
+  EXPECT_EQ(none.error().toString(), "look up route to 198.51.100.1: Network is unreachable");
+
+  // Through a router: the gateway.
+  ASSERT_EQ(run("ip route add 198.51.100.0/24 via 192.0.2.1"), 0);
+  auto routed = lookupRoute(addr("198.51.100.1/32"));
+  ASSERT_TRUE(routed) << routed.error().toString();
+  EXPECT_EQ(routed->ifname, "veth0");
+  ASSERT_TRUE(routed->gateway.has_value());
+  EXPECT_EQ(routed->gateway->toString(), "192.0.2.1/32");
+
+  // An address of this node, and the routes that refuse.
+  auto own = lookupRoute(addr("203.0.113.10/32"));
+  ASSERT_TRUE(own) << own.error().toString();
+  EXPECT_TRUE(own->local);
+  ASSERT_EQ(run("ip route add unreachable 198.51.100.2/32"), 0);
+  ASSERT_EQ(run("ip route add prohibit 198.51.100.3/32"), 0);
+  auto unreachable = lookupRoute(addr("198.51.100.2/32"));
+  ASSERT_FALSE(unreachable);
+  EXPECT_EQ(unreachable.error().code, EHOSTUNREACH) << unreachable.error().toString();
+  auto prohibited = lookupRoute(addr("198.51.100.3/32"));
+  ASSERT_FALSE(prohibited);
+  EXPECT_EQ(prohibited.error().code, EACCES) << prohibited.error().toString();
 }
 
 }  // namespace

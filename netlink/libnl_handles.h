@@ -4,6 +4,7 @@
 
 #include <netlink/addr.h>
 #include <netlink/cache.h>
+#include <netlink/msg.h>
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
@@ -28,11 +29,15 @@ struct AddrDeleter {
 struct NlAddrDeleter {
   void operator()(nl_addr* addr) const { nl_addr_put(addr); }
 };
+struct MsgDeleter {
+  void operator()(nl_msg* message) const { nlmsg_free(message); }
+};
 
 using SocketPtr = std::unique_ptr<nl_sock, SocketDeleter>;
 using CachePtr = std::unique_ptr<nl_cache, CacheDeleter>;
 using LinkPtr = std::unique_ptr<rtnl_link, LinkDeleter>;
 using AddrPtr = std::unique_ptr<rtnl_addr, AddrDeleter>;
 using NlAddrPtr = std::unique_ptr<nl_addr, NlAddrDeleter>;
+using MsgPtr = std::unique_ptr<nl_msg, MsgDeleter>;
 
 }  // namespace vipd::netlink::libnl

@@ -159,6 +159,12 @@ Metrics::Metrics()
           registry_->gauge("vipd_config_pending_restart",
                            "Config keys whose value in the file the running vipd does not run "
                            "(a restart applies them; vipctl status lists them).")),
+      // vipd_doctor_checks{result}: the checks of vipd doctor's last run in the daemon (at start,
+      // after a reload) by result: ok, warn, fail. Reads: doctor.counts.<result>.
+      doctorChecks_(
+          registry_->gauge("vipd_doctor_checks",
+                           "vipd doctor's checks in its last run (at start, after a reload), by "
+                           "result: ok, warn, fail (vipctl status names them).")),
       // The return-path check (issue 19), from returnPath; absent in mode off.
       // vipd_return_path_available: 1 while the check runs (0: no CAP_NET_RAW, say; the status
       // says why). Reads: returnPath.available.
@@ -480,6 +486,9 @@ void Metrics::update(const json& status) {
   if (const json* returnPath = member(status, "returnPath"); returnPath != nullptr) {
     updateReturnPath(*returnPath);
   }
+  if (const json* doctor = member(status, "doctor"); doctor != nullptr) {
+    updateDoctor(*doctor);
+  }
   if (const json* fabric = member(status, "fabric"); fabric != nullptr) {
     updateFabric(*fabric);
   }
@@ -601,6 +610,18 @@ void Metrics::updateConfigLoads(const json& config) {
   if (const json* pending = member(config, "pendingRestart");
       pending != nullptr && pending->is_array()) {
     configPendingRestart_.add({}).set(static_cast<double>(pending->size()));
+  }
+}
+
+void Metrics::updateDoctor(const json& doctor) {
+  const json* counts = member(doctor, "counts");
+  if (counts == nullptr) {
+    return;  // no run has ended yet
+  }
+  for (auto result : {"ok", "warn", "fail"}) {
+    if (auto n = number(*counts, result)) {
+      doctorChecks_.add({{"result", result}}).set(*n);
+    }
   }
 }
 

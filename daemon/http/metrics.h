@@ -65,6 +65,7 @@ class Metrics {
   void updateHandoff(const nlohmann::json& handoff);
   void updateListener(const std::string& name, const nlohmann::json& listener);
   void updateConfigLoads(const nlohmann::json& config);
+  void updateDoctor(const nlohmann::json& doctor);
   void updateReturnPath(const nlohmann::json& returnPath);
   void updateFabric(const nlohmann::json& fabric);
 
@@ -147,6 +148,7 @@ class Metrics {
   GaugeFamily& configLoadedAt_;
   CounterFamily& configReloads_;
   GaugeFamily& configPendingRestart_;
+  GaugeFamily& doctorChecks_;
   GaugeFamily& returnPathAvailable_;
   GaugeFamily& returnPathState_;
   CounterFamily& returnPathProbes_;

@@ -344,6 +344,30 @@ TEST(Metrics, ConfigReloads) {
   EXPECT_THAT(metrics.serialize(), HasSubstr("vipd_config_pending_restart 0\n"));
 }
 
+// vipd doctor's last run in the daemon (issue 30): its counts by result, no series before a run
+// has ended, and no check's text in a label.
+TEST(Metrics, DoctorChecksByResult) {
+  Metrics metrics;
+  auto status = snapshot(peer("Established", 1, 1));
+  status["doctor"] = {{"running", true}};
+  metrics.update(status);
+  EXPECT_THAT(metrics.serialize(), Not(HasSubstr("vipd_doctor_checks{")));
+  status["doctor"] = {
+      {"running", false},
+      {"result", "fail"},
+      {"counts", {{"ok", 11}, {"warn", 1}, {"fail", 1}}},
+      {"checks", json::array({{{"name", "rp-filter"}, {"result", "warn"}, {"detail", "strict"}}})}};
+  metrics.update(status);
+  auto text = metrics.serialize();
+  EXPECT_THAT(text, HasSubstr("vipd_doctor_checks{result=\"ok\"} 11\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_doctor_checks{result=\"warn\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vipd_doctor_checks{result=\"fail\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("rp-filter")));
+  status["doctor"]["counts"] = {{"ok", 13}, {"warn", 0}, {"fail", 0}};
+  metrics.update(status);
+  EXPECT_THAT(metrics.serialize(), HasSubstr("vipd_doctor_checks{result=\"fail\"} 0\n"));
+}
+
 // Prometheus' naming rules, checked on every family a full snapshot creates: counters and only
 // counters end in _total, no unit abbreviations (ms, sec), timestamps and durations in seconds.
 TEST(Metrics, NamesFollowPrometheusConventions) {
@@ -355,6 +379,7 @@ TEST(Metrics, NamesFollowPrometheusConventions) {
   status["listeners"] = {{"metrics", {{"open", 1}, {"limit", 32}, {"limitHits", 0}}}};
   status["config"] = {{"loadedAt", "2024-01-02T03:04:05Z"}, {"lastReloadSuccessful", true},
                       {"reloads", 0}, {"reloadFailures", 0}};
+  status["doctor"] = {{"counts", {{"ok", 13}, {"warn", 0}, {"fail", 0}}}};
   metrics.update(status);
   std::istringstream lines(metrics.serialize());
   size_t families = 0;

@@ -257,6 +257,11 @@ TEST(HolderWatch, ParsesTheKernelsTcpTable) {
   EXPECT_EQ(rows[1].remotePort, 179);
   EXPECT_EQ(rows[1].state, 1);
   EXPECT_EQ(rows[2].state, 8);
+  // The socket's inode (vipd doctor finds the owning process by it); 0 when a row has none.
+  EXPECT_EQ(rows[0].state, kTcpListen);
+  EXPECT_EQ(rows[0].inode, 1u);
+  EXPECT_EQ(rows[1].inode, 2u);
+  EXPECT_EQ(rows[2].inode, 3u);
   // IPv6: four little-endian words; 2001:db8::11 port 179.
   auto v6 = parseProcNetTcp(
       "  sl  local_address remote_address st\n"
@@ -266,6 +271,7 @@ TEST(HolderWatch, ParsesTheKernelsTcpTable) {
   EXPECT_EQ(v6[0].local, *bgp::IpAddress::parse("2001:db8::11"));
   EXPECT_EQ(v6[0].remote, *bgp::IpAddress::parse("2001:db8::1"));
   EXPECT_EQ(v6[0].remotePort, 50000);
+  EXPECT_EQ(v6[0].inode, 0u);
 }
 
 TEST(HolderWatch, OnlyAnEstablishedSessionWithAConfiguredPeerCounts) {

@@ -21,20 +21,9 @@
 #include <vector>
 
 #include "bgp/ip_address.h"
+#include "daemon/base/tcp_table.h"  // TcpEntry, readKernelTcpTable()
 
 namespace vipd::daemon {
-
-// One row of /proc/net/tcp or /proc/net/tcp6.
-struct TcpEntry {
-  bgp::IpAddress local;
-  uint16_t localPort = 0;
-  bgp::IpAddress remote;
-  uint16_t remotePort = 0;
-  uint8_t state = 0;  // 1: ESTABLISHED
-};
-
-// The rows of /proc/net/tcp (v6 false) or /proc/net/tcp6; malformed rows are skipped. Pure.
-std::vector<TcpEntry> parseProcNetTcp(std::string_view text, bool v6);
 
 struct BgpPeerEndpoint {
   bgp::IpAddress address;
@@ -67,8 +56,5 @@ class HolderSilence {
   std::optional<Clock::time_point> since_;  // when the last Established session was last seen
   bool silent_ = false;
 };
-
-// Reads the kernel's TCP tables (this network namespace). Empty on error.
-std::vector<TcpEntry> readKernelTcpTable();
 
 }  // namespace vipd::daemon

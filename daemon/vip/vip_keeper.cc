@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <optional>
 #include <string>
 
@@ -152,37 +151,6 @@ void VipKeeper::log(const std::vector<BindEvent>& events) const {
       case BindEvent::Kind::Problem:
         log_.error(subject, "{}", e.text);
         break;
-    }
-  }
-}
-
-void VipKeeper::warnAboutArp() const {
-  // A VIP on a non-loopback interface is answered for in ARP on every interface unless
-  // arp_ignore >= 1, and may be used as an ARP source unless arp_announce >= 2: the node would
-  // then attract the VIP's traffic at layer 2, outside BGP's control.
-  auto readSysctl = [](const std::string& name) -> std::optional<int> {
-    std::ifstream in("/proc/sys/net/ipv4/conf/all/" + name);
-    int value = 0;
-    if (in >> value) {
-      return value;
-    }
-    return std::nullopt;
-  };
-  auto arpIgnore = readSysctl("arp_ignore");
-  auto arpAnnounce = readSysctl("arp_announce");
-  for (const auto& binding : binder_.status()) {
-    const auto& vip = binding.vip;
-    // Only VIPs actually on a non-loopback interface matter; a missing one is reported already.
-    bool onInterface =
-        binding.state == BindState::Bound || binding.state == BindState::InterfaceDown;
-    if (vip.interface == "lo" || !vip.prefix.address.isV4() || !onInterface) {
-      continue;
-    }
-    if (arpIgnore.value_or(0) < 1 || arpAnnounce.value_or(0) < 2) {
-      log_.warn("vip " + vip.prefix.toString(),
-                "on {} with net.ipv4.conf.all.arp_ignore={} and arp_announce={}: this node may "
-                "answer ARP for the VIP on the fabric side; set arp_ignore=1 and arp_announce=2",
-                vip.interface, arpIgnore.value_or(-1), arpAnnounce.value_or(-1));
     }
   }
 }

@@ -53,9 +53,6 @@ class VipKeeper {
   // A reload (issue 29): see VipBinder::addOrUpdate and remove; each logs its events.
   void addOrUpdate(const config::Vip& vip) { binder_.addOrUpdate(vip); }
   void remove(const bgp::Prefix& vip, bool unbind) { log(binder_.remove(vip, unbind)); }
-  // Warns about VIPs on a non-loopback interface while ARP settings would let the node answer for
-  // them at layer 2, outside BGP's control.
-  void warnAboutArp() const;
 
   const VipBinder& binder() const { return binder_; }
 
