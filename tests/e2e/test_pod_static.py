@@ -16,6 +16,9 @@ Asserts:
 - `vipctl status` on node 1's host, without --socket, reaches the pod's vipd (speaker.json names
   its control socket and its PID namespace); `vipctl status` inside the pod reaches it too;
   vipd_build_info on /metrics carries the version the image is tagged with;
+- the pod ran vipd doctor at start: its log and `vipctl status` show apiserver-certificate
+  failing (the stock kubeadm certificate lacks the VIP), and `vipd doctor` run in the
+  container by hand exits 1 with that line;
 - `podman pod stop` (SIGTERM; podman runs no preStop hook) under 200 new connections a second
   through the VIP: node 1's path leaves the fabric before the container exits, no request fails
   but one in flight to node 1 at the instant the fabric's route dropped it (at most 3: see
@@ -91,6 +94,27 @@ def stop_under_load(P: pods.PodLab) -> None:
               f"vipctl on the host with no vipd left names both sockets it tried: {gone.stderr}")
 
 
+def check_doctor(P: pods.PodLab, ctr: dict, status: dict) -> None:
+    """vipd doctor in the pod (issue 30): the lab's apiserver certificate is kubeadm's stock
+    shape, without the VIP, so the pod's own run at start logged the fail line and `vipctl
+    status` shows it, and `vipd doctor` run in the container by hand exits 1 naming the VIP."""
+    vip = lab.VIP4.split("/")[0]
+    d = status.get("doctor", {})
+    failed = [c["name"] for c in d.get("checks", []) if c["result"] == "fail"]
+    lab.log(f"the pod's doctor at start: {d.get('counts')} failed {failed}")
+    lab.check("apiserver-certificate" in failed,
+              f"the pod's doctor should fail apiserver-certificate: {d}")
+    logged = [ln for ln in P.podman.logs(CONTAINER).splitlines()
+              if "fail  apiserver-certificate" in ln]
+    lab.check(logged and vip in logged[0], f"the pod logs the doctor's fail line: {logged}")
+    conf = ctr["command"][ctr["command"].index("--config") + 1]
+    p = P.podman.run("exec", CONTAINER, "vipd", "doctor", "--config", conf, check=False)
+    lab.log(f"vipd doctor in the pod -> exit {p.returncode}\n{p.stdout}{p.stderr}")
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("fail  apiserver-certificate")]
+    lab.check(p.returncode == 1 and line and vip in line[0],
+              f"vipd doctor in the image exits 1 naming the VIP: {p.returncode} {line}")
+
+
 def test() -> None:
     with lab.Lab("pod-static") as L:
         P = pods.PodLab(L)
@@ -132,6 +156,7 @@ def test() -> None:
                       f"health passes against the stock-shaped certificate: {s['health']}")
             inside = P.podman.run("exec", CONTAINER, "vipctl", "status")
             lab.check("static-pod" in inside.stdout, f"vipctl in the pod: {inside.stdout}")
+            check_doctor(P, ctr, s)
             code, text = lab.http_get(P.n1.ns, "http://127.0.0.1:9473/metrics")
             info = [(labels, v) for name, labels, v in lab.parse_prometheus(text)
                     if name == "vipd_build_info"]

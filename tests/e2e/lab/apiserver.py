@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Optional
+from typing import Iterable, Optional
 
 from .base import E2E_DIR, run
 from .checks import wait_until
@@ -34,11 +34,13 @@ KUBEADM_SERVICE_IP = "10.96.0.1"
 
 
 def make_server_cert(lab: Lab, ca: tuple[str, str], name: str, node_ip: Optional[str] = None,
-                     only_ip: Optional[str] = None) -> tuple[str, str]:
+                     only_ip: Optional[str] = None,
+                     extra_ips: Iterable[str] = ()) -> tuple[str, str]:
     """An apiserver serving certificate signed by ca: (cert path, key path). By default shaped
     like a stock kubeadm one: CN kube-apiserver, DNS KUBEADM_APISERVER_DNS, IP
-    KUBEADM_SERVICE_IP and node_ip when given, and no 127.0.0.1. With only_ip, the other shape:
-    the address as the CN and as the only subjectAltName, no DNS name at all."""
+    KUBEADM_SERVICE_IP and node_ip when given, and no 127.0.0.1. extra_ips: more IP SANs, as
+    kubeadm's apiServer.certSANs adds them (the VIPs). With only_ip, the other shape: the
+    address as the CN and as the only subjectAltName, no DNS name at all."""
     crt, key, csr = lab.path(f"{name}.crt"), lab.path(f"{name}.key"), lab.path(f"{name}.csr")
     ext = lab.path(f"{name}.ext")
     if only_ip is not None:
@@ -48,6 +50,7 @@ def make_server_cert(lab: Lab, ca: tuple[str, str], name: str, node_ip: Optional
         sans = [f"DNS:{d}" for d in KUBEADM_APISERVER_DNS] + [f"IP:{KUBEADM_SERVICE_IP}"]
         if node_ip is not None:
             sans.append(f"IP:{node_ip}")
+        sans += [f"IP:{ip}" for ip in extra_ips]
     with open(ext, "w") as f:
         f.write(f"subjectAltName={','.join(sans)}\nextendedKeyUsage=serverAuth\n"
                 "basicConstraints=CA:FALSE\n")
