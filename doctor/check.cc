@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 namespace vipd::doctor {
 
 std::string_view verdictName(Verdict verdict) {
@@ -49,6 +51,13 @@ std::string formatCounts(const Counts& counts) {
 
 int exitCode(const std::vector<Check>& checks) {
   return count(checks).fail > 0 ? kExitFailed : 0;
+}
+
+Check unobserved(Check check, std::string detail) {
+  check.verdict = Verdict::Warn;
+  check.inconclusive = true;
+  check.detail = std::move(detail);
+  return check;
 }
 
 }  // namespace vipd::doctor

@@ -25,6 +25,10 @@ struct Check {
   bool inconclusive = false;
 };
 
+// `check` as a warning that it could not look: the fact it needs was not observed (`detail`
+// says which and why). Running it again later may settle it.
+[[nodiscard]] Check unobserved(Check check, std::string detail);
+
 // "fail  apiserver-certificate  DETAIL; fix: FIX": verdict and name padded so lines align.
 // The text is as the checks wrote it; text from elsewhere in it (a certificate's names, a
 // process name) is escaped by whoever prints it.

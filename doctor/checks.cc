@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "doctor/check_text.h"
 #include "doctor/fact_parsing.h"
@@ -222,11 +223,7 @@ Check checkLocalAddresses(const config::Config& config, const NodeFacts& facts) 
     return check;
   }
   if (facts.addressesError) {
-    check.verdict = Verdict::Warn;
-    check.inconclusive = true;
-    check.detail = fmt::format("cannot list this node's addresses ({}); not checked",
-                               *facts.addressesError);
-    return check;
+    return unobserved(std::move(check), fmt::format("cannot list this node's addresses ({}); not checked", *facts.addressesError));
   }
   std::vector<std::string> good;
   std::vector<std::string> bad;
@@ -389,11 +386,7 @@ Check checkArp(const config::Config& config, const NodeFacts& facts) {
     return check;
   }
   if (facts.addressesError) {
-    check.verdict = Verdict::Warn;
-    check.inconclusive = true;
-    check.detail = fmt::format("cannot list this node's addresses ({}); not checked",
-                               *facts.addressesError);
-    return check;
+    return unobserved(std::move(check), fmt::format("cannot list this node's addresses ({}); not checked", *facts.addressesError));
   }
   // A host asks for an address by ARP only when it thinks the address is on its own network:
   // a VIP outside every network of the node's interfaces is reached through a router (BGP's

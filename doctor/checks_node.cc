@@ -3,6 +3,7 @@
 // static-pod directory. checks.cc has judge() and the network checks.
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "doctor/check_text.h"
 #include "doctor/checks.h"
@@ -83,11 +84,7 @@ std::string peerAddresses(const config::Config& config) {
 Check checkBgpPort(const config::Config& config, const NodeFacts& facts) {
   Check check{"bgp-port", Verdict::Ok, "", ""};
   if (facts.socketsError) {
-    check.verdict = Verdict::Warn;
-    check.inconclusive = true;
-    check.detail = fmt::format("cannot read the kernel's TCP table ({}); not checked",
-                               *facts.socketsError);
-    return check;
+    return unobserved(std::move(check), fmt::format("cannot read the kernel's TCP table ({}); not checked", *facts.socketsError));
   }
   std::set<uint16_t> ports{kBgpPort};
   if (config.listen.enabled) {
@@ -159,11 +156,7 @@ Check checkBgpSessions(const config::Config& config, const NodeFacts& facts) {
     return check;
   }
   if (facts.socketsError) {
-    check.verdict = Verdict::Warn;
-    check.inconclusive = true;
-    check.detail = fmt::format("cannot read the kernel's TCP table ({}); not checked",
-                               *facts.socketsError);
-    return check;
+    return unobserved(std::move(check), fmt::format("cannot read the kernel's TCP table ({}); not checked", *facts.socketsError));
   }
   const uint16_t listenPort = config.listen.enabled ? config.listen.port : kBgpPort;
   std::vector<std::string> clashes;

@@ -193,12 +193,19 @@ std::optional<uint64_t> socketInode(std::string_view link) {
 // The process holding each socket inode in `wanted`: the one with a descriptor that links to
 // "socket:[inode]". Processes this one may not look into (another user's, without
 // CAP_SYS_PTRACE) and other PID namespaces are not seen.
+// closedir as a type: a function pointer's attributes (nonnull) would be dropped in a template
+// argument.
+struct DirCloser {
+  void operator()(DIR* dir) const { ::closedir(dir); }
+};
+using DirHandle = std::unique_ptr<DIR, DirCloser>;
+
 std::map<uint64_t, doctor::Process> socketOwners(const std::set<uint64_t>& wanted) {
   std::map<uint64_t, doctor::Process> owners;
   if (wanted.empty()) {
     return owners;
   }
-  std::unique_ptr<DIR, decltype(&::closedir)> proc(::opendir("/proc"), &::closedir);
+  DirHandle proc(::opendir("/proc"));
   if (!proc) {
     return owners;
   }
@@ -210,7 +217,7 @@ std::map<uint64_t, doctor::Process> socketOwners(const std::set<uint64_t>& wante
       continue;
     }
     const std::string fdDir = "/proc/" + std::string(name) + "/fd";
-    std::unique_ptr<DIR, decltype(&::closedir)> fds(::opendir(fdDir.c_str()), &::closedir);
+    DirHandle fds(::opendir(fdDir.c_str()));
     if (!fds) {
       continue;
     }
