@@ -91,6 +91,22 @@ std::optional<Prefix> Prefix::parse(std::string_view text) {
   return p;
 }
 
+bool Prefix::contains(const IpAddress& a) const {
+  if (address.family != a.family || length > maxLength()) {
+    return false;
+  }
+  const size_t whole = length / 8;
+  if (std::memcmp(address.bytes.data(), a.bytes.data(), whole) != 0) {
+    return false;
+  }
+  const unsigned rest = length % 8;
+  if (rest == 0) {
+    return true;
+  }
+  const auto mask = static_cast<uint8_t>(0xFF << (8 - rest));
+  return (address.bytes[whole] & mask) == (a.bytes[whole] & mask);
+}
+
 std::string Prefix::toString() const { return address.toString() + "/" + std::to_string(length); }
 
 }  // namespace vipd::bgp

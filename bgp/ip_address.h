@@ -58,6 +58,8 @@ struct Prefix {
   static std::optional<Prefix> parse(std::string_view text);
   uint8_t maxLength() const { return address.isV4() ? 32 : 128; }
   bool isHost() const { return length == maxLength(); }
+  // Whether `a` lies in this prefix: the same family and the first `length` bits equal.
+  bool contains(const IpAddress& a) const;
   std::string toString() const;
 
   auto operator<=>(const Prefix&) const = default;

@@ -15,24 +15,6 @@ namespace {
 using text::from;
 using text::list;
 
-bool contains(const bgp::Prefix& network, const bgp::IpAddress& address) {
-  if (network.address.family != address.family) {
-    return false;
-  }
-  const size_t fullBytes = network.length / 8;
-  for (size_t i = 0; i < fullBytes; ++i) {
-    if (network.address.bytes[i] != address.bytes[i]) {
-      return false;
-    }
-  }
-  const unsigned rest = network.length % 8;
-  if (rest == 0) {
-    return true;
-  }
-  const auto mask = static_cast<uint8_t>(0xFF << (8 - rest));
-  return (network.address.bytes[fullBytes] & mask) == (address.bytes[fullBytes] & mask);
-}
-
 // The network of an interface address: 192.0.2.11/24 -> 192.0.2.0/24.
 bgp::Prefix networkOf(const bgp::Prefix& address) {
   bgp::Prefix network = address;
@@ -404,7 +386,7 @@ Check checkArp(const config::Config& config, const NodeFacts& facts) {
     for (const auto& a : facts.addresses) {
       const Interface* i = findInterface(facts, a.interface);
       if (a.address.isHost() || (i != nullptr && i->loopback) ||
-          !contains(networkOf(a.address), vip.prefix.address)) {
+          !networkOf(a.address).contains(vip.prefix.address)) {
         continue;
       }
       const auto network = networkOf(a.address).toString();

@@ -24,23 +24,6 @@ std::string_view relayDropName(RelayDrop drop) {
   return "unknown";
 }
 
-bool prefixContains(const bgp::Prefix& prefix, const bgp::IpAddress& address) {
-  if (prefix.address.family != address.family || prefix.length > prefix.maxLength()) {
-    return false;
-  }
-  const size_t whole = prefix.length / 8;
-  if (!std::equal(prefix.address.bytes.begin(), prefix.address.bytes.begin() + whole,
-                  address.bytes.begin())) {
-    return false;
-  }
-  const unsigned rest = prefix.length % 8;
-  if (rest == 0) {
-    return true;
-  }
-  const auto mask = static_cast<uint8_t>(0xFF << (8 - rest));
-  return (prefix.address.bytes[whole] & mask) == (address.bytes[whole] & mask);
-}
-
 bool unicastNodeAddress(const bgp::IpAddress& a) {
   if (a.isZero()) {
     return false;
@@ -72,7 +55,7 @@ bool RelayPolicy::relayDestination(const bgp::IpAddress& address) const {
     return false;
   }
   return std::any_of(node_.networks.begin(), node_.networks.end(), [&](const bgp::Prefix& n) {
-    if (!prefixContains(n, address)) {
+    if (!n.contains(address)) {
       return false;
     }
     // The directed broadcast of an IPv4 network (all host bits set) is no node's address.

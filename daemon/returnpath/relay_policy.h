@@ -50,8 +50,6 @@ inline constexpr RelayDrop kRelayDrops[] = {RelayDrop::Source,    RelayDrop::Des
                                             RelayDrop::RelayAddress, RelayDrop::RelayPort,
                                             RelayDrop::Duplicate, RelayDrop::Budget};
 
-// Whether `address` lies in `prefix` (same family, the first prefix.length bits equal).
-bool prefixContains(const bgp::Prefix& prefix, const bgp::IpAddress& address);
 // Whether `address` could be a node's unicast address at all: not multicast, limited broadcast,
 // loopback, link-local, unspecified or IPv4-mapped.
 bool unicastNodeAddress(const bgp::IpAddress& address);

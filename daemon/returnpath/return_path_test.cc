@@ -504,12 +504,12 @@ TEST(RelayPolicy, WitnessQueriesAreAnsweredOnlyToNodesAndAtABoundedRate) {
 }
 
 TEST(RelayPolicy, PrefixContainsAndUnicastNodeAddress) {
-  EXPECT_TRUE(prefixContains(prefix("192.0.2.0/24"), v4("192.0.2.200")));
-  EXPECT_FALSE(prefixContains(prefix("192.0.2.0/25"), v4("192.0.2.200")));
-  EXPECT_TRUE(prefixContains(prefix("0.0.0.0/0"), v4("198.51.100.1")));
-  EXPECT_FALSE(prefixContains(prefix("2001:db8::/32"), v4("192.0.2.1")));
-  EXPECT_TRUE(prefixContains(prefix("2001:db8::/33"), *bgp::IpAddress::parse("2001:db8:7fff::1")));
-  EXPECT_FALSE(prefixContains(prefix("2001:db8::/33"), *bgp::IpAddress::parse("2001:db8:8000::1")));
+  EXPECT_TRUE(prefix("192.0.2.0/24").contains(v4("192.0.2.200")));
+  EXPECT_FALSE(prefix("192.0.2.0/25").contains(v4("192.0.2.200")));
+  EXPECT_TRUE(prefix("0.0.0.0/0").contains(v4("198.51.100.1")));
+  EXPECT_FALSE(prefix("2001:db8::/32").contains(v4("192.0.2.1")));
+  EXPECT_TRUE(prefix("2001:db8::/33").contains(*bgp::IpAddress::parse("2001:db8:7fff::1")));
+  EXPECT_FALSE(prefix("2001:db8::/33").contains(*bgp::IpAddress::parse("2001:db8:8000::1")));
   EXPECT_TRUE(unicastNodeAddress(v4("192.0.2.1")));
   EXPECT_FALSE(unicastNodeAddress(v4("169.254.1.1")));
   EXPECT_FALSE(unicastNodeAddress(v4("240.0.0.1")));
