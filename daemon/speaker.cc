@@ -382,6 +382,16 @@ std::vector<BfdPeer> Speaker::bfdPeersOf(const config::Config& config) {
   return out;
 }
 
+std::vector<BfdPeer> Speaker::bfdPeersWithRetiring(const config::Config& config) const {
+  auto out = bfdPeersOf(config);
+  for (const auto& r : retiringBfd_) {
+    if (std::none_of(out.begin(), out.end(), [&](const BfdPeer& p) { return p.address == r.address; })) {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
 void Speaker::startDeferredPeers(std::string_view why) {
   for (auto& peer : peers_) {
     if (deferredStart_.erase(peer->address()) != 0) {

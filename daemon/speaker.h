@@ -168,6 +168,8 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   // ---- BFD ----
   std::vector<BfdPeer> bfdPeers() const { return bfdPeersOf(config_); }
   static std::vector<BfdPeer> bfdPeersOf(const config::Config& config);
+  // bfdPeersOf(config) and the BFD sessions of the peers whose Cease is still being written.
+  std::vector<BfdPeer> bfdPeersWithRetiring(const config::Config& config) const;
   // The peers' and the VIPs' addresses, for the return-path check (at start and on a reload).
   static std::vector<bgp::IpAddress> peerAddresses(const config::Config& config);
   static std::vector<bgp::IpAddress> vipAddresses(const config::Config& config);
@@ -219,6 +221,9 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   std::vector<std::unique_ptr<PeerSession>> peers_;
   // Sessions a reload removed, until their Cease has been written.
   std::vector<std::unique_ptr<PeerSession>> retiredPeers_;
+  // Their BFD sessions, kept until the Cease is written: an AdminDown sent with the Cease races
+  // it, and a peer that takes BGP down on BFD first (BIRD does) never reads why it was dropped.
+  std::vector<BfdPeer> retiringBfd_;
   // After a graceful-restart takeover, a session with BFD opens only once its BFD is Up (or
   // the restart time is half gone): an End-of-RIB sent while BFD still held the routes back
   // would make the peer drop the path it kept for us.

@@ -200,7 +200,15 @@ tl::expected<Speaker::ReloadOutcome, std::string> Speaker::reload(const config::
 }
 
 tl::expected<void, std::string> Speaker::updateBfd(const config::Config& applied) {
-  if (auto set = bfd_.setPeers(bfdPeersOf(applied)); !set) {
+  // A peer removed with BFD keeps its BFD session until carryOut's Cease to it is written.
+  for (const auto& p : bfdPeersOf(config_)) {
+    if (findPeer(applied.peers, p.address) == nullptr &&
+        std::none_of(retiringBfd_.begin(), retiringBfd_.end(),
+                     [&](const BfdPeer& r) { return r.address == p.address; })) {
+      retiringBfd_.push_back(p);
+    }
+  }
+  if (auto set = bfd_.setPeers(bfdPeersWithRetiring(applied)); !set) {
     return set;
   }
   if (handoff_.active() && !shuttingDown_ && !bfd_.running()) {
@@ -273,9 +281,15 @@ void Speaker::applyPeers(const config::ReloadPlan& plan,
     retiredPeers_.push_back(std::move(left));
     raw->stop(
         kPeerRemoved,
-        [this, raw] {
-          asio::post(io_, [this, raw] {
+        [this, raw, peer = raw->address()] {
+          asio::post(io_, [this, raw, peer] {
             std::erase_if(retiredPeers_, [raw](const auto& p) { return p.get() == raw; });
+            // The Cease is out: now its BFD session goes (AdminDown).
+            if (std::erase_if(retiringBfd_, [&](const BfdPeer& r) { return r.address == peer; })) {
+              if (auto set = bfd_.setPeers(bfdPeersWithRetiring(config_)); !set) {
+                log_.error("bfd", "{}", set.error());  // only removes: opens nothing
+              }
+            }
           });
         },
         bgp::subcode::kPeerDeconfigured);
