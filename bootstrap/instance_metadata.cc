@@ -5,11 +5,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <filesystem>
-#include <initializer_list>
 #include <utility>
 
+#include "config/field_reader.h"
 #include "config/yaml_documents.h"
 
 namespace vipd::bootstrap {
@@ -17,59 +16,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Where a value sits in the document and what it is called, for error messages.
-struct Field {
-  YAML::Node key;
-  YAML::Node value;
-  std::string path;
-};
-
-// A mapping whose keys were checked: no unknown keys, no duplicates.
-struct Mapping {
-  YAML::Mark mark;
-  std::string path;
-  std::vector<std::pair<std::string, Field>> fields;
-
-  const Field* find(std::string_view key) const {
-    for (const auto& [name, field] : fields) {
-      if (name == key) {
-        return &field;
-      }
-    }
-    return nullptr;
-  }
-};
-
-std::string joinPath(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : fmt::format("{}.{}", path, key);
-}
-
-std::string indexPath(const std::string& path, size_t index) {
-  return fmt::format("{}[{}]", path, index);
-}
-
-std::string describe(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Map:
-      return "a mapping";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Scalar: {
-      constexpr size_t kMaxShown = 40;
-      const std::string& text = node.Scalar();
-      return text.size() > kMaxShown ? fmt::format("'{}...'", text.substr(0, kMaxShown))
-                                     : fmt::format("'{}'", text);
-    }
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      break;
-  }
-  return "no value";
-}
-
-// Quoted scalars (every JSON string) carry the tag "!". A quoted "4200000001" is a string: taking
-// it as a number would hide a templating mistake in whatever produced the metadata.
-bool isQuoted(const YAML::Node& node) { return node.Tag() == "!"; }
+using config::describe;
+using config::Field;
+using config::indexPath;
+using config::joinPath;
+using config::Mapping;
 
 bool isMulticast(const bgp::IpAddress& a) {
   return a.isV4() ? (a.bytes[0] & 0xf0) == 0xe0 : a.bytes[0] == 0xff;
@@ -123,49 +74,16 @@ std::optional<std::string> unmountedFileProblem(std::string_view file,
   return std::nullopt;
 }
 
-class MetadataReader {
+// The mapping, string, integer, boolean, address and list readers and the error collection are
+// config's FieldReader: metadata is refused in the same words as vipd's own config.
+class MetadataReader : public config::FieldReader {
  public:
   MetadataReader(std::string_view fileName, const MetadataContext& context)
-      : fileName_(fileName), context_(context) {}
-
-  void error(const YAML::Mark& mark, std::string path, std::string message) {
-    config::ConfigError e;
-    e.file = fileName_;
-    if (!mark.is_null()) {
-      e.line = mark.line + 1;
-      e.column = mark.column + 1;
-    }
-    e.path = std::move(path);
-    e.message = std::move(message);
-    errors_.push_back(std::move(e));
-  }
-
-  void error(const Field& field, std::string message) {
-    // yaml-cpp marks an empty value ("image:") at the next token, often on the next line; the key
-    // is where the operator has to look.
-    bool useKey = field.value.IsNull() && field.key.IsDefined() && field.key.IsScalar();
-    error(useKey ? field.key.Mark() : field.value.Mark(), field.path, std::move(message));
-  }
-
-  Errors takeErrors() {
-    std::stable_sort(errors_.begin(), errors_.end(), [](const auto& a, const auto& b) {
-      return std::pair(a.line, a.column) < std::pair(b.line, b.column);
-    });
-    return std::move(errors_);
-  }
-
-  bool ok() const { return errors_.empty(); }
+      : FieldReader(fileName), context_(context) {}
 
   void readDocument(const YAML::Node& root, InstanceMetadata& out);
 
  private:
-  std::optional<Mapping> readMapping(const YAML::Node& node, const std::string& path,
-                                     std::initializer_list<std::string_view> known);
-  const Field* require(const Mapping& m, std::string_view key);
-  std::optional<std::string> readString(const Field& f);
-  std::optional<uint32_t> readUint32(const Field& f, uint32_t min);
-  std::optional<bool> readBool(const Field& f);
-  std::optional<bgp::IpAddress> readAddress(const Field& f);
   std::optional<YAML::Node> readNonEmptyList(const Field& f, std::string_view what);
   std::optional<std::string> readPasswordFile(const Field& f);
 
@@ -178,11 +96,9 @@ class MetadataReader {
   void readHealth(const Field& f, HealthMetadata& health);
   void readImage(const Mapping& root, bool bootstrapEnabled, std::string& image);
 
-  std::string fileName_;
   const Distro& distro() const { return context_.distro ? *context_.distro : defaultDistro(); }
 
   MetadataContext context_;
-  Errors errors_;
 
   // From node.addresses, in the order written.
   std::vector<bgp::IpAddress> nodeAddresses_;
@@ -190,111 +106,8 @@ class MetadataReader {
   std::optional<Field> nodeAddressesField_;  // a copy: the Mapping it came from is gone
 };
 
-std::optional<Mapping> MetadataReader::readMapping(const YAML::Node& node, const std::string& path,
-                                                   std::initializer_list<std::string_view> known) {
-  if (!node.IsMap()) {
-    error(node.Mark(), path, fmt::format("expected a mapping, got {}", describe(node)));
-    return std::nullopt;
-  }
-  Mapping m{node.Mark(), path, {}};
-  for (const auto& entry : node) {
-    const YAML::Node& key = entry.first;
-    if (!key.IsScalar()) {
-      error(key.Mark(), path, fmt::format("keys must be strings, got {}", describe(key)));
-      continue;
-    }
-    const std::string& name = key.Scalar();
-    std::string keyPath = joinPath(path, name);
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      std::string list;
-      for (std::string_view candidate : known) {
-        list += list.empty() ? "" : ", ";
-        list += candidate;
-      }
-      error(key.Mark(), keyPath, fmt::format("unknown key '{}'; expected one of: {}", name, list));
-      continue;
-    }
-    // yaml-cpp keeps every duplicate, and a lookup would silently pick one of them.
-    if (const Field* first = m.find(name)) {
-      error(key.Mark(), keyPath,
-            fmt::format("duplicate key '{}' (first set on line {})", name,
-                        first->key.Mark().line + 1));
-      continue;
-    }
-    m.fields.emplace_back(name, Field{key, entry.second, keyPath});
-  }
-  return m;
-}
-
-const Field* MetadataReader::require(const Mapping& m, std::string_view key) {
-  const Field* f = m.find(key);
-  if (f == nullptr) {
-    error(m.mark, joinPath(m.path, key), fmt::format("required key '{}' is missing", key));
-  }
-  return f;
-}
-
-std::optional<std::string> MetadataReader::readString(const Field& f) {
-  if (!f.value.IsScalar()) {
-    error(f, fmt::format("expected a string, got {}", describe(f.value)));
-    return std::nullopt;
-  }
-  return f.value.Scalar();
-}
-
-std::optional<uint32_t> MetadataReader::readUint32(const Field& f, uint32_t min) {
-  const std::string text = f.value.IsScalar() ? f.value.Scalar() : "";
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  bool isNumber = f.value.IsScalar() && !isQuoted(f.value) && !text.empty() &&
-                  text.find_first_not_of("0123456789") == std::string::npos;
-  if (!isNumber) {
-    error(f, fmt::format("expected an integer, got {}{}", isQuoted(f.value) ? "the string " : "",
-                         describe(f.value)));
-    return std::nullopt;
-  }
-  if (ec != std::errc{} || end != text.data() + text.size() || value < min || value > UINT32_MAX) {
-    error(f, fmt::format("must be between {} and {}, got {}", min, UINT32_MAX, text));
-    return std::nullopt;
-  }
-  return static_cast<uint32_t>(value);
-}
-
-std::optional<bool> MetadataReader::readBool(const Field& f) {
-  if (f.value.IsScalar() && !isQuoted(f.value)) {
-    if (f.value.Scalar() == "true") {
-      return true;
-    }
-    if (f.value.Scalar() == "false") {
-      return false;
-    }
-  }
-  error(f, fmt::format("expected true or false, got {}{}", isQuoted(f.value) ? "the string " : "",
-                       describe(f.value)));
-  return std::nullopt;
-}
-
-std::optional<bgp::IpAddress> MetadataReader::readAddress(const Field& f) {
-  if (!f.value.IsScalar()) {
-    error(f, fmt::format("expected an IP address, got {}", describe(f.value)));
-    return std::nullopt;
-  }
-  const std::string& text = f.value.Scalar();
-  auto address = bgp::IpAddress::parse(text);
-  if (!address) {
-    if (auto prefix = bgp::Prefix::parse(text)) {
-      error(f, fmt::format("'{}' has a prefix length; write the address alone: {}", text,
-                           prefix->address.toString()));
-    } else {
-      error(f, fmt::format("'{}' is not an IP address", text));
-    }
-  }
-  return address;
-}
-
 std::optional<YAML::Node> MetadataReader::readNonEmptyList(const Field& f, std::string_view what) {
-  if (!f.value.IsSequence()) {
-    error(f, fmt::format("expected a list, got {}", describe(f.value)));
+  if (!readList(f)) {
     return std::nullopt;
   }
   if (f.value.size() == 0) {
@@ -339,7 +152,7 @@ void MetadataReader::readDocument(const YAML::Node& root, InstanceMetadata& out)
     readNode(*f);
   }
   if (const Field* f = require(*m, "localAsn")) {
-    out.localAsn = readUint32(*f, 1).value_or(0);
+    out.localAsn = readAsn(*f).value_or(0);
   }
   if (const Field* f = require(*m, "vips")) {
     readVips(*f, out.vips);
@@ -491,7 +304,7 @@ void MetadataReader::readPeers(const Field& f,
       }
     }
     if (const Field* a = require(*m, "asn")) {
-      peer.asn = readUint32(*a, 1).value_or(0);
+      peer.asn = readAsn(*a).value_or(0);
     }
     if (const Field* p = m->find("passwordFile")) {
       peer.passwordFile = readPasswordFile(*p);

@@ -206,7 +206,7 @@ TEST(BootstrapMetadata, BadAddressesAtOnce) {
           "metadata.yaml:8:15: peers[0].address: '192.0.2.256' is not an IP address",
           "metadata.yaml:9:31: peers[1].asn: must be between 1 and 4294967295, got 4294967296",
           "metadata.yaml:10:31: peers[2].asn: must be between 1 and 4294967295, got 0",
-          "metadata.yaml:11:31: peers[3].asn: expected an integer, got '-1'"))
+          "metadata.yaml:11:31: peers[3].asn: must be between 1 and 4294967295, got -1"))
       << joined(errors);
 }
 
@@ -256,13 +256,18 @@ TEST(BootstrapMetadata, UnknownKeysAtEveryLevel) {
                   "enabled",
                   "metadata.yaml:13:21: health.interval: unknown key 'interval'; expected one of: "
                   "type, url, caFile, address",
-                  "metadata.yaml:14:1: peers2: unknown key 'peers2'; expected one of: apiVersion, "
-                  "kind, node, localAsn, vips, peers, passwordFile, bootstrap, health, "
-                  "metrics, image"))
+                  // The same reader as vipd's config: a near miss gets the key suggested.
+                  "metadata.yaml:14:1: peers2: unknown key 'peers2' (did you mean 'peers'?)"))
       << joined(errors);
   EXPECT_THAT(errorsOf(replaced("asn: 4200000000}", "asn: 4200000000, port: 1179}")),
               ElementsAre("metadata.yaml:8:43: peers[0].port: unknown key 'port'; expected one "
                           "of: address, asn, passwordFile"));
+}
+
+TEST(BootstrapMetadata, AsTransIsRefusedAsVipdsConfigRefusesIt) {
+  EXPECT_THAT(errorsOf(replaced("asn: 4200000000}", "asn: 23456}")),
+              ElementsAre("metadata.yaml:8:31: peers[0].asn: AS 23456 is AS_TRANS (RFC 6793), a "
+                          "placeholder that is never a real ASN"));
 }
 
 TEST(BootstrapMetadata, DuplicateKey) {

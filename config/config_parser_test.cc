@@ -396,6 +396,9 @@ TEST(ConfigErrors, RouterId) {
   EXPECT_THAT(idError("2001:db8::1"), HasSubstr("routerId: the router ID is a 32-bit BGP "
                                                 "identifier written as an IPv4 address"));
   EXPECT_EQ(idError("router1"), "vipd.yaml:3:11: routerId: 'router1' is not an IP address");
+  // FieldReader::readAddress, shared with vipd render's metadata reader.
+  EXPECT_EQ(idError("192.0.2.1/32"), "vipd.yaml:3:11: routerId: '192.0.2.1/32' has a prefix "
+                                     "length; write the address alone: 192.0.2.1");
 }
 
 TEST(ConfigErrors, RouterIdEqualsVip) {

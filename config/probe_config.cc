@@ -1,7 +1,8 @@
 // parseProbeConfig(): the ProbeConfiguration document (probe_config.h). Its reader is a
-// FieldReader (config_reader.h), as the speaker's is, and uses the same shared rules: joinPath/indexPath/describe for paths and messages, unknownKeyMessage for
-// a misspelt key, parseAddressPort and dnsNameProblem (value_rules.h), parseDuration and
-// parseHttpsUrl, so a probe's URL or duration is refused with the same words as the speaker's.
+// FieldReader (field_reader.h), as the speaker's and the instance metadata's are, and uses the
+// same shared rules: joinPath/indexPath/describe for paths and messages, parseAddressPort and
+// dnsNameProblem (value_rules.h), parseDuration and parseHttpsUrl, so a probe's URL or duration
+// is refused with the same words as the speaker's.
 #include "config/probe_config.h"
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 
 #include "config/config_reader.h"
 #include "config/health_target.h"
+#include "config/field_reader.h"
 #include "config/value_rules.h"
 #include "config/yaml_documents.h"
 
@@ -26,20 +28,13 @@ using std::chrono::milliseconds;
 
 namespace {
 
-using internal::describe;
-using internal::indexPath;
-using internal::joinPath;
-
 constexpr std::string_view kProbeKind = "ProbeConfiguration";
 constexpr size_t kMaxTargets = 64;
 constexpr size_t kMaxProbeFileBytes = 1024 * 1024;
 
-using internal::Field;
-using internal::Mapping;
-
 // The primitives (a mapping with known keys, a string, a bounded duration) and the error
 // collection are FieldReader's, the speaker's config reader's: one set of rules and words.
-class ProbeReader : public internal::FieldReader {
+class ProbeReader : public FieldReader {
  public:
   ProbeReader(std::string_view fileName, const ProbeOverrides& overrides)
       : FieldReader(fileName), overrides_(overrides) {}

@@ -1,8 +1,7 @@
-// ConfigReader's error collection and its primitive readers (config_reader.h): a mapping checked
-// against its known keys, required keys, strings, integers, booleans, durations, addresses, ASNs,
-// lists and absolute paths. Every section reader is built from these, so each kind of value is
-// refused with the same words wherever it appears.
-#include "config/config_reader.h"
+// FieldReader (field_reader.h): error collection and the primitive readers. Every section reader
+// of every vipd document is built from these, so each kind of value is refused with the same
+// words wherever it appears.
+#include "config/field_reader.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +10,12 @@
 
 #include "config/value_rules.h"
 
-namespace vipd::config::internal {
+namespace vipd::config {
+
+using internal::isAllDigits;
+using internal::parseDecimal;
+using internal::unknownKeyMessage;
+
 namespace {
 
 // Quoted scalars carry the non-specific tag "!"; plain ones carry "?". A quoted "65001" is a
@@ -191,9 +195,15 @@ std::optional<bgp::IpAddress> FieldReader::readAddress(const Field& f) {
     error(f, fmt::format("expected an IP address, got {}", describe(f.value)));
     return std::nullopt;
   }
-  auto address = bgp::IpAddress::parse(f.value.Scalar());
+  const std::string& text = f.value.Scalar();
+  auto address = bgp::IpAddress::parse(text);
   if (!address) {
-    error(f, fmt::format("'{}' is not an IP address", f.value.Scalar()));
+    if (auto prefix = bgp::Prefix::parse(text)) {
+      error(f, fmt::format("'{}' has a prefix length; write the address alone: {}", text,
+                           prefix->address.toString()));
+    } else {
+      error(f, fmt::format("'{}' is not an IP address", text));
+    }
   }
   return address;
 }
@@ -238,4 +248,4 @@ std::optional<std::string> FieldReader::readAbsolutePath(const Field& f, std::st
   return path;
 }
 
-}  // namespace vipd::config::internal
+}  // namespace vipd::config
