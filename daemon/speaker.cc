@@ -430,7 +430,8 @@ void Speaker::onBfdChange(const BfdStateChange& change) {
               "until BFD is Up again", bfd::stateName(change.to),
               bfd::diagnosticName(change.diagnostic));
     peer.bfdDown(fmt::format("BFD {} -> {} ({})", bfd::stateName(change.from),
-                             bfd::stateName(change.to), bfd::diagnosticName(change.diagnostic)));
+                             bfd::stateName(change.to), bfd::diagnosticName(change.diagnostic)),
+                 change.diagnostic == bfd::Diagnostic::NeighborSignaledSessionDown);
   }
 }
 

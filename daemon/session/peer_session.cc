@@ -45,7 +45,8 @@ PeerSession::PeerSession(asio::io_context& io, const config::Peer& peer,
       fsm_(std::move(sessionConfig)),
       timers_{asio::steady_timer(io), asio::steady_timer(io), asio::steady_timer(io)},
       announceableNow_(std::move(announceableNow)),
-      fabricChanged_(std::move(fabricChanged)) {}
+      fabricChanged_(std::move(fabricChanged)),
+      bfdGrace_(io) {}
 
 void PeerSession::postFabricChange() {
   if (!fabricChanged_ || fabricChangePosted_) {
@@ -120,6 +121,8 @@ void PeerSession::noBfdGate() {
   if (!bfdGate_) {
     return;
   }
+  bfdDownPending_ = false;
+  bfdGrace_.cancel();
   bfdGate_.reset();
   execute(fsm_.setAnnouncements(wanted_, wantedDegraded_));
 }
@@ -139,6 +142,10 @@ std::set<bgp::Prefix> PeerSession::gated(std::set<bgp::Prefix> prefixes) const {
 }
 
 void PeerSession::setBfdUp() {
+  if (bfdDownPending_) {  // back Up within the grace: nothing to tear down
+    bfdDownPending_ = false;
+    bfdGrace_.cancel();
+  }
   if (!bfdGate_ || *bfdGate_) {
     return;
   }
@@ -149,10 +156,25 @@ void PeerSession::setBfdUp() {
   execute(fsm_.setAnnouncements(wanted_, wantedDegraded_));
 }
 
-void PeerSession::bfdDown(std::string_view why) {
-  if (!bfdGate_) {
+void PeerSession::bfdDown(std::string_view why, bool peerSignalled) {
+  if (!bfdGate_ || bfdDownPending_) {
     return;
   }
+  if (peerSignalled && current_ && fsm_.state() == bgp::SessionState::Established) {
+    bfdDownPending_ = true;
+    bfdGrace_.expires_after(kBfdNotificationGrace);
+    bfdGrace_.async_wait(guarded([this, why = std::string(why)](const boost::system::error_code& ec) {
+      if (!ec && bfdDownPending_) {
+        bfdDownPending_ = false;
+        tearDownForBfd(why);
+      }
+    }));
+    return;
+  }
+  tearDownForBfd(why);
+}
+
+void PeerSession::tearDownForBfd(std::string_view why) {
   bfdGate_ = false;
   // Tear down first (nothing more is sent on that session), then clear what the FSM would
   // announce when the session comes back, so it waits for BFD Up again.

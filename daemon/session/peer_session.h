@@ -89,7 +89,13 @@ class PeerSession {
   // BFD no longer protects this session (a reload turned it off): nothing waits for it.
   void noBfdGate();
   void setBfdUp();
-  void bfdDown(std::string_view why);
+  // `peerSignalled`: the peer's own BFD said Down (it is alive, and may have sent a NOTIFICATION
+  // with it, a Cease for `birdc restart`): the teardown waits kBfdNotificationGrace so that the
+  // NOTIFICATION already in flight is read first and the session ends with the peer's reason
+  // (CI saw BIRD's BFD Down win the race and the Cease 6/4 go unread). 50 ms: both leave the
+  // peer in the same loop iteration, and BFD cannot come back Up that fast (three packets).
+  void bfdDown(std::string_view why, bool peerSignalled = false);
+  static constexpr std::chrono::milliseconds kBfdNotificationGrace{50};
   // nullopt without BFD; else whether BFD lets the routes out.
   std::optional<bool> bfdGate() const { return bfdGate_; }
   // Drain step (1): re-announce with GRACEFUL_SHUTDOWN (RFC 8326).
@@ -181,6 +187,12 @@ class PeerSession {
   FabricChanged fabricChanged_;
   bool fabricChangePosted_ = false;
   std::optional<bool> bfdGate_;
+  // bfdDown(peerSignalled) waiting out kBfdNotificationGrace; setBfdUp() or a session that ended
+  // on its own in the meantime makes the teardown moot.
+  asio::steady_timer bfdGrace_;
+  bool bfdDownPending_ = false;
+  // What bfdDown() does once nothing more is to be read: Cease 6/10, routes withheld.
+  void tearDownForBfd(std::string_view why);
   // Expires with the session; handlers holding a weak_ptr to it (guarded()) know whether `this`
   // is still alive. Last: it goes first.
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
