@@ -40,6 +40,7 @@ use_sanitizers() {
 packages=(
   meson ninja-build pkg-config g++ python3
   libboost1.81-dev libboost-url1.81-dev libnl-3-dev libnl-route-3-dev libfmt-dev libyaml-cpp-dev
+  prometheus-cpp-dev
   nlohmann-json3-dev libexpected-dev libcli11-dev libgtest-dev libgmock-dev
   libssl-dev openssl util-linux iproute2 procps tcpdump nftables bird2 frr gobgpd exabgp
   # bench/: the failover plot.

@@ -14,10 +14,10 @@
 namespace vipd::daemon {
 namespace {
 
-using exposition::Counter;
-using exposition::Family;
-using exposition::Gauge;
-using exposition::Labels;
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Labels;
 using nlohmann::json;
 
 // The RFC 4271 section 8.2.2 states, spelled as bgp::sessionStateName spells them.
@@ -31,6 +31,17 @@ using json_fields::number;
 using json_fields::string;
 
 double flag(bool value) { return value ? 1.0 : 0.0; }
+
+// prometheus-cpp's builders, shortened for the fifty families below.
+Family<Gauge>& gauges(prometheus::Registry& registry, const std::string& name,
+                      const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+}
+
+Family<Counter>& counters(prometheus::Registry& registry, const std::string& name,
+                          const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+}
 
 // "2024-05-01T12:00:00Z" (how vipd writes times in its status and state files) as Unix seconds;
 // nullopt for anything else (withdrawn.json's "since" may have been written by hand).
@@ -67,27 +78,27 @@ std::string notificationCodeLabel(const std::string& key) {
 }  // namespace
 
 Metrics::Metrics()
-    : registry_(std::make_unique<exposition::Registry>()),
+    : registry_(std::make_unique<prometheus::Registry>()),
       // vipd_build_info{version} 1. Reads: version.
-      buildInfo_{&registry_->gauge("vipd_build_info",
+      buildInfo_{&gauges(*registry_, "vipd_build_info",
                                    "Always 1; the version label is the running vipd's version.")},
       // vipd_mode{mode} 1. Reads: mode. One series: a new mode replaces the old one.
-      mode_{&registry_->gauge("vipd_mode",
+      mode_{&gauges(*registry_, "vipd_mode",
                               "Always 1; the mode label is vipd's current operating mode.")},
       // vipd_withdrawn: 1 while the operator has withdrawn the node with vipctl (the reason is
       // free text: it is in `vipctl status`, not in a label), 0 otherwise. Reads:
       // withdrawn.active.
       withdrawn_(
-          registry_->gauge("vipd_withdrawn",
+          gauges(*registry_, "vipd_withdrawn",
                            "1 while the node is withdrawn by the operator (vipctl withdraw), 0 "
                            "otherwise; vipctl status gives the reason.")),
       // vipd_withdrawn_since_timestamp_seconds: when the withdraw began (Unix time), 0 while not
       // withdrawn. Reads: withdrawn.since (absent when it is not vipd's UTC format).
       withdrawnSince_(
-          registry_->gauge("vipd_withdrawn_since_timestamp_seconds",
+          gauges(*registry_, "vipd_withdrawn_since_timestamp_seconds",
                            "Unix time the operator's withdraw began; 0 while not withdrawn.")),
       // vipd_ready: the /readyz verdict. Reads: ready.
-      ready_(registry_->gauge("vipd_ready",
+      ready_(gauges(*registry_, "vipd_ready",
                               "1 when vipd reports ready (/readyz answers 200), 0 otherwise.")),
       // peers[], peers[].bfd, vips[] and health: documented in their factories below.
       peer_(peerFamilies(*registry_)),
@@ -96,42 +107,42 @@ Metrics::Metrics()
       health_(healthFamilies(*registry_)),
       // vipd_role{role}: one series per role (active, standby, contending), 1 for the current
       // one. Reads: role.
-      role_(registry_->gauge(
+      role_(gauges(*registry_, 
           "vipd_role",
           "1 for this instance's role, 0 for the others: active (speaks BGP), standby "
           "(waits to take the node back) or contending (waits to take over).")),
       // vipd_handoff_refused: 1 while the last takeover attempt was refused, 0 otherwise (the
       // refusal, free text, is handoff.lastRefusal in the status). Reads: handoff.refused.
       handoffRefused_(
-          registry_->gauge("vipd_handoff_refused",
+          gauges(*registry_, "vipd_handoff_refused",
                            "1 while this instance's takeover is refused (vipctl status says "
                            "why), 0 otherwise.")),
       // vipd_handoff_holder_silent: 1 while this waiting instance sees no BGP session of the
       // instance that holds the speaker lock for longer than the hold time (issue 29: frozen or
       // stuck; the node announces nothing). Reads: handoff.holderSilent.
       handoffHolderSilent_(
-          registry_->gauge("vipd_handoff_holder_silent",
+          gauges(*registry_, "vipd_handoff_holder_silent",
                            "1 while the instance holding the speaker lock has had no BGP session "
                            "for longer than the hold time (frozen or stuck), 0 otherwise.")),
       // vipd_handoffs_total{event}: took_over, yielded, took_back, refused. Reads:
       // handoff.tookOver, handoff.yielded, handoff.tookBack, handoff.refusals.
-      handoffs_(registry_->counter("vipd_handoffs_total",
+      handoffs_(counters(*registry_, "vipd_handoffs_total",
                                    "Handoffs between this node's vipd instances, by event.")),
       // Per listener (listener = control, metrics, bgp), from listeners.<name>:
       // vipd_listener_connections (open), vipd_listener_connection_limit (limit; 0 = none),
       // vipd_listener_closed_total{reason} (limit: closed because the cap was reached (limitHits);
       // idle: sent no request in time (idleTimeouts); refused: not allowed (refused)),
       // vipd_listener_accept_failures_total (acceptFailures).
-      listenerOpen_(registry_->gauge("vipd_listener_connections",
+      listenerOpen_(gauges(*registry_, "vipd_listener_connections",
                                      "Clients connected to each of vipd's listeners.")),
-      listenerLimit_(registry_->gauge("vipd_listener_connection_limit",
+      listenerLimit_(gauges(*registry_, "vipd_listener_connection_limit",
                                       "Clients each listener holds at most (0: no cap).")),
       listenerClosed_(
-          registry_->counter("vipd_listener_closed_total",
+          counters(*registry_, "vipd_listener_closed_total",
                              "Clients a listener closed or turned away, by reason: limit (the "
                              "cap was reached), idle (no request in time), refused (not "
                              "allowed).")),
-      listenerAcceptFailures_(registry_->counter("vipd_listener_accept_failures_total",
+      listenerAcceptFailures_(counters(*registry_, "vipd_listener_accept_failures_total",
                                                  "accept() failures on each listener (out of file "
                                                  "descriptors, typically).")),
       // vipd_config_last_reload_successful: 0 after a reload (SIGHUP or a change to the files)
@@ -139,62 +150,62 @@ Metrics::Metrics()
       // runs on with what it ran before), 1 at start and after a good one, changes waiting for
       // a restart included. Reads: config.lastReloadSuccessful.
       configLastReloadSuccessful_(
-          registry_->gauge("vipd_config_last_reload_successful",
+          gauges(*registry_, "vipd_config_last_reload_successful",
                            "1 unless the last reload failed: the file did not load, or a "
                            "change could not be applied (what runs is then unchanged).")),
       // vipd_config_last_reload_success_timestamp_seconds: when the config that runs was loaded
       // (start, or the last reload that applied something). Reads: config.loadedAt.
       configLoadedAt_(
-          registry_->gauge("vipd_config_last_reload_success_timestamp_seconds",
+          gauges(*registry_, "vipd_config_last_reload_success_timestamp_seconds",
                            "Unix time the config that runs was loaded (start, or the last "
                            "reload that applied a change).")),
       // vipd_config_reloads_total{result}: reloads (SIGHUP or a change to the files), result
       // success or failure. Reads: config.reloads, config.reloadFailures.
-      configReloads_(registry_->counter("vipd_config_reloads_total",
+      configReloads_(counters(*registry_, "vipd_config_reloads_total",
                                         "Config reloads (SIGHUP or a change to the files), by "
                                         "result: success, failure.")),
       // vipd_config_pending_restart: keys whose new value in the file waits for a restart (or
       // could not be applied): what runs differs from the file. Reads: config.pendingRestart.
       configPendingRestart_(
-          registry_->gauge("vipd_config_pending_restart",
+          gauges(*registry_, "vipd_config_pending_restart",
                            "Config keys whose value in the file the running vipd does not run "
                            "(a restart applies them; vipctl status lists them).")),
       // vipd_doctor_checks{result}: the checks of vipd doctor's last run in the daemon (at start,
       // after a reload) by result: ok, warn, fail. Reads: doctor.counts.<result>.
       doctorChecks_(
-          registry_->gauge("vipd_doctor_checks",
+          gauges(*registry_, "vipd_doctor_checks",
                            "vipd doctor's checks in its last run (at start, after a reload), by "
                            "result: ok, warn, fail (vipctl status names them).")),
       // The return-path check (issue 19), from returnPath; absent in mode off.
       // vipd_return_path_available: 1 while the check runs (0: no CAP_NET_RAW, say; the status
       // says why). Reads: returnPath.available.
       returnPathAvailable_(
-          registry_->gauge("vipd_return_path_available",
+          gauges(*registry_, "vipd_return_path_available",
                            "1 while the return-path check can run, 0 when it cannot "
                            "(vipctl status says why).")),
       // vipd_return_path_state{vip,state}: one series per state (unverified, passing, broken,
       // retrying), 1 for the VIP's current one. Reads: returnPath.vips.<vip>.state.
       returnPathState_(
-          registry_->gauge("vipd_return_path_state",
+          gauges(*registry_, "vipd_return_path_state",
                            "1 for each VIP's return-path state: unverified, passing, broken "
                            "(its packets get no answer; withdrawn in enforce mode) or "
                            "retrying.")),
       // vipd_return_path_probes_total{source}: echoes sent from the node's address (node) and
       // from the VIPs (vip). Reads: returnPath.counters.nodeProbes, vipProbes.
-      returnPathProbes_(registry_->counter("vipd_return_path_probes_total",
+      returnPathProbes_(counters(*registry_, "vipd_return_path_probes_total",
                                            "Return-path echoes sent, by source: node, vip.")),
       // vipd_return_path_answers_total{source,via}: of those, answered; via direct (this node
       // got the answer) or relay (another node got it and sent it back). Reads:
       // returnPath.counters.nodeAnswered, vipAnswered, vipAnsweredRelayed.
       returnPathAnswers_(
-          registry_->counter("vipd_return_path_answers_total",
+          counters(*registry_, "vipd_return_path_answers_total",
                              "Return-path echoes answered, by source (node, vip) and via "
                              "(direct, relay).")),
       // vipd_return_path_relays_total{result}: answers to other nodes' probes this node received
       // and sent back (sent) or did not relay (dropped, for any reason). Reads:
       // returnPath.counters.relaysSent, relaysDropped.
       returnPathRelays_(
-          registry_->counter("vipd_return_path_relays_total",
+          counters(*registry_, "vipd_return_path_relays_total",
                              "Answers to other nodes' return-path probes relayed to them, by "
                              "result: sent, dropped.")),
       // vipd_return_path_relay_drops_total{reason}: echo replies not relayed (issue 28), by
@@ -204,7 +215,7 @@ Metrics::Metrics()
       // truncated or garbled packet). Reads: returnPath.counters.relaysDroppedByReason,
       // malformedReplies.
       returnPathRelayDrops_(
-          registry_->counter("vipd_return_path_relay_drops_total",
+          counters(*registry_, "vipd_return_path_relay_drops_total",
                              "Echo replies carrying vipd probe data that were not relayed, by "
                              "reason: source, destination, relay_address, relay_port, "
                              "duplicate, budget, malformed.")),
@@ -213,7 +224,7 @@ Metrics::Metrics()
       // (another node asked this one), query_refused (not from a node network, or over the
       // rate). Reads: returnPath.counters.witness*.
       returnPathWitness_(
-          registry_->counter("vipd_return_path_witness_total",
+          counters(*registry_, "vipd_return_path_witness_total",
                              "Return-path witness queries, by event: query_sent, "
                              "answer_received, query_answered, query_refused.")),
       // vipd_return_path_silences_uncounted_total: rounds in which the VIP's echoes went
@@ -221,217 +232,217 @@ Metrics::Metrics()
       // answers froze or left), so the round was not counted against it. Reads:
       // returnPath.counters.silencesUncounted.
       returnPathSilences_(
-          registry_->counter("vipd_return_path_silences_uncounted_total",
+          counters(*registry_, "vipd_return_path_silences_uncounted_total",
                              "Rounds with unanswered VIP echoes not counted against this node: "
                              "no evidence that it alone loses them.")),
       // The fabric's view (issue 28), from fabric; series per VIP, the VIP label as
       // vipd_vip_bound writes it.
       // vipd_fabric_view_available{vip}: 1 while an Established peer sends every path for the
       // VIP back (ADD-PATH), 0 when it is unavailable. Reads: fabric.vips.<vip>.available.
-      fabricAvailable_(registry_->gauge("vipd_fabric_view_available",
+      fabricAvailable_(gauges(*registry_, "vipd_fabric_view_available",
                                         "1 while the fabric's view of the VIP is available (a "
                                         "peer sends every path back), 0 when it is not.")),
       // vipd_fabric_announcers{vip}: the nodes the fabric holds a path from, this node included;
       // absent while the view is unavailable. Reads: fabric.vips.<vip>.count.
-      fabricAnnouncers_(registry_->gauge("vipd_fabric_announcers",
+      fabricAnnouncers_(gauges(*registry_, "vipd_fabric_announcers",
                                          "Nodes the fabric holds a path from for the VIP, this "
                                          "node included (only with a fabric view).")),
       // vipd_fabric_held_by_never_zero{vip}: 1 while the never-zero rule keeps the VIP
       // announced, degraded, instead of withdrawing it. Reads: fabric.vips.<vip>.heldByNeverZero.
-      fabricHeld_(registry_->gauge("vipd_fabric_held_by_never_zero",
+      fabricHeld_(gauges(*registry_, "vipd_fabric_held_by_never_zero",
                                    "1 while an automatic withdrawal of the VIP is held back "
                                    "because no other node serves it (announced degraded).")),
       // vipd_fabric_duplicate_router_id: paths from another next hop that carry this node's
       // router ID as ORIGINATOR_ID (a cloned node). Reads: fabric.duplicateRouterId.
-      fabricDuplicateRouterId_(registry_->gauge(
+      fabricDuplicateRouterId_(gauges(*registry_, 
           "vipd_fabric_duplicate_router_id",
           "Paths in the fabric from another node that carry this node's router ID.")),
       // vipd_fabric_expected_announcers: guard.expectedAnnouncers, when set (the alert compares
       // vipd_fabric_announcers with it). Reads: fabric.guard.expectedAnnouncers.
-      fabricExpectedAnnouncers_(registry_->gauge(
+      fabricExpectedAnnouncers_(gauges(*registry_, 
           "vipd_fabric_expected_announcers",
           "How many nodes should announce each VIP (guard.expectedAnnouncers).")),
       // vipd_guard_min_announcers: guard.minAnnouncers, the other announcers vipctl withdraw
       // leaves at least. Reads: fabric.guard.minAnnouncers.
-      guardMinAnnouncers_(registry_->gauge(
+      guardMinAnnouncers_(gauges(*registry_, 
           "vipd_guard_min_announcers",
           "Other announcers vipctl withdraw must leave (guard.minAnnouncers).")) {}
 
 // The BGP session of each peer, from peers[]: series labelled with the peer's address, created
 // when the peer is first seen.
-Metrics::PeerFamilies Metrics::peerFamilies(exposition::Registry& registry) {
+Metrics::PeerFamilies Metrics::peerFamilies(prometheus::Registry& registry) {
   return {
       // vipd_peer_state{peer,state}: one series per RFC 4271 state, 1 for the current one.
       // Reads: peers[].address, peers[].state. An unknown state name sets all six to 0.
       .state =
-          registry.gauge("vipd_peer_state",
+          gauges(registry, "vipd_peer_state",
                          "1 for the BGP session's current RFC 4271 state, 0 for the other five."),
       // vipd_peer_established{peer}. Reads: peers[].state.
-      .established = registry.gauge("vipd_peer_established",
+      .established = gauges(registry, "vipd_peer_established",
                                     "1 while the BGP session is Established, 0 otherwise."),
       // vipd_peer_state_seconds{peer}. Reads: peers[].stateSeconds.
-      .stateSeconds = registry.gauge("vipd_peer_state_seconds",
+      .stateSeconds = gauges(registry, "vipd_peer_state_seconds",
                                      "Seconds the BGP session has been in its current state."),
       // vipd_peer_not_established_too_long{peer}. Reads: peers[].notEstablishedTooLong.
-      .notEstablishedTooLong = registry.gauge(
+      .notEstablishedTooLong = gauges(registry, 
           "vipd_peer_not_established_too_long",
           "1 when the BGP session has been out of Established for longer than vipd tolerates."),
       // vipd_peer_flaps_total{peer}: Established -> down transitions, computed as
       // establishedTransitions - (1 if Established now else 0). Reads: peers[].state,
       // peers[].establishedTransitions.
-      .flaps = registry.counter("vipd_peer_flaps_total", "Times the BGP session left Established."),
+      .flaps = counters(registry, "vipd_peer_flaps_total", "Times the BGP session left Established."),
       // vipd_updates_sent_total{peer}. Reads: peers[].updatesSent.
       .updatesSent =
-          registry.counter("vipd_updates_sent_total", "BGP UPDATE messages sent to the peer."),
+          counters(registry, "vipd_updates_sent_total", "BGP UPDATE messages sent to the peer."),
       // vipd_updates_received_total{peer}. Reads: peers[].updatesReceived.
-      .updatesReceived = registry.counter("vipd_updates_received_total",
+      .updatesReceived = counters(registry, "vipd_updates_received_total",
                                           "BGP UPDATE messages received from the peer."),
       // vipd_prefixes_received_total{peer}. Reads: peers[].prefixesReceived. vipd installs no
       // routes; a peer that sends prefixes is usually misconfigured (missing export filter).
       .prefixesReceived =
-          registry.counter("vipd_prefixes_received_total",
+          counters(registry, "vipd_prefixes_received_total",
                            "NLRI prefixes received from the peer (vipd ignores them)."),
       // vipd_withdrawals_received_total{peer}. Reads: peers[].withdrawalsReceived.
-      .withdrawalsReceived = registry.counter("vipd_withdrawals_received_total",
+      .withdrawalsReceived = counters(registry, "vipd_withdrawals_received_total",
                                               "Withdrawn prefixes received from the peer."),
       // vipd_update_errors_total{peer,handling}: malformed UPDATEs handled without resetting the
       // session (RFC 7606), by handling: "treat-as-withdraw" (peers[].treatAsWithdraw) or
       // "attribute-discard" (peers[].attributeDiscard).
       .updateErrors =
-          registry.counter("vipd_update_errors_total",
+          counters(registry, "vipd_update_errors_total",
                            "Malformed UPDATE messages handled per RFC 7606 without a session "
                            "reset, by handling."),
       // vipd_end_of_rib_received_total{peer}. Reads: peers[].endOfRibReceived.
-      .endOfRibReceived = registry.counter("vipd_end_of_rib_received_total",
+      .endOfRibReceived = counters(registry, "vipd_end_of_rib_received_total",
                                            "End-of-RIB markers (RFC 4724) received from the peer."),
       // vipd_route_refresh_received_total{peer}. Reads: peers[].routeRefreshReceived.
       .routeRefreshReceived =
-          registry.counter("vipd_route_refresh_received_total",
+          counters(registry, "vipd_route_refresh_received_total",
                            "ROUTE-REFRESH messages (RFC 2918) received from the peer."),
       // vipd_notifications_sent_total{peer,code}: code is "code/subcode" as in RFC 4271 section
       // 4.5, e.g. "6/2". Reads: peers[].notificationsSentByCode (an object code -> count).
       .notificationsSent =
-          registry.counter("vipd_notifications_sent_total",
+          counters(registry, "vipd_notifications_sent_total",
                            "BGP NOTIFICATION messages sent to the peer, by code/subcode."),
       // vipd_notifications_received_total{peer,code}. Reads: peers[].notificationsReceivedByCode.
       // The codes come from the peer: anything but code 1-7 with subcode 0-15 is code="other"
       // (at most 113 series per peer).
       .notificationsReceived =
-          registry.counter("vipd_notifications_received_total",
+          counters(registry, "vipd_notifications_received_total",
                            "BGP NOTIFICATION messages received from the peer, by "
                            "code/subcode."),
       // vipd_prefixes_advertised{peer}. Reads: peers[].prefixesAdvertised.
-      .prefixesAdvertised = registry.gauge("vipd_prefixes_advertised",
+      .prefixesAdvertised = gauges(registry, "vipd_prefixes_advertised",
                                            "Prefixes (VIPs) currently advertised to the peer."),
   };
 }
 
 // BFD, from peers[].bfd, for peers with bfd.enabled only (no series for the others).
-Metrics::BfdFamilies Metrics::bfdFamilies(exposition::Registry& registry) {
+Metrics::BfdFamilies Metrics::bfdFamilies(prometheus::Registry& registry) {
   return {
       // vipd_bfd_state{peer,state}: one series per RFC 5880 state, 1 for the current one.
       // Reads: peers[].bfd.enabled, peers[].bfd.state.
-      .state = registry.gauge("vipd_bfd_state",
+      .state = gauges(registry, "vipd_bfd_state",
                               "BFD session state towards the peer: 1 for the current state."),
       // vipd_bfd_detection_time_seconds{peer}: the detection time this end applies (RFC 5880
       // section 6.8.4). Reads: peers[].bfd.detectionTimeMs.
       .detectionTime =
-          registry.gauge("vipd_bfd_detection_time_seconds",
+          gauges(registry, "vipd_bfd_detection_time_seconds",
                          "BFD detection time: the peer is declared down after this long "
                          "without a packet."),
       // vipd_bfd_tx_interval_seconds{peer}: the negotiated transmit interval before jitter.
       // Reads: peers[].bfd.txIntervalMs.
-      .txInterval = registry.gauge("vipd_bfd_tx_interval_seconds",
+      .txInterval = gauges(registry, "vipd_bfd_tx_interval_seconds",
                                    "Negotiated BFD transmit interval (before jitter)."),
       // vipd_bfd_transitions_total{peer,to}: state changes by new state (AdminDown, Down, Init,
       // Up). Reads: peers[].bfd.transitionsTo.
-      .transitions = registry.counter("vipd_bfd_transitions_total",
+      .transitions = counters(registry, "vipd_bfd_transitions_total",
                                       "BFD session state changes, by the state entered."),
       // vipd_bfd_packets_total{peer,direction}: sent, received (accepted by the session) and
       // dropped (failed a check: wrong discriminator, TTL, malformed). Reads:
       // peers[].bfd.packetsSent, packetsReceived, packetsDropped + malformedReceived +
       // ttlDropped.
-      .packets = registry.counter("vipd_bfd_packets_total",
+      .packets = counters(registry, "vipd_bfd_packets_total",
                                   "BFD control packets, by direction (sent, received, dropped)."),
   };
 }
 
 // Each VIP, from vips[]: series labelled with the VIP, created when it is first seen.
-Metrics::VipFamilies Metrics::vipFamilies(exposition::Registry& registry) {
+Metrics::VipFamilies Metrics::vipFamilies(prometheus::Registry& registry) {
   return {
       // vipd_vip_bound{vip,interface}. Reads: vips[].address, vips[].interface, vips[].bound.
-      .bound = registry.gauge("vipd_vip_bound",
+      .bound = gauges(registry, "vipd_vip_bound",
                               "1 while the VIP address is present on its interface, 0 otherwise."),
       // vipd_vip_owned_by_vipd{vip}. Reads: vips[].ownedByVipd.
       .owned =
-          registry.gauge("vipd_vip_owned_by_vipd",
+          gauges(registry, "vipd_vip_owned_by_vipd",
                          "1 when vipd added the VIP address (and will remove it), 0 when it found "
                          "it already present."),
       // vipd_vip_announced{vip}. Reads: vips[].announced.
-      .announced = registry.gauge(
+      .announced = gauges(registry, 
           "vipd_vip_announced", "1 while the VIP is advertised to at least one peer, 0 otherwise."),
       // vipd_vip_announced_peers{vip}. Reads: vips[].announcedToPeers.
-      .announcedPeers = registry.gauge("vipd_vip_announced_peers",
+      .announcedPeers = gauges(registry, "vipd_vip_announced_peers",
                                        "Number of peers the VIP is currently advertised to."),
       // vipd_vip_lost_total{vip}: someone else removed the address and vipd put it back.
       // Reads: vips[].lostCount.
       .lost =
-          registry.counter("vipd_vip_lost_total",
+          counters(registry, "vipd_vip_lost_total",
                            "Times the VIP address disappeared from its interface while vipd held "
                            "it."),
   };
 }
 
 // The health gate, from health.
-Metrics::HealthFamilies Metrics::healthFamilies(exposition::Registry& registry) {
+Metrics::HealthFamilies Metrics::healthFamilies(prometheus::Registry& registry) {
   return {
       // vipd_health_healthy. Reads: health.healthy. Absent when no health gate is configured.
       .healthy =
-          registry.gauge("vipd_health_healthy",
+          gauges(registry, "vipd_health_healthy",
                          "1 while the local control-plane health check passes, 0 otherwise."),
       // vipd_health_consecutive_successes. Reads: health.consecutiveSuccesses.
       .consecutiveSuccesses =
-          registry.gauge("vipd_health_consecutive_successes", "Health checks passed in a row."),
+          gauges(registry, "vipd_health_consecutive_successes", "Health checks passed in a row."),
       // vipd_health_consecutive_failures. Reads: health.consecutiveFailures.
       .consecutiveFailures =
-          registry.gauge("vipd_health_consecutive_failures", "Health checks failed in a row."),
+          gauges(registry, "vipd_health_consecutive_failures", "Health checks failed in a row."),
       // vipd_health_check_latency_seconds: a gauge of the most recent check, not a histogram:
       // metrics only see snapshots, not every check. Reads: health.lastLatencyMs.
-      .latency = registry.gauge("vipd_health_check_latency_seconds",
+      .latency = gauges(registry, "vipd_health_check_latency_seconds",
                                 "Duration of the most recent health check, in seconds."),
       // vipd_health_checks_total. Reads: health.checks.
-      .checks = registry.counter("vipd_health_checks_total", "Health checks run."),
+      .checks = counters(registry, "vipd_health_checks_total", "Health checks run."),
       // vipd_health_check_failures_total. Reads: health.failures.
       .failures =
-          registry.counter("vipd_health_check_failures_total", "Health checks that failed."),
+          counters(registry, "vipd_health_check_failures_total", "Health checks that failed."),
       // vipd_health_check_hard_failures_total: of those, the ones that say the apiserver is
       // gone (refused, reset, TLS failure, not an apiserver). Reads: health.hardFailures.
-      .hardFailures = registry.counter("vipd_health_check_hard_failures_total",
+      .hardFailures = counters(registry, "vipd_health_check_hard_failures_total",
                                        "Health checks that failed with hard evidence (connection "
                                        "refused or reset, TLS failure, an answer not from an "
                                        "apiserver)."),
       // vipd_health_connect_resends_total: connects that went unanswered and were raced by a
       // fresh one (a lost SYN or SYN-ACK on the way to the apiserver). Reads:
       // health.connectResends.
-      .connectResends = registry.counter(
+      .connectResends = counters(registry, 
           "vipd_health_connect_resends_total",
           "Health check connects that went unanswered for 200 ms and were raced by a new "
           "connect (a SYN or SYN-ACK lost on the way to the apiserver)."),
       // vipd_health_held_connection: 1 while the last successful check's connection is held
       // open, so its close starts a check at once. Reads: health.heldConnection.
       .heldConnection =
-          registry.gauge("vipd_health_held_connection",
+          gauges(registry, "vipd_health_held_connection",
                          "1 while the health check holds its keep-alive connection to "
                          "the apiserver open, 0 otherwise."),
       // vipd_health_degraded: 1 while health.onFailure is degrade and the check fails, so the
       // node announces the worse path. Reads: health.degraded.
       .degraded =
-          registry.gauge("vipd_health_degraded",
+          gauges(registry, "vipd_health_degraded",
                          "1 while the node announces a degraded path (health.onFailure degrade "
                          "and the check failing), 0 otherwise."),
       // vipd_health_vips_unbound: 1 while the VIPs are kept off the node because the check
       // fails (health.unbindWhenUnhealthy). Reads: health.vipsUnbound.
-      .vipsUnbound = registry.gauge("vipd_health_vips_unbound",
+      .vipsUnbound = gauges(registry, "vipd_health_vips_unbound",
                                     "1 while the VIPs are unbound because the health check fails "
                                     "(health.unbindWhenUnhealthy), 0 otherwise."),
   };
@@ -448,7 +459,7 @@ void Metrics::update(const json& status) {
     set(mode_, {{"mode", *mode}}, 1);
   }
   if (auto ready = boolean(status, "ready")) {
-    ready_.add({}).set(flag(*ready));
+    ready_.Add({}).Set(flag(*ready));
   }
   if (const json* peers = member(status, "peers"); peers != nullptr && peers->is_array()) {
     for (const auto& peer : *peers) {
@@ -468,7 +479,7 @@ void Metrics::update(const json& status) {
   }
   if (auto role = string(status, "role")) {
     for (auto name : {"active", "standby", "contending"}) {
-      role_.add({{"role", name}}).set(flag(*role == name));
+      role_.Add({{"role", name}}).Set(flag(*role == name));
     }
   }
   if (const json* handoff = member(status, "handoff"); handoff != nullptr) {
@@ -497,28 +508,28 @@ void Metrics::update(const json& status) {
 void Metrics::updateFabric(const json& fabric) {
   if (const json* vips = member(fabric, "vips"); vips != nullptr && vips->is_object()) {
     for (const auto& [vip, view] : vips->items()) {
-      const exposition::Labels labels{{"vip", vip}};
+      const Labels labels{{"vip", vip}};
       if (auto available = boolean(view, "available")) {
-        fabricAvailable_.add(labels).set(flag(*available));
+        fabricAvailable_.Add(labels).Set(flag(*available));
       }
       if (auto count = number(view, "count")) {
-        fabricAnnouncers_.add(labels).set(static_cast<double>(*count));
+        fabricAnnouncers_.Add(labels).Set(static_cast<double>(*count));
       }
       if (auto held = boolean(view, "heldByNeverZero")) {
-        fabricHeld_.add(labels).set(flag(*held));
+        fabricHeld_.Add(labels).Set(flag(*held));
       }
     }
   }
   if (const json* duplicates = member(fabric, "duplicateRouterId");
       duplicates != nullptr && duplicates->is_array()) {
-    fabricDuplicateRouterId_.add({}).set(static_cast<double>(duplicates->size()));
+    fabricDuplicateRouterId_.Add({}).Set(static_cast<double>(duplicates->size()));
   }
   if (const json* guard = member(fabric, "guard"); guard != nullptr) {
     if (auto n = number(*guard, "minAnnouncers")) {
-      guardMinAnnouncers_.add({}).set(static_cast<double>(*n));
+      guardMinAnnouncers_.Add({}).Set(static_cast<double>(*n));
     }
     if (auto n = number(*guard, "expectedAnnouncers")) {
-      fabricExpectedAnnouncers_.add({}).set(static_cast<double>(*n));
+      fabricExpectedAnnouncers_.Add({}).Set(static_cast<double>(*n));
     }
   }
 }
@@ -528,13 +539,13 @@ void Metrics::updateReturnPath(const json& returnPath) {
     return;
   }
   if (auto available = boolean(returnPath, "available")) {
-    returnPathAvailable_.add({}).set(flag(*available));
+    returnPathAvailable_.Add({}).Set(flag(*available));
   }
   if (const json* vips = member(returnPath, "vips"); vips != nullptr && vips->is_object()) {
     for (const auto& [vip, check] : vips->items()) {
       if (auto state = string(check, "state")) {
         for (auto name : {"unverified", "passing", "broken", "retrying"}) {
-          returnPathState_.add({{"vip", vip}, {"state", name}}).set(flag(*state == name));
+          returnPathState_.Add({{"vip", vip}, {"state", name}}).Set(flag(*state == name));
         }
       }
     }
@@ -594,11 +605,11 @@ void Metrics::updateReturnPath(const json& returnPath) {
 
 void Metrics::updateConfigLoads(const json& config) {
   if (auto ok = boolean(config, "lastReloadSuccessful")) {
-    configLastReloadSuccessful_.add({}).set(flag(*ok));
+    configLastReloadSuccessful_.Add({}).Set(flag(*ok));
   }
   if (auto at = string(config, "loadedAt")) {
     if (auto seconds = unixSeconds(*at)) {
-      configLoadedAt_.add({}).set(*seconds);
+      configLoadedAt_.Add({}).Set(*seconds);
     }
   }
   if (auto n = number(config, "reloads")) {
@@ -609,7 +620,7 @@ void Metrics::updateConfigLoads(const json& config) {
   }
   if (const json* pending = member(config, "pendingRestart");
       pending != nullptr && pending->is_array()) {
-    configPendingRestart_.add({}).set(static_cast<double>(pending->size()));
+    configPendingRestart_.Add({}).Set(static_cast<double>(pending->size()));
   }
 }
 
@@ -620,7 +631,7 @@ void Metrics::updateDoctor(const json& doctor) {
   }
   for (auto result : {"ok", "warn", "fail"}) {
     if (auto n = number(*counts, result)) {
-      doctorChecks_.add({{"result", result}}).set(*n);
+      doctorChecks_.Add({{"result", result}}).Set(*n);
     }
   }
 }
@@ -628,10 +639,10 @@ void Metrics::updateDoctor(const json& doctor) {
 void Metrics::updateListener(const std::string& name, const json& listener) {
   const Labels labels{{"listener", name}};
   if (auto n = number(listener, "open")) {
-    listenerOpen_.add(labels).set(*n);
+    listenerOpen_.Add(labels).Set(*n);
   }
   if (auto n = number(listener, "limit")) {
-    listenerLimit_.add(labels).set(*n);
+    listenerLimit_.Add(labels).Set(*n);
   }
   const std::pair<const char*, const char*> reasons[] = {
       {"limitHits", "limit"}, {"idleTimeouts", "idle"}, {"refused", "refused"}};
@@ -647,10 +658,10 @@ void Metrics::updateListener(const std::string& name, const json& listener) {
 
 void Metrics::updateHandoff(const json& handoff) {
   if (auto refused = boolean(handoff, "refused")) {
-    handoffRefused_.add({}).set(flag(*refused));
+    handoffRefused_.Add({}).Set(flag(*refused));
   }
   if (auto silent = boolean(handoff, "holderSilent")) {
-    handoffHolderSilent_.add({}).set(flag(*silent));
+    handoffHolderSilent_.Add({}).Set(flag(*silent));
   }
   const std::pair<const char*, const char*> events[] = {{"tookOver", "took_over"},
                                                         {"yielded", "yielded"},
@@ -672,15 +683,15 @@ void Metrics::updatePeer(const json& peer) {
   auto state = string(peer, "state");
   if (state) {
     for (auto name : kSessionStates) {
-      peer_.state.add({{"peer", *address}, {"state", std::string(name)}}).set(flag(*state == name));
+      peer_.state.Add({{"peer", *address}, {"state", std::string(name)}}).Set(flag(*state == name));
     }
-    peer_.established.add(labels).set(flag(*state == "Established"));
+    peer_.established.Add(labels).Set(flag(*state == "Established"));
   }
   if (auto seconds = number(peer, "stateSeconds")) {
-    peer_.stateSeconds.add(labels).set(*seconds);
+    peer_.stateSeconds.Add(labels).Set(*seconds);
   }
   if (auto tooLong = boolean(peer, "notEstablishedTooLong")) {
-    peer_.notEstablishedTooLong.add(labels).set(flag(*tooLong));
+    peer_.notEstablishedTooLong.Add(labels).Set(flag(*tooLong));
   }
   if (auto transitions = number(peer, "establishedTransitions"); transitions && state) {
     const double up = *state == "Established" ? 1 : 0;
@@ -724,7 +735,7 @@ void Metrics::updatePeer(const json& peer) {
     }
   }
   if (auto n = number(peer, "prefixesAdvertised")) {
-    peer_.prefixesAdvertised.add(labels).set(*n);
+    peer_.prefixesAdvertised.Add(labels).Set(*n);
   }
   if (const json* bfd = member(peer, "bfd"); bfd != nullptr && bfd->is_object()) {
     updateBfd(*address, *bfd);
@@ -738,14 +749,14 @@ void Metrics::updateBfd(const std::string& peer, const json& bfd) {
   const Labels labels{{"peer", peer}};
   if (auto state = string(bfd, "state")) {
     for (auto name : {"AdminDown", "Down", "Init", "Up"}) {
-      bfd_.state.add({{"peer", peer}, {"state", name}}).set(flag(*state == name));
+      bfd_.state.Add({{"peer", peer}, {"state", name}}).Set(flag(*state == name));
     }
   }
   if (auto ms = number(bfd, "detectionTimeMs")) {
-    bfd_.detectionTime.add(labels).set(*ms / 1000);
+    bfd_.detectionTime.Add(labels).Set(*ms / 1000);
   }
   if (auto ms = number(bfd, "txIntervalMs")) {
-    bfd_.txInterval.add(labels).set(*ms / 1000);
+    bfd_.txInterval.Add(labels).Set(*ms / 1000);
   }
   if (const json* to = member(bfd, "transitionsTo"); to != nullptr && to->is_object()) {
     for (const auto& [state, count] : to->items()) {
@@ -774,17 +785,17 @@ void Metrics::updateVip(const json& vip) {
   }
   const Labels labels{{"vip", *address}};
   if (auto bound = boolean(vip, "bound")) {
-    vip_.bound.add({{"vip", *address}, {"interface", string(vip, "interface").value_or("")}})
-        .set(flag(*bound));
+    vip_.bound.Add({{"vip", *address}, {"interface", string(vip, "interface").value_or("")}})
+        .Set(flag(*bound));
   }
   if (auto owned = boolean(vip, "ownedByVipd")) {
-    vip_.owned.add(labels).set(flag(*owned));
+    vip_.owned.Add(labels).Set(flag(*owned));
   }
   if (auto announced = boolean(vip, "announced")) {
-    vip_.announced.add(labels).set(flag(*announced));
+    vip_.announced.Add(labels).Set(flag(*announced));
   }
   if (auto peers = number(vip, "announcedToPeers")) {
-    vip_.announcedPeers.add(labels).set(*peers);
+    vip_.announcedPeers.Add(labels).Set(*peers);
   }
   if (auto lost = number(vip, "lostCount")) {
     advance(vip_.lost, labels, *lost);
@@ -793,16 +804,16 @@ void Metrics::updateVip(const json& vip) {
 
 void Metrics::updateHealth(const json& health) {
   if (auto healthy = boolean(health, "healthy")) {
-    health_.healthy.add({}).set(flag(*healthy));
+    health_.healthy.Add({}).Set(flag(*healthy));
   }
   if (auto n = number(health, "consecutiveSuccesses")) {
-    health_.consecutiveSuccesses.add({}).set(*n);
+    health_.consecutiveSuccesses.Add({}).Set(*n);
   }
   if (auto n = number(health, "consecutiveFailures")) {
-    health_.consecutiveFailures.add({}).set(*n);
+    health_.consecutiveFailures.Add({}).Set(*n);
   }
   if (auto ms = number(health, "lastLatencyMs")) {
-    health_.latency.add({}).set(*ms / 1000.0);
+    health_.latency.Add({}).Set(*ms / 1000.0);
   }
   if (auto n = number(health, "checks")) {
     advance(health_.checks, {}, *n);
@@ -817,13 +828,13 @@ void Metrics::updateHealth(const json& health) {
     advance(health_.connectResends, {}, *n);
   }
   if (auto held = boolean(health, "heldConnection")) {
-    health_.heldConnection.add({}).set(flag(*held));
+    health_.heldConnection.Add({}).Set(flag(*held));
   }
   if (auto degraded = boolean(health, "degraded")) {
-    health_.degraded.add({}).set(flag(*degraded));
+    health_.degraded.Add({}).Set(flag(*degraded));
   }
   if (auto unbound = boolean(health, "vipsUnbound")) {
-    health_.vipsUnbound.add({}).set(flag(*unbound));
+    health_.vipsUnbound.Add({}).Set(flag(*unbound));
   }
 }
 
@@ -832,39 +843,39 @@ void Metrics::updateWithdrawn(const json& withdrawn) {
   if (!active) {
     return;
   }
-  withdrawn_.add({}).set(flag(*active));
+  withdrawn_.Add({}).Set(flag(*active));
   if (!*active) {
-    withdrawnSince_.add({}).set(0);
+    withdrawnSince_.Add({}).Set(0);
   } else if (auto seconds = unixSeconds(string(withdrawn, "since").value_or(""))) {
-    withdrawnSince_.add({}).set(*seconds);
+    withdrawnSince_.Add({}).Set(*seconds);
   } else {
     // Withdrawn since a time nobody can read (a hand-written withdrawn.json): no series, rather
     // than a 0 that reads as "withdrawn since 1970".
-    withdrawnSince_.remove(&withdrawnSince_.add({}));
+    withdrawnSince_.Remove(&withdrawnSince_.Add({}));
   }
 }
 
 void Metrics::advance(Family<Counter>& family, const Labels& labels, double current) {
-  auto& series = family.add(labels);
+  auto& series = family.Add(labels);
   auto it = lastSeen_.try_emplace(&series, 0.0).first;
   if (current > it->second) {
-    series.increment(current - it->second);
+    series.Increment(current - it->second);
   }
   it->second = current;
 }
 
 void Metrics::set(SingleSeries& series, const Labels& labels, double value) {
   if (series.gauge != nullptr && series.labels != labels) {
-    series.family->remove(series.gauge);
+    series.family->Remove(series.gauge);
     series.gauge = nullptr;
   }
   if (series.gauge == nullptr) {
-    series.gauge = &series.family->add(labels);
+    series.gauge = &series.family->Add(labels);
     series.labels = labels;
   }
-  series.gauge->set(value);
+  series.gauge->Set(value);
 }
 
-std::string Metrics::serialize() const { return registry_->serialize(); }
+std::string Metrics::serialize() const { return exposition::serialize(*registry_); }
 
 }  // namespace vipd::daemon

@@ -25,6 +25,11 @@
 #include <string>
 #include <string_view>
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
 #include "daemon/exposition/exposition.h"
 
 namespace vipd::daemon {
@@ -45,16 +50,16 @@ class Metrics {
   [[nodiscard]] std::string serialize() const;
 
  private:
-  using GaugeFamily = exposition::Family<exposition::Gauge>;
-  using CounterFamily = exposition::Family<exposition::Counter>;
+  using GaugeFamily = prometheus::Family<prometheus::Gauge>;
+  using CounterFamily = prometheus::Family<prometheus::Counter>;
 
   // A family that holds at most one series whose labels change (an "info" style gauge such as
   // vipd_build_info{version}): setting new labels removes the old series, so the family never
   // accumulates series.
   struct SingleSeries {
     GaugeFamily* family;
-    exposition::Gauge* gauge = nullptr;
-    exposition::Labels labels;
+    prometheus::Gauge* gauge = nullptr;
+    prometheus::Labels labels;
   };
 
   void updatePeer(const nlohmann::json& peer);
@@ -70,12 +75,12 @@ class Metrics {
   void updateFabric(const nlohmann::json& fabric);
 
   // Increments the counter by how much `current` grew since the last call for this series.
-  void advance(CounterFamily& family, const exposition::Labels& labels, double current);
-  static void set(SingleSeries& series, const exposition::Labels& labels, double value);
+  void advance(CounterFamily& family, const prometheus::Labels& labels, double current);
+  static void set(SingleSeries& series, const prometheus::Labels& labels, double value);
 
   // One group of families per status section; each group's factory in metrics.cc defines and
-  // documents its metrics. Families are registered in the order of the members below, which is
-  // the order of the exposition.
+  // documents its metrics. Families are registered in the order of the members below; the
+  // exposition lists counters, then gauges, each kind in that order (exposition.h).
   struct PeerFamilies {  // peers[]
     GaugeFamily& state;
     GaugeFamily& established;
@@ -120,12 +125,12 @@ class Metrics {
     GaugeFamily& degraded;
     GaugeFamily& vipsUnbound;
   };
-  static PeerFamilies peerFamilies(exposition::Registry& registry);
-  static BfdFamilies bfdFamilies(exposition::Registry& registry);
-  static VipFamilies vipFamilies(exposition::Registry& registry);
-  static HealthFamilies healthFamilies(exposition::Registry& registry);
+  static PeerFamilies peerFamilies(prometheus::Registry& registry);
+  static BfdFamilies bfdFamilies(prometheus::Registry& registry);
+  static VipFamilies vipFamilies(prometheus::Registry& registry);
+  static HealthFamilies healthFamilies(prometheus::Registry& registry);
 
-  std::unique_ptr<exposition::Registry> registry_;
+  std::unique_ptr<prometheus::Registry> registry_;
 
   SingleSeries buildInfo_;
   SingleSeries mode_;
@@ -166,7 +171,7 @@ class Metrics {
 
   // Last status value fed into each counter series (the series are owned by their family and
   // never removed, so the pointers stay valid).
-  std::map<const exposition::Counter*, double> lastSeen_;
+  std::map<const prometheus::Counter*, double> lastSeen_;
 };
 
 }  // namespace vipd::daemon

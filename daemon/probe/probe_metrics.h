@@ -28,6 +28,12 @@
 #include <string>
 #include <vector>
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
 #include "daemon/exposition/exposition.h"
 #include "daemon/health/health_probe.h"
 
@@ -53,19 +59,19 @@ class ProbeMetrics {
 
  private:
   struct TargetSeries {
-    exposition::Histogram* duration;
-    exposition::Counter* successes;
-    std::map<std::string, exposition::Counter*, std::less<>> failures;  // by reason
-    exposition::Gauge* up = nullptr;
+    prometheus::Histogram* duration;
+    prometheus::Counter* successes;
+    std::map<std::string, prometheus::Counter*, std::less<>> failures;  // by reason
+    prometheus::Gauge* up = nullptr;
   };
 
   std::string site_;
-  std::unique_ptr<exposition::Registry> registry_;
-  exposition::Family<exposition::Histogram>& duration_;
-  exposition::Family<exposition::Counter>& successes_;
-  exposition::Family<exposition::Counter>& failures_;
-  exposition::Family<exposition::Gauge>& up_;
-  exposition::Family<exposition::Gauge>& interval_;
+  std::unique_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Histogram>& duration_;
+  prometheus::Family<prometheus::Counter>& successes_;
+  prometheus::Family<prometheus::Counter>& failures_;
+  prometheus::Family<prometheus::Gauge>& up_;
+  prometheus::Family<prometheus::Gauge>& interval_;
   std::map<std::string, TargetSeries> targets_;
 };
 

@@ -100,9 +100,9 @@ def probe_metric_names() -> set[str]:
     """The metric names daemon/probe/probe_metrics.cc registers, with a histogram's series."""
     with open(PROBE_METRICS_SOURCE) as f:
         text = f.read()
-    # registry_->gauge("vipd_...", ...), ->counter(...), ->histogram(...) (daemon/exposition)
-    names = set(re.findall(r'->(?:gauge|counter)\(\s*"(vipd_\w+)"', text))
-    for h in re.findall(r'->histogram\(\s*"(vipd_\w+)"', text):
+    # prometheus::BuildGauge().Name("vipd_..."), BuildCounter(), BuildHistogram() (prometheus-cpp)
+    names = set(re.findall(r'Build(?:Gauge|Counter)\(\)\s*\.Name\(\s*"(vipd_\w+)"', text))
+    for h in re.findall(r'BuildHistogram\(\)\s*\.Name\(\s*"(vipd_\w+)"', text):
         names |= {h + "_bucket", h + "_count", h + "_sum"}
     return names
 
