@@ -225,9 +225,9 @@ struct Handoff {
 // echo from the node's own address and `flows` echoes from the VIP; the node-sourced answer tells
 // "the target answers" from "the VIP's packets are dropped".
 struct ReturnPath {
-  // enforce: a VIP whose probes fail `fall` rounds is withdrawn until they pass `rise` rounds.
+  // enforce: a VIP whose echoes fail `fall` rounds is withdrawn until they pass `rise` rounds.
   // warn: the same judgement, reported (status, /readyz, metrics, log) but never withdrawn.
-  // off: no probes.
+  // off: no echoes.
   enum class Mode { Enforce, Warn, Off };
   Mode mode = Mode::Enforce;
   milliseconds interval{2000};  // one round per interval
@@ -235,14 +235,14 @@ struct ReturnPath {
   uint32_t flows = 4;           // VIP-sourced echoes per target per round, each its own ICMP id
   uint32_t fall = 3;            // failing rounds, announced throughout, before withdrawing
   uint32_t rise = 2;            // passing rounds before announcing again
-  // UDP port on which vipd takes relayed answers: the reply to a VIP-sourced probe goes to
-  // whichever node the fabric picks (ECMP), whose vipd sends it back to the prober here.
+  // UDP port on which vipd takes relayed answers: the reply to a VIP-sourced echo goes to
+  // whichever node the fabric picks (ECMP), whose vipd sends it back to the sender here.
   uint16_t relayPort = 9475;
-  // Whom to probe: these addresses, which are trusted to route the VIP back (a router, a
+  // Whom to send echoes to: these addresses, which are trusted to route the VIP back (a router, a
   // gateway). Empty: every peer's address, each trusted only once it has answered a
-  // VIP-sourced probe (a route reflector that does not route the VIP never is).
+  // VIP-sourced echo (a route reflector that does not route the VIP never is).
   std::vector<bgp::IpAddress> targets;
-  // Where this node relays answers to other nodes' probes (issue 28): the networks the other
+  // Where this node relays answers to other nodes' echoes (issue 28): the networks the other
   // nodes' addresses are on. Empty: the connected prefixes the peers (and targets) are reached
   // over. Set it when nodes sit in different subnets (racks behind their own ToRs).
   std::vector<bgp::Prefix> relayNetworks;

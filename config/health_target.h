@@ -1,4 +1,4 @@
-// Where a health probe goes: health.url (type apiserver) or health.address (type tcp), parsed with
+// Where a health check goes: health.url (type apiserver) or health.address (type tcp), parsed with
 // Boost.URL (RFC 3986), and the server name the apiserver's certificate must carry. Pure: no
 // sockets, no files. Every error is one sentence naming the setting, the value as written and
 // what is wrong with it.

@@ -1,4 +1,4 @@
-// Where a health probe goes: health.url and health.address parsed with Boost.URL, the server name
+// Where a health check goes: health.url and health.address parsed with Boost.URL, the server name
 // chosen for the certificate check, and the messages for values that cannot be used. Pure.
 #include "config/health_target.h"
 

@@ -200,7 +200,7 @@ void ConfigReader::readApiserverSettings(const Mapping& m, Health& health) {
                               "TLS",
                               *url));
       } else if (auto target = parseHttpsUrl(*url); !target) {
-        // The same parse as the probe's (health_target.h): validate refuses what start would.
+        // The same parse as the health check's (health_target.h): validate refuses what start would.
         error(*u, fmt::format("'{}' is not a URL the apiserver check can use: {}", *url,
                               target.error()));
       } else {

@@ -98,7 +98,7 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
                     },
                     log)
               : nullptr),
-      health_(io, config_.health, log, [this](bool healthy, const ProbeResult&) {
+      health_(io, config_.health, log, [this](bool healthy, const CallResult&) {
         onHealthChange(healthy);
       }),
       http_(io, log,
@@ -149,8 +149,8 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
   if (config_.metrics.health) {
     healthHttp_.emplace(
         io, log,
-        [this](std::string_view target) { return handleHttp(target, Endpoints::Probes); },
-        HttpServerOptions{.name = "health", .purpose = "health probes"});
+        [this](std::string_view target) { return handleHttp(target, Endpoints::Health); },
+        HttpServerOptions{.name = "health", .purpose = "the health endpoints"});
   }
   configLoads_.loadedAt = utcNow();
 }
@@ -235,7 +235,7 @@ tl::expected<void, std::string> Speaker::openListeners(bool mayWait) {
   if (healthHttp_ && !healthHttp_->listening()) {
     if (auto listening = healthHttp_->listen(config_.metrics.health->address.toString(),
                                              config_.metrics.health->port);
-        !listening && !inUse(healthHttp_->lastListenInUse(), "the health probe port")) {
+        !listening && !inUse(healthHttp_->lastListenInUse(), "the health endpoints' port")) {
       return listening;
     }
   }
@@ -927,7 +927,7 @@ std::optional<std::string> Speaker::withdrawRefusal(std::string& note) const {
 
 // Every capped listener gets its share of the descriptor limit (raised to the hard limit by
 // main()), so a flood of clients on every listener at once still leaves descriptors for what
-// keeps the VIP announced: sessions, BFD, netlink, the health probe, state files.
+// keeps the VIP announced: sessions, BFD, netlink, the health check, state files.
 void Speaker::fitClientLimits() {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
@@ -957,14 +957,14 @@ HttpResponse Speaker::handleHttp(std::string_view target, Endpoints endpoints) {
   // The query string never changes which endpoint answers (`/metrics?x=1` is /metrics); only
   // /readyz reads it: `?verbose` lists every check, as the apiserver's /readyz does.
   auto [path, query] = splitTarget(target);
-  const bool probe = path == "/healthz" || path == "/readyz";
-  if (endpoints == Endpoints::Metrics && probe) {
+  const bool health = path == "/healthz" || path == "/readyz";
+  if (endpoints == Endpoints::Metrics && health) {
     const auto& h = *config_.metrics.health;
     return {404, "text/plain",
             fmt::format("not found; {} is served on {} (metrics.healthListen)\n", path,
                         hostPort(h.address, h.port))};
   }
-  if (endpoints == Endpoints::Probes && !probe) {
+  if (endpoints == Endpoints::Health && !health) {
     return {404, "text/plain",
             path == "/metrics"
                 ? fmt::format("not found; /metrics is served on {} (metrics.listen)\n",

@@ -1,6 +1,6 @@
 // The running vipd: one PeerSession per configured peer, the VIP binder that decides which VIPs
 // may be announced, the kernel monitor that tells it when that changes, the health gate, the
-// control socket, the metrics/probe listener, BFD and (optionally) the BGP listener. Runs on one
+// control socket, the listener of /metrics and the health endpoints, BFD and (optionally) the BGP listener. Runs on one
 // io_context thread.
 //
 // Who may change what:
@@ -176,13 +176,13 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   void onBfdChange(const BfdStateChange& change);
   void startPeers(bool restarting);
   void startDeferredPeers(std::string_view why);
-  // ---- the control socket and the HTTP probes ----
+  // ---- the control socket and the HTTP endpoints ----
   void handleControl(const nlohmann::json& request, ControlServer::Reply reply);
   // `vipctl withdraw`: the withdraw guard (never-zero), then the Drainer's withdraw.
   void handleWithdraw(const nlohmann::json& request, ControlServer::Reply reply);
   // Which endpoints a listener answers: every one (no metrics.healthListen), only /metrics
   // (metrics.listen beside a health listener) or only /healthz and /readyz (the health listener).
-  enum class Endpoints { All, Metrics, Probes };
+  enum class Endpoints { All, Metrics, Health };
   HttpResponse handleHttp(std::string_view target, Endpoints endpoints);
   // Whether `vip` is advertised to at least one Established peer now.
   bool announced(const bgp::Prefix& vip) const;
@@ -239,7 +239,7 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   HealthChecker health_;
   Metrics metrics_;
   HttpServer http_;
-  // metrics.healthListen's listener; absent when the probes share http_.
+  // metrics.healthListen's listener; absent when the health endpoints share http_.
   std::optional<HttpServer> healthHttp_;
   // Config (re)loads since start, for status `config`: the start counts as a successful load.
   struct ConfigLoads {

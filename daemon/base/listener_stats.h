@@ -30,7 +30,7 @@ struct ListenerStats {
 };
 
 // The cap for each client-facing listener (control socket, metrics), so that clients hitting
-// every cap at once still leave descriptors for the sessions, BFD, netlink, the health probe and
+// every cap at once still leave descriptors for the sessions, BFD, netlink, the health check and
 // the files vipd writes: `reserved` descriptors stay free, the rest is shared by `listeners`,
 // and no cap exceeds `preferred`. At least 1, so a listener always answers someone.
 inline size_t clientLimitFor(uint64_t descriptorLimit, size_t listeners, size_t reserved,

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "config/health_target.h"
-#include "daemon/health/health_probe.h"  // formatDuration()
+#include "daemon/health/apiserver_call.h"  // formatDuration()
 #include "daemon/health/health_tls.h"
 
 namespace vipd::daemon {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <tuple>
 
-namespace vipd::exposition {
+namespace vipd::daemon::exposition {
 namespace {
 
 std::string escapeHelp(const std::string& help) {
@@ -43,4 +43,4 @@ std::string serialize(const prometheus::Registry& registry) {
   return prometheus::TextSerializer{}.Serialize(families);
 }
 
-}  // namespace vipd::exposition
+}  // namespace vipd::daemon::exposition

@@ -23,7 +23,7 @@
 #include <string>
 #include <string_view>
 
-namespace vipd::exposition {
+namespace vipd::daemon::exposition {
 
 // Every family of `registry` with at least one series, in the text format (kContentType).
 [[nodiscard]] std::string serialize(const prometheus::Registry& registry);
@@ -31,4 +31,4 @@ namespace vipd::exposition {
 // Content-Type of serialize()'s output.
 inline constexpr std::string_view kContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-}  // namespace vipd::exposition
+}  // namespace vipd::daemon::exposition

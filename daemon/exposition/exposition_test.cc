@@ -13,7 +13,7 @@
 #include <limits>
 #include <stdexcept>
 
-namespace vipd::exposition {
+namespace vipd::daemon::exposition {
 namespace {
 
 using prometheus::BuildCounter;
@@ -153,4 +153,4 @@ TEST(Exposition, BadNamesAreRefused) {
 }
 
 }  // namespace
-}  // namespace vipd::exposition
+}  // namespace vipd::daemon::exposition

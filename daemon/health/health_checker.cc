@@ -48,7 +48,7 @@ tl::expected<void, std::string> HealthChecker::start() {
   }
   if (health_.type == config::Health::Type::None) {
     started_ = true;
-    last_ = ProbeResult{true, "health check disabled (type none)", {}};
+    last_ = CallResult{true, "health check disabled (type none)", {}};
     log_.info("health", "check disabled (type none); VIPs are announced without a health gate");
     onChange_(true, last_);
     return {};
@@ -59,7 +59,7 @@ tl::expected<void, std::string> HealthChecker::start() {
   }
   started_ = true;
   logProbing("VIPs stay withdrawn until it is healthy");
-  probeNow();
+  checkNow();
   return {};
 }
 
@@ -104,7 +104,7 @@ tl::expected<void, std::string> HealthChecker::reconfigure(config::Health next) 
   }
   const bool wasHealthy = healthy();
   stop();
-  // Handlers of the abandoned probe and timer hold the old token: they find it expired.
+  // Handlers of the abandoned check and timer hold the old token: they find it expired.
   alive_ = std::make_shared<int>(0);
   stopped_ = false;
   started_ = true;
@@ -112,10 +112,10 @@ tl::expected<void, std::string> HealthChecker::reconfigure(config::Health next) 
   target_ = std::move(target);
   tls_ = std::move(tls);
   gate_ = HealthGate(health_.rise, health_.fall, health_.hardFall, gate_, wasHealthy);
-  lastCloseProbe_.reset();
+  lastCloseCheck_.reset();
   lastFailureLogged_.clear();
   if (health_.type == config::Health::Type::None) {
-    last_ = ProbeResult{true, "health check disabled (type none)", {}};
+    last_ = CallResult{true, "health check disabled (type none)", {}};
     log_.info("health", "check disabled by a config reload (type none); VIPs are announced "
               "without a health gate");
     return {};
@@ -123,16 +123,16 @@ tl::expected<void, std::string> HealthChecker::reconfigure(config::Health next) 
   logProbing(fmt::format("reloaded: the gate stays {} until {} {} in a row",
                          wasHealthy ? "open" : "closed", wasHealthy ? gate_.fall() : gate_.rise(),
                          wasHealthy ? "failures" : "successes"));
-  probeNow();
+  checkNow();
   return {};
 }
 
 void HealthChecker::stop() {
   stopped_ = true;
   intervalTimer_.cancel();
-  if (probe_) {
-    probe_->abandon();
-    probe_.reset();
+  if (call_) {
+    call_->abandon();
+    call_.reset();
   }
   if (held_) {
     held_->abandon();
@@ -147,7 +147,7 @@ bool HealthChecker::healthy() const {
   return gate_.healthy();
 }
 
-const ProbeResult& HealthChecker::last() const { return last_; }
+const CallResult& HealthChecker::last() const { return last_; }
 
 nlohmann::json HealthChecker::status() const {
   std::string_view result = "pending";
@@ -186,16 +186,16 @@ nlohmann::json HealthChecker::status() const {
   return status;
 }
 
-void HealthChecker::probeNow() {
+void HealthChecker::checkNow() {
   if (stopped_) {
     return;
   }
-  probeStarted_ = steady_clock::now();
-  probe_ = HealthProbe::start(
+  callStarted_ = steady_clock::now();
+  call_ = ApiserverCall::start(
       io_, target_, tls_, health_.timeout,
-      [this, alive = std::weak_ptr<int>(alive_)](const ProbeResult& result) {
+      [this, alive = std::weak_ptr<int>(alive_)](const CallResult& result) {
         if (!alive.expired()) {
-          onProbeDone(result);
+          onCallDone(result);
         }
       },
       [this, alive = std::weak_ptr<int>(alive_)](const std::string& why) {
@@ -206,8 +206,8 @@ void HealthChecker::probeNow() {
 }
 
 void HealthChecker::scheduleNext() {
-  // Probes start every `interval`; one that took longer is followed at once, never overlapped.
-  scheduleAt(probeStarted_ + health_.interval);
+  // Checks start every `interval`; one that took longer is followed at once, never overlapped.
+  scheduleAt(callStarted_ + health_.interval);
 }
 
 void HealthChecker::scheduleAt(steady_clock::time_point when) {
@@ -217,19 +217,19 @@ void HealthChecker::scheduleAt(steady_clock::time_point when) {
         if (ec || alive.expired() || stopped_) {
           return;
         }
-        probeNow();
+        checkNow();
       });
 }
 
-void HealthChecker::onProbeDone(const ProbeResult& result) {
+void HealthChecker::onCallDone(const CallResult& result) {
   if (result.held) {
     // The newest connection is the one to watch; the previous one closes quietly.
     if (held_) {
       held_->abandon();
     }
-    held_ = std::move(probe_);
+    held_ = std::move(call_);
   }
-  probe_.reset();
+  call_.reset();
   if (result.connectAttempts > 1) {
     connectResends_ += result.connectAttempts - 1;
   }
@@ -258,7 +258,7 @@ void HealthChecker::onProbeDone(const ProbeResult& result) {
 
   if (evidence == Evidence::HardFailure && gate_.healthy() && gate_.hardFall() > 0) {
     // Hard evidence is confirmed at once rather than one interval later: a dead apiserver is
-    // withdrawn in milliseconds. Bounded: at most hardFall probes before the gate closes, and
+    // withdrawn in milliseconds. Bounded: at most hardFall checks before the gate closes, and
     // any other outcome ends the run.
     scheduleAt(steady_clock::now());
   } else {
@@ -270,7 +270,7 @@ void HealthChecker::onProbeDone(const ProbeResult& result) {
   }
 }
 
-void HealthChecker::logOutcome(const ProbeResult& result, Evidence evidence, bool flipped) {
+void HealthChecker::logOutcome(const CallResult& result, Evidence evidence, bool flipped) {
   const bool hard = evidence == Evidence::HardFailure;
   if (flipped && gate_.healthy()) {
     log_.info("health", "{} healthy after {} ({}); announcing VIPs", describe(),
@@ -307,17 +307,17 @@ void HealthChecker::logOutcome(const ProbeResult& result, Evidence evidence, boo
 void HealthChecker::onHeldConnectionClosed(const std::string& why) {
   held_.reset();
   ++heldCloses_;
-  if (stopped_ || probe_) {
-    return;  // the probe in flight answers the question
+  if (stopped_ || call_) {
+    return;  // the check in flight answers the question
   }
   auto now = steady_clock::now();
-  if (lastCloseProbe_ && now - *lastCloseProbe_ < health_.interval) {
-    // A server that closes idle connections quickly: the schedule probes soon enough.
+  if (lastCloseCheck_ && now - *lastCloseCheck_ < health_.interval) {
+    // A server that closes idle connections quickly: the schedule checks soon enough.
     log_.debug("health", "{}: the held connection ended ({}); next check as scheduled",
                describe(), why);
     return;
   }
-  lastCloseProbe_ = now;
+  lastCloseCheck_ = now;
   log_.debug("health", "{}: the held connection ended ({}); checking at once", describe(), why);
   scheduleAt(now);
 }

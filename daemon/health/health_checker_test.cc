@@ -162,7 +162,7 @@ struct Reply {
 };
 
 // An HTTPS server on 127.0.0.1:<ephemeral> that answers every request with `reply` (which a test
-// may change between probes), and records the SNI of every handshake.
+// may change between checks), and records the SNI of every handshake.
 class TlsServer {
  public:
   TlsServer(asio::io_context& io, const std::string& certFile, const std::string& keyFile,
@@ -254,15 +254,15 @@ class TlsServer {
 
 // A port with nothing listening on it.
 uint16_t closedPort(asio::io_context& io) {
-  tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
-  return probe.local_endpoint().port();
+  tcp::acceptor check(io, {asio::ip::make_address("127.0.0.1"), 0});
+  return check.local_endpoint().port();
 }
 
 // ---- fixture ----
 
 struct Change {
   bool healthy;
-  ProbeResult last;
+  CallResult last;
 };
 
 class HealthCheckerTest : public ::testing::Test {
@@ -292,7 +292,7 @@ class HealthCheckerTest : public ::testing::Test {
 
   HealthChecker& make(config::Health health) {
     checker_ = std::make_unique<HealthChecker>(io_, std::move(health), log_,
-                                               [this](bool healthy, const ProbeResult& last) {
+                                               [this](bool healthy, const CallResult& last) {
                                                  changes_.push_back({healthy, last});
                                                });
     return *checker_;
@@ -312,8 +312,8 @@ class HealthCheckerTest : public ::testing::Test {
 
   uint64_t checks() const { return checker_->status()["checks"].get<uint64_t>(); }
 
-  // Starts an apiserver check with rise 1, fall 1 and returns the first probe's result.
-  ProbeResult firstProbe(config::Health health) {
+  // Starts an apiserver check with rise 1, fall 1 and returns the first check's result.
+  CallResult firstCheck(config::Health health) {
     auto& checker = make(std::move(health));
     EXPECT_TRUE(checker.start().has_value());
     EXPECT_TRUE(runUntil([&] { return checks() >= 1; }));
@@ -350,14 +350,14 @@ TEST_F(HealthCheckerTest, OkBecomesHealthyExactlyAfterRise) {
   EXPECT_EQ(status["target"], server.url());
   EXPECT_EQ(status["serverName"], "kubernetes");
   EXPECT_EQ(status["healthy"], true);
-  EXPECT_EQ(status["consecutiveSuccesses"], 3);  // not one probe earlier
+  EXPECT_EQ(status["consecutiveSuccesses"], 3);  // not one check earlier
   EXPECT_EQ(status["consecutiveFailures"], 0);
   EXPECT_EQ(status["lastResult"], "success");
   EXPECT_EQ(status["lastDetail"], "HTTP 200 ok");
   EXPECT_GT(status["lastLatencyMs"].get<double>(), 0.0);
 }
 
-TEST_F(HealthCheckerTest, StatusBeforeTheFirstProbeIsPending) {
+TEST_F(HealthCheckerTest, StatusBeforeTheFirstCheckIsPending) {
   TlsServer server(io_, pki_->serverCert, pki_->serverKey);
   auto& checker = make(apiserver(server.url()));
   ASSERT_TRUE(checker.start().has_value());
@@ -393,7 +393,7 @@ TEST_F(HealthCheckerTest, ProxyErrorPageWithdrawsAfterFall) {
 TEST_F(HealthCheckerTest, OkWithAnotherBodyFails) {
   TlsServer server(io_, pki_->serverCert, pki_->serverKey);
   server.reply.body = "hello";
-  ProbeResult r = firstProbe(apiserver(server.url()));
+  CallResult r = firstCheck(apiserver(server.url()));
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.detail, "body 'hello' is not 'ok'");
   EXPECT_FALSE(checker_->healthy());
@@ -403,7 +403,7 @@ TEST_F(HealthCheckerTest, OkWithAnotherBodyFails) {
 TEST_F(HealthCheckerTest, OkWithATrailingNewlineSucceeds) {
   TlsServer server(io_, pki_->serverCert, pki_->serverKey);
   server.reply.body = "ok\n";
-  ProbeResult r = firstProbe(apiserver(server.url()));
+  CallResult r = firstCheck(apiserver(server.url()));
   EXPECT_TRUE(r.ok) << r.detail;
   EXPECT_TRUE(checker_->healthy());
 }
@@ -411,7 +411,7 @@ TEST_F(HealthCheckerTest, OkWithATrailingNewlineSucceeds) {
 TEST_F(HealthCheckerTest, HtmlOkPageFails) {
   TlsServer server(io_, pki_->serverCert, pki_->serverKey);
   server.reply = {200, "text/html", "<!DOCTYPE html><html>ok</html>"};
-  ProbeResult r = firstProbe(apiserver(server.url()));
+  CallResult r = firstCheck(apiserver(server.url()));
   EXPECT_FALSE(r.ok);
   EXPECT_THAT(r.detail, StartsWith("body '<!DOCTYPE html>"));
 }
@@ -421,7 +421,7 @@ TEST_F(HealthCheckerTest, ReadyzFailureNamesTheFailedChecks) {
   server.reply = {500, "text/plain; charset=utf-8",
                   "[+]ping ok\n[-]etcd failed: reason withheld\n[+]informer-sync ok\n"
                   "readyz check failed\n"};
-  ProbeResult r = firstProbe(apiserver(server.url()));
+  CallResult r = firstCheck(apiserver(server.url()));
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.detail, "HTTP 500: failed checks: etcd failed: reason withheld");
 }
@@ -429,7 +429,7 @@ TEST_F(HealthCheckerTest, ReadyzFailureNamesTheFailedChecks) {
 TEST_F(HealthCheckerTest, OversizedBodyFails) {
   TlsServer server(io_, pki_->serverCert, pki_->serverKey);
   server.reply.body = std::string(kMaxHealthBodyBytes + 1, 'x');
-  ProbeResult r = firstProbe(apiserver(server.url()));
+  CallResult r = firstCheck(apiserver(server.url()));
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.detail, "response body larger than 64 KiB");
 }
@@ -458,7 +458,7 @@ TEST_F(HealthCheckerTest, CertificateWithoutTheNameFailsNamingTheExpectedName) {
   for (auto [cert, key] : {std::pair{pki_->ipOnlyCert, pki_->ipOnlyKey},
                            std::pair{pki_->otherNameCert, pki_->otherNameKey}}) {
     TlsServer server(io_, cert, key);
-    ProbeResult r = firstProbe(apiserver(server.url()));
+    CallResult r = firstCheck(apiserver(server.url()));
     EXPECT_FALSE(r.ok);
     EXPECT_EQ(r.detail,
               "TLS handshake failed: certificate verify failed: hostname mismatch (the "
@@ -470,7 +470,7 @@ TEST_F(HealthCheckerTest, CertificateWithoutTheNameFailsNamingTheExpectedName) {
 TEST_F(HealthCheckerTest, SubjectCommonNameIsNotAName) {
   // CN=kubernetes without a DNS subjectAltName: ignored, as Go's crypto/tls (kubectl) does.
   TlsServer server(io_, pki_->cnOnlyCert, pki_->cnOnlyKey);
-  ProbeResult r = firstProbe(apiserver(server.url()));
+  CallResult r = firstCheck(apiserver(server.url()));
   EXPECT_FALSE(r.ok);
   EXPECT_THAT(r.detail, HasSubstr("hostname mismatch (the certificate does not name 'kubernetes'"));
 }
@@ -479,7 +479,7 @@ TEST_F(HealthCheckerTest, ExplicitServerNameThatTheCertificateCarriesPasses) {
   TlsServer server(io_, pki_->serverCert, pki_->serverKey);
   auto health = apiserver(server.url());
   health.serverName = "kubernetes.default.svc.cluster.local";
-  ProbeResult r = firstProbe(health);
+  CallResult r = firstCheck(health);
   EXPECT_TRUE(r.ok) << r.detail;
   EXPECT_EQ(server.serverNames.at(0), "kubernetes.default.svc.cluster.local");
   EXPECT_EQ(checker_->status()["serverName"], "kubernetes.default.svc.cluster.local");
@@ -488,7 +488,7 @@ TEST_F(HealthCheckerTest, ExplicitServerNameThatTheCertificateCarriesPasses) {
   TlsServer other(io_, pki_->otherNameCert, pki_->otherNameKey);
   health = apiserver(other.url());
   health.serverName = "etcd";
-  r = firstProbe(health);
+  r = firstCheck(health);
   EXPECT_TRUE(r.ok) << r.detail;
   EXPECT_EQ(other.serverNames.at(0), "etcd");
 }
@@ -497,7 +497,7 @@ TEST_F(HealthCheckerTest, ExplicitServerNameThatTheCertificateLacksFails) {
   TlsServer server(io_, pki_->serverCert, pki_->serverKey);
   auto health = apiserver(server.url());
   health.serverName = "apiserver.example.com";
-  ProbeResult r = firstProbe(health);
+  CallResult r = firstCheck(health);
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.detail,
             "TLS handshake failed: certificate verify failed: hostname mismatch (the certificate "
@@ -509,7 +509,7 @@ TEST_F(HealthCheckerTest, ExplicitServerNameThatTheCertificateLacksFails) {
 TEST_F(HealthCheckerTest, UrlWithADnsNameVerifiesThatName) {
   // "localhost" (from /etc/hosts) is the default server name; the kubeadm certificate lacks it.
   TlsServer server(io_, pki_->serverCert, pki_->serverKey);
-  ProbeResult r = firstProbe(apiserver(server.url("/readyz", "localhost")));
+  CallResult r = firstCheck(apiserver(server.url("/readyz", "localhost")));
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.detail,
             "TLS handshake failed: certificate verify failed: hostname mismatch (the certificate "
@@ -521,7 +521,7 @@ TEST_F(HealthCheckerTest, UrlWithADnsNameVerifiesThatName) {
 TEST_F(HealthCheckerTest, CertificateFromAnotherCaFailsEvenWithTheRightName) {
   // The foreign certificate names `kubernetes` like ours: only the chain to caFile differs.
   TlsServer server(io_, pki_->foreignCert, pki_->foreignKey);
-  ProbeResult r = firstProbe(apiserver(server.url()));
+  CallResult r = firstCheck(apiserver(server.url()));
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.detail,
             "TLS handshake failed: certificate verify failed: unable to get local issuer "
@@ -534,7 +534,7 @@ TEST_F(HealthCheckerTest, ServerThatNeverAnswersTimesOut) {
   server.reply.silent = true;
   auto health = apiserver(server.url());
   health.timeout = 100ms;
-  ProbeResult r = firstProbe(health);
+  CallResult r = firstCheck(health);
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.detail, "timed out after 100ms (in the TLS handshake)");
   EXPECT_GE(r.latency, 100ms);
@@ -546,13 +546,13 @@ TEST_F(HealthCheckerTest, TimeoutInWholeSecondsIsSpelledInSeconds) {
   server.reply.silent = true;
   auto health = apiserver(server.url());
   health.timeout = 1000ms;
-  ProbeResult r = firstProbe(health);
+  CallResult r = firstCheck(health);
   EXPECT_EQ(r.detail, "timed out after 1s (in the TLS handshake)");
 }
 
 TEST_F(HealthCheckerTest, NothingListeningFails) {
   uint16_t port = closedPort(io_);
-  ProbeResult r = firstProbe(apiserver("https://127.0.0.1:" + std::to_string(port) + "/readyz"));
+  CallResult r = firstCheck(apiserver("https://127.0.0.1:" + std::to_string(port) + "/readyz"));
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.detail,
             "connect to 127.0.0.1:" + std::to_string(port) + " failed: Connection refused");
@@ -563,13 +563,13 @@ TEST_F(HealthCheckerTest, ClientCertificateIsPresented) {
   auto health = apiserver(server.url());
   health.certFile = pki_->clientCert;
   health.keyFile = pki_->clientKey;
-  ProbeResult r = firstProbe(health);
+  CallResult r = firstCheck(health);
   EXPECT_TRUE(r.ok) << r.detail;
 }
 
 TEST_F(HealthCheckerTest, ServerThatRequiresAClientCertificateFailsWithoutOne) {
   TlsServer server(io_, pki_->serverCert, pki_->serverKey, &pki_->ca);
-  ProbeResult r = firstProbe(apiserver(server.url()));
+  CallResult r = firstCheck(apiserver(server.url()));
   EXPECT_FALSE(r.ok);
   // TLS 1.3 reports the server's alert after the handshake, when the response is read.
   EXPECT_THAT(r.detail, HasSubstr("certificate required"));
@@ -590,7 +590,7 @@ TEST_F(HealthCheckerTest, StopEndsProbingAndCallbacks) {
   EXPECT_TRUE(checker.healthy());
 }
 
-TEST_F(HealthCheckerTest, DestroyingTheCheckerMidProbeIsSafe) {
+TEST_F(HealthCheckerTest, DestroyingTheCheckerMidCheckIsSafe) {
   TlsServer server(io_, pki_->serverCert, pki_->serverKey);
   server.reply.silent = true;
   auto health = apiserver(server.url());
@@ -599,7 +599,7 @@ TEST_F(HealthCheckerTest, DestroyingTheCheckerMidProbeIsSafe) {
   ASSERT_TRUE(checker.start().has_value());
   runUntil([] { return false; }, 20ms);  // connected, handshake pending
   checker_.reset();
-  runUntil([] { return false; }, 100ms);  // the abandoned probe's handlers drain
+  runUntil([] { return false; }, 100ms);  // the abandoned check's handlers drain
   EXPECT_TRUE(changes_.empty());
 }
 
@@ -654,7 +654,7 @@ TEST_F(HealthCheckerTest, ReconfigureFromNoneToAnApiserverStaysHealthy) {
   ASSERT_TRUE(runUntil([&] { return checks() >= 3; }));
   EXPECT_TRUE(checker.healthy());
   EXPECT_EQ(checker.status()["type"], "apiserver");
-  // And back to none: healthy at once, no probe.
+  // And back to none: healthy at once, no check.
   ASSERT_TRUE(checker.reconfigure(none).has_value());
   EXPECT_TRUE(checker.healthy());
   EXPECT_EQ(checker.status()["type"], "none");
@@ -728,7 +728,7 @@ TEST_F(HealthCheckerTest, BadUrlsAreErrors) {
 
 TEST_F(HealthCheckerTest, UrlWithoutAPathRequestsTheRoot) {
   TlsServer server(io_, pki_->serverCert, pki_->serverKey);
-  ProbeResult r = firstProbe(apiserver(server.url("")));
+  CallResult r = firstCheck(apiserver(server.url("")));
   EXPECT_TRUE(r.ok) << r.detail;
   EXPECT_EQ(server.targets.at(0), "/");
 }
@@ -792,7 +792,7 @@ config::Health tcpCheck(const std::string& address, std::chrono::milliseconds ti
   config::Health health;
   health.type = config::Health::Type::Tcp;
   health.address = address;
-  health.interval = 5000ms;  // one probe per test
+  health.interval = 5000ms;  // one check per test
   health.timeout = timeout;
   return health;
 }
@@ -802,17 +802,17 @@ TEST_F(HealthCheckerTest, UnansweredConnectIsRacedByNewOnesUntilTheTimeout) {
   auto& checker = make(tcpCheck(listener.address(), 700ms));
   ASSERT_TRUE(checker.start().has_value());
   ASSERT_TRUE(runUntil([&] { return checks() >= 1; }));
-  const ProbeResult& r = checker.last();
+  const CallResult& r = checker.last();
   EXPECT_FALSE(r.ok);
   // Started at 0, 200 and 400 ms; a fourth would not be answered before the timeout either.
   EXPECT_EQ(r.detail, "timed out after 700ms (connecting to " + listener.address() +
                           ", 3 attempts)");
   EXPECT_EQ(r.connectAttempts, 3u);
-  EXPECT_EQ(r.failure, ProbeFailure::Timeout);
+  EXPECT_EQ(r.failure, CallFailure::Timeout);
   EXPECT_EQ(checker.status()["connectResends"], 2);
 }
 
-TEST_F(HealthCheckerTest, RacedConnectCarriesTheProbeWhenTheFirstSynIsLost) {
+TEST_F(HealthCheckerTest, RacedConnectCarriesTheCheckWhenTheFirstSynIsLost) {
   FullListener listener(io_);
   auto& checker = make(tcpCheck(listener.address(), 1000ms));
   ASSERT_TRUE(checker.start().has_value());
@@ -823,7 +823,7 @@ TEST_F(HealthCheckerTest, RacedConnectCarriesTheProbeWhenTheFirstSynIsLost) {
   ASSERT_EQ(checks(), 0u);
   listener.acceptor.accept().close();
   ASSERT_TRUE(runUntil([&] { return checks() >= 1; }));
-  const ProbeResult& r = checker.last();
+  const CallResult& r = checker.last();
   EXPECT_TRUE(r.ok) << r.detail;
   EXPECT_EQ(r.connectAttempts, 3u);
   EXPECT_GE(r.latency, 400ms);
@@ -853,7 +853,7 @@ TEST_F(HealthCheckerTest, TcpAddressWithoutPortIsAnError) {
 
 // ---- none ----
 
-TEST_F(HealthCheckerTest, NoneIsHealthyAtOnceAndNeverProbes) {
+TEST_F(HealthCheckerTest, NoneIsHealthyAtOnceAndNeverChecks) {
   config::Health health;
   health.type = config::Health::Type::None;
   auto& checker = make(health);

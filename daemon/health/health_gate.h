@@ -1,5 +1,5 @@
 // The rise/fall hysteresis of the health check (issue 4): pure, no clock and no I/O. The checker
-// feeds it one probe outcome at a time; tests feed it sequences.
+// feeds it one check outcome at a time; tests feed it sequences.
 //
 // The gate starts unhealthy, so a node announces nothing until its apiserver has answered `rise`
 // times in a row. It becomes healthy after `rise` consecutive successes and unhealthy again after
@@ -25,7 +25,7 @@ enum class Evidence { Success, SoftFailure, HardFailure };
 class HealthGate {
  public:
   // rise and fall are at least 1 (the config validator enforces it); 0 is treated as 1 so the
-  // gate can never flip without a probe. hardFall above fall would never act first: it is
+  // gate can never flip without a check. hardFall above fall would never act first: it is
   // capped at fall.
   HealthGate(uint32_t rise, uint32_t fall, uint32_t hardFall = 0)
       : rise_(std::max<uint32_t>(rise, 1)),
@@ -45,7 +45,7 @@ class HealthGate {
     hardFailures_ = from.hardFailures_;
   }
 
-  // Records one probe outcome; a bool is a success or a soft failure. Returns true when
+  // Records one check outcome; a bool is a success or a soft failure. Returns true when
   // healthy() changed because of it.
   bool record(bool success) { return record(success ? Evidence::Success : Evidence::SoftFailure); }
   bool record(Evidence evidence) {

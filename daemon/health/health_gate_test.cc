@@ -84,7 +84,7 @@ TEST(HealthGate, FlappingNeverReachesEitherThreshold) {
   EXPECT_TRUE(gate.healthy());
 }
 
-TEST(HealthGate, RiseOneFallOneFollowsEveryProbe) {
+TEST(HealthGate, RiseOneFallOneFollowsEveryCheck) {
   HealthGate gate(1, 1);
   EXPECT_EQ(feed(gate, "+-+--++-"), "UDUD.U.D");
 }
@@ -93,7 +93,7 @@ TEST(HealthGate, ZeroThresholdsActAsOne) {
   HealthGate gate(0, 0);
   EXPECT_EQ(gate.rise(), 1u);
   EXPECT_EQ(gate.fall(), 1u);
-  EXPECT_FALSE(gate.healthy());  // never healthy without a probe
+  EXPECT_FALSE(gate.healthy());  // never healthy without a check
   EXPECT_EQ(feed(gate, "+-"), "UD");
 }
 

@@ -1,7 +1,7 @@
 // The TLS client context of the apiserver health check, built once by HealthChecker::start()
 // from health.caFile, certFile and keyFile: TLS 1.2 or later, peer verification against caFile
 // alone (the system trust store is never loaded), and the client certificate when one is set.
-// The per-connection part (SNI, the name the certificate must carry) is HealthProbe's.
+// The per-connection part (SNI, the name the certificate must carry) is ApiserverCall's.
 #pragma once
 
 #include <memory>

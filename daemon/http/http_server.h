@@ -1,4 +1,4 @@
-// A minimal HTTP/1.1 server for the metrics and probe endpoints (/metrics, /healthz, /readyz).
+// A minimal HTTP/1.1 server for /metrics and the health endpoints (/healthz, /readyz).
 // It runs on the caller's io_context (no threads of its own) and routes nothing itself: every
 // GET or HEAD request's target goes to the Handler, whose answer is sent back.
 //

@@ -341,10 +341,10 @@ TEST(HttpServerListen, TheBindErrorSaysWhatTheListenerServes) {
   HttpServer metrics(io, log, route);
   ASSERT_TRUE(metrics.listen("127.0.0.1", 0));
   HttpServer health(io, log, route,
-                    HttpServerOptions{.name = "health", .purpose = "health probes"});
+                    HttpServerOptions{.name = "health", .purpose = "the health endpoints"});
   auto result = health.listen("127.0.0.1", metrics.port());
   ASSERT_FALSE(result);
-  EXPECT_EQ(result.error(), fmt::format("cannot listen for health probes on 127.0.0.1:{}: "
+  EXPECT_EQ(result.error(), fmt::format("cannot listen for the health endpoints on 127.0.0.1:{}: "
                                         "Address already in use",
                                         metrics.port()));
 }

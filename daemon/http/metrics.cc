@@ -192,7 +192,7 @@ Metrics::Metrics()
                            "retrying.")),
       // vipd_return_path_probes_total{source}: echoes sent from the node's address (node) and
       // from the VIPs (vip). Reads: returnPath.counters.nodeProbes, vipProbes.
-      returnPathProbes_(counters(*registry_, "vipd_return_path_probes_total",
+      returnPathEchoes_(counters(*registry_, "vipd_return_path_probes_total",
                                            "Return-path echoes sent, by source: node, vip.")),
       // vipd_return_path_answers_total{source,via}: of those, answered; via direct (this node
       // got the answer) or relay (another node got it and sent it back). Reads:
@@ -201,7 +201,7 @@ Metrics::Metrics()
           counters(*registry_, "vipd_return_path_answers_total",
                              "Return-path echoes answered, by source (node, vip) and via "
                              "(direct, relay).")),
-      // vipd_return_path_relays_total{result}: answers to other nodes' probes this node received
+      // vipd_return_path_relays_total{result}: answers to other nodes' echoes this node received
       // and sent back (sent) or did not relay (dropped, for any reason). Reads:
       // returnPath.counters.relaysSent, relaysDropped.
       returnPathRelays_(
@@ -211,7 +211,7 @@ Metrics::Metrics()
       // vipd_return_path_relay_drops_total{reason}: echo replies not relayed (issue 28), by
       // reason: source (not from a peer or target), destination (not to a VIP), relay_address
       // (not a node on a node network), relay_port, duplicate (nonce relayed already), budget
-      // (the named prober's relay budget spent: a flood), malformed (vipd's probe magic in a
+      // (the named sender's relay budget spent: a flood), malformed (vipd's echo magic in a
       // truncated or garbled packet). Reads: returnPath.counters.relaysDroppedByReason,
       // malformedReplies.
       returnPathRelayDrops_(
@@ -555,10 +555,10 @@ void Metrics::updateReturnPath(const json& returnPath) {
     return;
   }
   if (auto n = number(*c, "nodeProbes")) {
-    advance(returnPathProbes_, {{"source", "node"}}, *n);
+    advance(returnPathEchoes_, {{"source", "node"}}, *n);
   }
   if (auto n = number(*c, "vipProbes")) {
-    advance(returnPathProbes_, {{"source", "vip"}}, *n);
+    advance(returnPathEchoes_, {{"source", "vip"}}, *n);
   }
   if (auto n = number(*c, "nodeAnswered")) {
     advance(returnPathAnswers_, {{"source", "node"}, {"via", "direct"}}, *n);

@@ -156,7 +156,7 @@ class Metrics {
   GaugeFamily& doctorChecks_;
   GaugeFamily& returnPathAvailable_;
   GaugeFamily& returnPathState_;
-  CounterFamily& returnPathProbes_;
+  CounterFamily& returnPathEchoes_;
   CounterFamily& returnPathAnswers_;
   CounterFamily& returnPathRelays_;
   CounterFamily& returnPathRelayDrops_;

@@ -49,7 +49,7 @@ AnswerVerdict judgeVersionAnswer(unsigned status, std::string_view contentType,
           AnswerFault::None};
 }
 
-HealthProbe::Judge judgeFor(config::ProbeExpect expect) {
+ApiserverCall::Judge judgeFor(config::ProbeExpect expect) {
   return expect == config::ProbeExpect::Version ? judgeVersionAnswer : judgeReadyzAnswer;
 }
 

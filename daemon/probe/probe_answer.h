@@ -8,7 +8,7 @@
 
 #include "config/probe_config.h"
 #include "daemon/health/apiserver_answer.h"
-#include "daemon/health/health_probe.h"
+#include "daemon/health/apiserver_call.h"
 
 namespace vipd::daemon {
 
@@ -23,7 +23,7 @@ namespace vipd::daemon {
                                                std::string_view body);
 
 // The verdict and the Accept header for `expect`.
-[[nodiscard]] HealthProbe::Judge judgeFor(config::ProbeExpect expect);
+[[nodiscard]] ApiserverCall::Judge judgeFor(config::ProbeExpect expect);
 [[nodiscard]] std::string_view acceptFor(config::ProbeExpect expect);
 
 }  // namespace vipd::daemon

@@ -8,29 +8,29 @@ namespace vipd::daemon {
 using std::chrono::microseconds;
 using std::chrono::system_clock;
 
-std::string_view probeFailureReason(ProbeFailure failure) {
+std::string_view probeFailureReason(CallFailure failure) {
   switch (failure) {
-    case ProbeFailure::None:
+    case CallFailure::None:
       return "";
-    case ProbeFailure::Resolve:
+    case CallFailure::Resolve:
       return "dns";
-    case ProbeFailure::ConnectionRefused:
+    case CallFailure::ConnectionRefused:
       return "connection_refused";
-    case ProbeFailure::Connect:
+    case CallFailure::Connect:
       return "connect_error";
-    case ProbeFailure::Timeout:
+    case CallFailure::Timeout:
       return "timeout";
-    case ProbeFailure::Tls:
+    case CallFailure::Tls:
       return "tls_error";
-    case ProbeFailure::Transport:
+    case CallFailure::Transport:
       return "transport_error";
-    case ProbeFailure::NotApiserver:
+    case CallFailure::NotApiserver:
       return "not_apiserver";
-    case ProbeFailure::HttpStatus:
+    case CallFailure::HttpStatus:
       return "http_status";
-    case ProbeFailure::Body:
+    case CallFailure::Body:
       return "unexpected_body";
-    case ProbeFailure::Local:
+    case CallFailure::Local:
       return "local_resource";
   }
   return "unexpected_body";

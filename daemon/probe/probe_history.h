@@ -12,13 +12,13 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/health/health_probe.h"
+#include "daemon/health/apiserver_call.h"
 
 namespace vipd::daemon {
 
 // The failure reason as a metric label and a /probe.json field: a fixed set (kProbeFailureReasons),
-// never free text. "" for ProbeFailure::None.
-[[nodiscard]] std::string_view probeFailureReason(ProbeFailure failure);
+// never free text. "" for CallFailure::None.
+[[nodiscard]] std::string_view probeFailureReason(CallFailure failure);
 
 // Every reason probeFailureReason() can return, in a stable order (the metrics create a series
 // for each at start, so a first failure is an increase, not a new series).
@@ -31,7 +31,7 @@ struct ProbeSample {
   std::chrono::system_clock::time_point at;
   bool ok = false;
   std::chrono::microseconds latency{};
-  ProbeFailure failure = ProbeFailure::None;
+  CallFailure failure = CallFailure::None;
 };
 
 struct ProbeSummary {

@@ -44,7 +44,7 @@ ProbeMetrics::ProbeMetrics(const std::string& site, const std::vector<std::strin
   }
 }
 
-void ProbeMetrics::record(const std::string& target, const ProbeResult& result) {
+void ProbeMetrics::record(const std::string& target, const CallResult& result) {
   auto it = targets_.find(target);
   if (it == targets_.end()) {
     return;

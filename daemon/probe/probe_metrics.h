@@ -35,7 +35,7 @@
 #include <prometheus/registry.h>
 
 #include "daemon/exposition/exposition.h"
-#include "daemon/health/health_probe.h"
+#include "daemon/health/apiserver_call.h"
 
 namespace vipd::daemon {
 
@@ -52,7 +52,7 @@ class ProbeMetrics {
   ProbeMetrics& operator=(const ProbeMetrics&) = delete;
 
   // One finished probe of `target` (one of the names given at construction).
-  void record(const std::string& target, const ProbeResult& result);
+  void record(const std::string& target, const CallResult& result);
 
   // The registry in the Prometheus text format (kPrometheusContentType).
   [[nodiscard]] std::string serialize() const;

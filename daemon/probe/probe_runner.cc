@@ -111,14 +111,14 @@ void ProbeRunner::probe(Target& target) {
   if (target.next < now) {
     target.next = now + config_.interval;  // the loop was stalled: skip, do not burst
   }
-  target.inFlight = HealthProbe::start(
+  target.inFlight = ApiserverCall::start(
       io_, target.where, target.tls, config_.timeout, judgeFor(target.config.expect),
       std::string(acceptFor(target.config.expect)),
-      [this, &target](const ProbeResult& result) { onResult(target, result); });
+      [this, &target](const CallResult& result) { onResult(target, result); });
   schedule(target);
 }
 
-void ProbeRunner::onResult(Target& target, const ProbeResult& result) {
+void ProbeRunner::onResult(Target& target, const CallResult& result) {
   target.inFlight.reset();
   metrics_.record(target.config.name, result);
   target.history.record({std::chrono::system_clock::now(), result.ok, result.latency,

@@ -1,6 +1,6 @@
 // `vipd probe` running: every target probed once per interval (staggered over the interval so
 // the targets are not hit at the same instant), each probe the health gate's exchange
-// (HealthProbe: CA-verified TLS, the server name, one GET) with the target's verdict
+// (ApiserverCall: CA-verified TLS, the server name, one GET) with the target's verdict
 // (probe_answer.h). Each result goes to the metrics and the target's history; the listener
 // serves /metrics, /probe.json (ProbeRunner::document()) and /healthz. A target's change between
 // success and failure is logged once, not every probe.
@@ -19,7 +19,7 @@
 #include "config/health_target.h"
 #include "config/probe_config.h"
 #include "daemon/base/logger.h"
-#include "daemon/health/health_probe.h"
+#include "daemon/health/apiserver_call.h"
 #include "daemon/http/http_server.h"
 #include "daemon/probe/probe_history.h"
 #include "daemon/probe/probe_metrics.h"
@@ -60,14 +60,14 @@ class ProbeRunner {
     std::unique_ptr<asio::steady_timer> timer;
     std::chrono::steady_clock::time_point next;
     ProbeHistory history;
-    std::shared_ptr<HealthProbe> inFlight;
+    std::shared_ptr<ApiserverCall> inFlight;
     std::optional<bool> lastOk;
   };
 
   HttpResponse serve(std::string_view target) const;
   void schedule(Target& target);
   void probe(Target& target);
-  void onResult(Target& target, const ProbeResult& result);
+  void onResult(Target& target, const CallResult& result);
 
   asio::io_context& io_;
   config::ProbeConfig config_;

@@ -62,17 +62,17 @@ TEST(ProbeAnswer, VersionNeedsAJsonObjectWithGitVersion) {
 }
 
 TEST(ProbeHistory, EveryFailureHasAReasonLabelFromTheFixedSet) {
-  for (auto f : {ProbeFailure::Resolve, ProbeFailure::ConnectionRefused, ProbeFailure::Connect,
-                 ProbeFailure::Timeout, ProbeFailure::Tls, ProbeFailure::Transport,
-                 ProbeFailure::NotApiserver, ProbeFailure::HttpStatus, ProbeFailure::Body,
-                 ProbeFailure::Local}) {
+  for (auto f : {CallFailure::Resolve, CallFailure::ConnectionRefused, CallFailure::Connect,
+                 CallFailure::Timeout, CallFailure::Tls, CallFailure::Transport,
+                 CallFailure::NotApiserver, CallFailure::HttpStatus, CallFailure::Body,
+                 CallFailure::Local}) {
     auto reason = probeFailureReason(f);
     EXPECT_NE(std::find(std::begin(kProbeFailureReasons), std::end(kProbeFailureReasons), reason),
               std::end(kProbeFailureReasons))
         << reason;
   }
-  EXPECT_EQ(probeFailureReason(ProbeFailure::None), "");
-  EXPECT_EQ(probeFailureReason(ProbeFailure::NotApiserver), "not_apiserver");
+  EXPECT_EQ(probeFailureReason(CallFailure::None), "");
+  EXPECT_EQ(probeFailureReason(CallFailure::NotApiserver), "not_apiserver");
 }
 
 TEST(ProbeHistory, PercentileIsNearestRank) {
@@ -94,7 +94,7 @@ TEST(ProbeHistory, SummaryCoversTheWindowAndLatencyOnlyTheSuccesses) {
   for (int i = 0; i < 9; ++i) {
     history.record({t0 + seconds(i), true, microseconds(1000 * (i + 1))}, "HTTP 200 ok");
   }
-  history.record({t0 + seconds(9), false, microseconds(2'000'000), ProbeFailure::Timeout},
+  history.record({t0 + seconds(9), false, microseconds(2'000'000), CallFailure::Timeout},
                  "timed out after 2s (waiting for the response)");
   auto s = history.summarize(t0 + seconds(10), seconds(600));
   EXPECT_EQ(s.probes, 10u);
@@ -242,9 +242,9 @@ TEST(ProbeFetch, UrlForms) {
 
 TEST(ProbeMetrics, SeriesPerSiteAndTargetFailuresByReason) {
   ProbeMetrics metrics("site-a", {"vip", "proxy"}, std::chrono::seconds(5));
-  ProbeResult ok{true, "HTTP 200 ok", microseconds(1500)};
-  ProbeResult page{false, "HTTP 502 with a text/html body: not an apiserver", microseconds(900),
-                   false, ProbeFailure::NotApiserver};
+  CallResult ok{true, "HTTP 200 ok", microseconds(1500)};
+  CallResult page{false, "HTTP 502 with a text/html body: not an apiserver", microseconds(900),
+                   false, CallFailure::NotApiserver};
   metrics.record("vip", ok);
   metrics.record("proxy", page);
   metrics.record("proxy", page);

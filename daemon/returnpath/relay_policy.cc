@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace vipd::daemon::returnpath {
+namespace vipd::daemon {
 
 std::string_view relayDropName(RelayDrop drop) {
   switch (drop) {
@@ -91,7 +91,7 @@ bool RelayPolicy::spend(std::map<bgp::IpAddress, Bucket>& buckets, const bgp::Ip
                         double perSecond, double burst, Clock::time_point now) {
   auto it = buckets.find(key);
   if (it == buckets.end()) {
-    if (buckets.size() >= limits_.maxProbers) {
+    if (buckets.size() >= limits_.maxSenders) {
       // Forget the fullest bucket (the longest idle): it costs its owner nothing, since a
       // new bucket starts full.
       auto idlest = std::min_element(buckets.begin(), buckets.end(), [](auto& a, auto& b) {
@@ -134,7 +134,7 @@ RelayDrop RelayPolicy::judge(const EchoReply& reply, Clock::time_point now) {
     return RelayDrop::Destination;
   }
   if (node_.own.count(reply.data.relayAddress) != 0) {
-    // This node's own probe, answered after its round ended: no evidence of anything.
+    // This node's own echo, answered after its round ended: no evidence of anything.
     return RelayDrop::RelayAddress;
   }
   // A target answered a VIP-sourced echo and the fabric delivered the answer here: true
@@ -190,4 +190,4 @@ uint32_t RelayPolicy::othersAnswersSince(const bgp::IpAddress& target,
   return countSince(othersFrom_, target, since);
 }
 
-}  // namespace vipd::daemon::returnpath
+}  // namespace vipd::daemon

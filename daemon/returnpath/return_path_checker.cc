@@ -21,11 +21,6 @@
 namespace vipd::daemon {
 namespace {
 
-using returnpath::EchoReply;
-using returnpath::ProbeData;
-using returnpath::ProbeKind;
-using returnpath::ReturnPathState;
-using returnpath::RoundVerdict;
 
 // <linux/icmp.h>'s ICMP_FILTER (a raw IPv4 ICMP socket option: a bit set per ICMP type drops
 // that type), spelled here because that header clashes with <netinet/ip_icmp.h>.
@@ -193,7 +188,7 @@ class ReturnPathChecker::RawSocket {
   }
 
   // Reads what is queued (bounded), passing each vipd echo reply to `onReply` and counting in
-  // `malformed` each packet that carries vipd's probe magic but does not parse.
+  // `malformed` each packet that carries vipd's echo magic but does not parse.
   template <typename OnReply>
   void readAvailable(OnReply onReply, uint64_t& malformed) {
     std::array<uint8_t, 1500> buffer{};
@@ -215,7 +210,7 @@ class ReturnPathChecker::RawSocket {
       std::span<const uint8_t> packet(buffer.data(), static_cast<size_t>(n));
       std::optional<EchoReply> reply;
       if (!v6_) {
-        reply = returnpath::parseEchoReplyV4(packet);
+        reply = parseEchoReplyV4(packet);
       } else {
         std::optional<bgp::IpAddress> to;
         for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
@@ -226,12 +221,12 @@ class ReturnPathChecker::RawSocket {
           }
         }
         if (to) {
-          reply = returnpath::parseEchoReplyV6(packet, fromIn6(from.sin6_addr), *to);
+          reply = parseEchoReplyV6(packet, fromIn6(from.sin6_addr), *to);
         }
       }
       if (reply) {
         onReply(*reply);
-      } else if (returnpath::carriesProbeMagic(packet, !v6_)) {
+      } else if (carriesEchoMagic(packet, !v6_)) {
         ++malformed;
       }
     }
@@ -310,7 +305,7 @@ tl::expected<void, std::string> ReturnPathChecker::start() {
     return std::move(*raw);
   };
   // Opened even for a family without targets: this node may receive (and relay) answers to
-  // other nodes' probes of that family.
+  // other nodes' echoes of that family.
   icmp4_ = openRaw(false);
   icmp6_ = openRaw(true);
   if ((wantV4 && !icmp4_) || (wantV6 && !icmp6_) || (!icmp4_ && !icmp6_)) {
@@ -377,7 +372,7 @@ void ReturnPathChecker::stop() {
 
 tl::expected<void, std::string> ReturnPathChecker::restart(bool wasRunning) {
   stop();
-  relayPolicy_ = returnpath::RelayPolicy(settings_.relayPort);
+  relayPolicy_ = RelayPolicy(settings_.relayPort);
   if (!wasRunning) {
     return {};
   }
@@ -406,7 +401,7 @@ bool ReturnPathChecker::trusted(const bgp::IpAddress& target) const {
 ReturnPathChecker::VipCheck& ReturnPathChecker::checkFor(const bgp::Prefix& vip) {
   auto it = checks_.find(vip);
   if (it == checks_.end()) {
-    it = checks_.emplace(vip, VipCheck{returnpath::ReturnPathJudge(settings_.fall, settings_.rise),
+    it = checks_.emplace(vip, VipCheck{ReturnPathJudge(settings_.fall, settings_.rise),
                                        false, {}})
              .first;
   }
@@ -454,7 +449,7 @@ void ReturnPathChecker::startRound() {
   for (const auto& vip : vips) {
     checkFor(vip).announcedAtStart = hooks_.announced(vip);
   }
-  sendProbes(vips);
+  sendEchoes(vips);
   roundOpen_ = true;
   answerTimer_.expires_after(settings_.timeout);
   answerTimer_.async_wait([this, round = sequence_](const boost::system::error_code& ec) {
@@ -466,14 +461,14 @@ void ReturnPathChecker::startRound() {
   });
 }
 
-void ReturnPathChecker::sendProbes(const std::set<bgp::Prefix>& vips) {
+void ReturnPathChecker::sendEchoes(const std::set<bgp::Prefix>& vips) {
   auto send = [&](RawSocket* raw, const bgp::IpAddress& source, const bgp::IpAddress& target,
-                  uint16_t id, const ProbeData& data) {
+                  uint16_t id, const EchoData& data) {
     if (raw == nullptr) {
       return false;
     }
-    auto message = target.isV4() ? returnpath::buildEchoRequestV4(id, sequence_, data)
-                                 : returnpath::buildEchoRequestV6(id, sequence_, data);
+    auto message = target.isV4() ? buildEchoRequestV4(id, sequence_, data)
+                                 : buildEchoRequestV6(id, sequence_, data);
     if (int error = raw->send(message, source, target); error != 0) {
       ++counters_.sendErrors;
       if (auto n = sendErrors_.add(std::chrono::steady_clock::now())) {
@@ -499,18 +494,18 @@ void ReturnPathChecker::sendProbes(const std::set<bgp::Prefix>& vips) {
       }
       anyVip = true;
       for (uint32_t flow = 0; flow < settings_.flows; ++flow) {
-        ProbeData data{ProbeKind::VipSourced, randomNonce(), *source, settings_.relayPort};
+        EchoData data{EchoKind::VipSourced, randomNonce(), *source, settings_.relayPort};
         if (send(raw, vip.address, target, static_cast<uint16_t>(idBase_ + 1 + flow), data)) {
-          ++counters_.vipProbes;
-          pending_[data.nonce] = {vip, target, ProbeKind::VipSourced};
+          ++counters_.vipEchoes;
+          pending_[data.nonce] = {vip, target, EchoKind::VipSourced};
         }
       }
     }
     if (anyVip) {
-      ProbeData data{ProbeKind::NodeSourced, randomNonce(), *source, settings_.relayPort};
+      EchoData data{EchoKind::NodeSourced, randomNonce(), *source, settings_.relayPort};
       if (send(raw, *source, target, idBase_, data)) {
-        ++counters_.nodeProbes;
-        pending_[data.nonce] = {bgp::Prefix{}, target, ProbeKind::NodeSourced};
+        ++counters_.nodeEchoes;
+        pending_[data.nonce] = {bgp::Prefix{}, target, EchoKind::NodeSourced};
       }
     }
   }
@@ -522,7 +517,7 @@ void ReturnPathChecker::onEchoReply(const EchoReply& reply) {
       it->second.target == reply.from) {
     if (!it->second.answered) {
       it->second.answered = true;
-      if (reply.data.kind == ProbeKind::VipSourced) {
+      if (reply.data.kind == EchoKind::VipSourced) {
         ++counters_.vipAnswered;
         trusted_.insert(reply.from);
         relayPolicy_.noteOwnAnswer(reply.from, Clock::now());
@@ -533,30 +528,30 @@ void ReturnPathChecker::onEchoReply(const EchoReply& reply) {
     }
     return;
   }
-  if (reply.data.kind != ProbeKind::VipSourced) {
+  if (reply.data.kind != EchoKind::VipSourced) {
     return;  // another node's node-sourced answer never comes here; nothing to relay
   }
-  // An answer to another node's VIP-sourced probe, or a forgery: the relay policy decides. Its
+  // An answer to another node's VIP-sourced echo, or a forgery: the relay policy decides. Its
   // source says nothing about trust (issue 28): only this node's own nonces do.
   relay(reply);
 }
 
 void ReturnPathChecker::relay(const EchoReply& reply) {
-  if (auto drop = relayPolicy_.judge(reply, Clock::now()); drop != returnpath::RelayDrop::None) {
+  if (auto drop = relayPolicy_.judge(reply, Clock::now()); drop != RelayDrop::None) {
     countDrop(drop, reply);
     return;
   }
-  sendDatagram(returnpath::buildRelay(reply.data.nonce), reply.data.relayAddress);
+  sendDatagram(buildRelay(reply.data.nonce), reply.data.relayAddress);
   ++counters_.relaysSent;
 }
 
-void ReturnPathChecker::countDrop(returnpath::RelayDrop drop, const EchoReply& reply) {
+void ReturnPathChecker::countDrop(RelayDrop drop, const EchoReply& reply) {
   ++counters_.relaysDropped[drop];
   ++dropsSinceLog_[drop];
   if (auto n = dropLog_.add(Clock::now())) {
     std::vector<std::string> reasons;
     for (const auto& [reason, count] : dropsSinceLog_) {
-      reasons.push_back(fmt::format("{} {}", returnpath::relayDropName(reason), count));
+      reasons.push_back(fmt::format("{} {}", relayDropName(reason), count));
     }
     dropsSinceLog_.clear();
     log_.warn("return-path", "not relaying {} echo repl{} in the last 10s ({}); the last from {} "
@@ -584,7 +579,7 @@ void ReturnPathChecker::sendDatagram(std::span<const uint8_t> bytes, const bgp::
 }
 
 void ReturnPathChecker::refreshRelayPolicy() {
-  returnpath::RelayPolicy::Node node;
+  RelayPolicy::Node node;
   for (const auto& a : peers_) {
     node.sources.insert(a);
   }
@@ -633,11 +628,11 @@ void ReturnPathChecker::receiveRelays() {
         if (!ec) {
           std::span<const uint8_t> datagram(relayBuffer_.data(), n);
           const auto from = fromAsio(relaySender_.address());
-          if (auto nonce = returnpath::parseRelay(datagram)) {
+          if (auto nonce = parseRelay(datagram)) {
             onRelay(*nonce, from);
-          } else if (auto query = returnpath::parseWitnessQuery(datagram)) {
+          } else if (auto query = parseWitnessQuery(datagram)) {
             onWitnessQuery(*query, relaySender_);
-          } else if (auto answer = returnpath::parseWitnessAnswer(datagram)) {
+          } else if (auto answer = parseWitnessAnswer(datagram)) {
             onWitnessAnswer(*answer, from);
           }
           receiveRelays();
@@ -662,7 +657,7 @@ void ReturnPathChecker::receiveRelays() {
 
 void ReturnPathChecker::onRelay(uint64_t nonce, const bgp::IpAddress& from) {
   auto it = pending_.find(nonce);
-  if (it == pending_.end() || it->second.kind != ProbeKind::VipSourced || it->second.answered) {
+  if (it == pending_.end() || it->second.kind != EchoKind::VipSourced || it->second.answered) {
     return;  // late, forged or a duplicate
   }
   it->second.answered = true;
@@ -673,7 +668,7 @@ void ReturnPathChecker::onRelay(uint64_t nonce, const bgp::IpAddress& from) {
   finishIfAllAnswered();
 }
 
-void ReturnPathChecker::onWitnessQuery(const returnpath::WitnessQuery& query,
+void ReturnPathChecker::onWitnessQuery(const WitnessQuery& query,
                                        const asio::ip::udp::endpoint& from) {
   const auto querier = fromAsio(from.address());
   const auto now = Clock::now();
@@ -683,12 +678,12 @@ void ReturnPathChecker::onWitnessQuery(const returnpath::WitnessQuery& query,
     ++counters_.witnessQueriesRefused;
     return;
   }
-  sendDatagram(returnpath::buildWitnessAnswer(relayPolicy_.witness(query, querier, now)),
+  sendDatagram(buildWitnessAnswer(relayPolicy_.witness(query, querier, now)),
                querier);
   ++counters_.witnessQueriesAnswered;
 }
 
-void ReturnPathChecker::onWitnessAnswer(const returnpath::WitnessAnswer& answer,
+void ReturnPathChecker::onWitnessAnswer(const WitnessAnswer& answer,
                                         const bgp::IpAddress& from) {
   if (!judging_) {
     return;
@@ -708,9 +703,9 @@ void ReturnPathChecker::onWitnessAnswer(const returnpath::WitnessAnswer& answer,
 }
 
 void ReturnPathChecker::finishIfAllAnswered() {
-  // Once every probe is answered the round's verdicts cannot change (an answered VIP-sourced
-  // probe is a passing round whatever else happens), so waiting out returnPath.timeout only
-  // costs a wake-up per round. A round with a silent probe still waits for it until the timeout,
+  // Once every echo is answered the round's verdicts cannot change (an answered VIP-sourced
+  // echo is a passing round whatever else happens), so waiting out returnPath.timeout only
+  // costs a wake-up per round. A round with a silent echo still waits for it until the timeout,
   // so failures are judged exactly as before.
   if (!roundOpen_ || pending_.empty() ||
       std::any_of(pending_.begin(), pending_.end(),
@@ -731,8 +726,8 @@ void ReturnPathChecker::finishRound() {
   roundOpen_ = false;
   Judging judging;
   const auto all = targets();
-  // Answers from a target to other nodes' probes count as evidence when they reached this node
-  // within one interval: the other nodes probe on their own schedule.
+  // Answers from a target to other nodes' echoes count as evidence when they reached this node
+  // within one interval: the other nodes echo on their own schedule.
   const auto evidenceSince = roundStart_ - settings_.interval;
   for (auto& [vip, check] : checks_) {
     if (std::none_of(all.begin(), all.end(), [&](const bgp::IpAddress& t) {
@@ -743,7 +738,7 @@ void ReturnPathChecker::finishRound() {
                                  vip.address.isV4() ? "IPv4" : "IPv6");
       continue;
     }
-    returnpath::RoundOutcome round;
+    RoundOutcome round;
     std::set<bgp::IpAddress> nodeAnsweredBy;
     std::set<bgp::IpAddress> vipAnsweredBy;
     std::set<bgp::IpAddress> untrusted;
@@ -753,14 +748,14 @@ void ReturnPathChecker::finishRound() {
       if (p.target.family != vip.address.family || !p.answered) {
         continue;
       }
-      if (p.kind == ProbeKind::VipSourced && p.vip == vip) {
+      if (p.kind == EchoKind::VipSourced && p.vip == vip) {
         vipAnsweredBy.insert(p.target);
         if (p.relayedBy) {
           relayers.insert(*p.relayedBy);
         } else {
           direct = true;
         }
-      } else if (p.kind == ProbeKind::NodeSourced) {
+      } else if (p.kind == EchoKind::NodeSourced) {
         (trusted(p.target) ? nodeAnsweredBy : untrusted).insert(p.target);
       }
     }
@@ -836,7 +831,7 @@ void ReturnPathChecker::askWitnesses() {
         const uint64_t nonce = randomNonce();
         asked[{w, t}] = nonce;
         judging.queries[nonce] = {w, t};
-        sendDatagram(returnpath::buildWitnessQuery(
+        sendDatagram(buildWitnessQuery(
                          {nonce, static_cast<uint32_t>(window.count()), t}),
                      w);
         ++counters_.witnessQueriesSent;
@@ -1024,9 +1019,9 @@ nlohmann::json ReturnPathChecker::status() const {
   nlohmann::json vips = nlohmann::json::object();
   for (const auto& [vip, check] : checks_) {
     vips[vip.toString()] = {
-        {"state", returnpath::stateName(check.judge.state())},
+        {"state", returnPathStateName(check.judge.state())},
         {"withdrawn", blocks(vip)},
-        {"lastRound", check.judge.judged() ? returnpath::verdictName(check.judge.lastVerdict())
+        {"lastRound", check.judge.judged() ? roundVerdictName(check.judge.lastVerdict())
                                            : "pending"},
         {"reason", reasonFor(vip, check)},
         {"consecutiveUnanswered", check.judge.consecutiveUnanswered()},
@@ -1039,16 +1034,18 @@ nlohmann::json ReturnPathChecker::status() const {
   out["vips"] = std::move(vips);
   uint64_t dropped = 0;
   nlohmann::json byReason = nlohmann::json::object();
-  for (auto reason : returnpath::kRelayDrops) {
+  for (auto reason : kRelayDrops) {
     auto it = counters_.relaysDropped.find(reason);
     const uint64_t n = it == counters_.relaysDropped.end() ? 0 : it->second;
-    byReason[std::string(returnpath::relayDropName(reason))] = n;
+    byReason[std::string(relayDropName(reason))] = n;
     dropped += n;
   }
+  // The status keys say "Probes", as they did before the echoes were named so: scripts and the
+  // metrics (vipd_return_path_probes_total) read them.
   out["counters"] = {{"rounds", counters_.rounds},
-                     {"nodeProbes", counters_.nodeProbes},
+                     {"nodeProbes", counters_.nodeEchoes},
                      {"nodeAnswered", counters_.nodeAnswered},
-                     {"vipProbes", counters_.vipProbes},
+                     {"vipProbes", counters_.vipEchoes},
                      {"vipAnswered", counters_.vipAnswered},
                      {"vipAnsweredRelayed", counters_.vipAnsweredRelayed},
                      {"relaysSent", counters_.relaysSent},

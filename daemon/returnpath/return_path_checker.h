@@ -7,7 +7,7 @@
 // address) of the VIP's family: one ICMP echo from the node's own address (the address the
 // kernel picks for that target) and returnPath.flows echoes from the VIP, each with its own ICMP
 // identifier (fabrics that hash on it spread them). The answers are judged after
-// returnPath.timeout, or as soon as every probe of the round is answered (the verdict can no
+// returnPath.timeout, or as soon as every echo of the round is answered (the verdict can no
 // longer change), by ReturnPathJudge (return_path_judge.h): node answered and VIP not, while
 // announced, is "unanswered"; nothing answered is "inconclusive" and never withdraws.
 //
@@ -15,10 +15,10 @@
 // it to any node announcing the VIP (ECMP), not necessarily the one that asked; with Linux's
 // default address-only hashing (fib_multipath_hash_policy=0) every node's answers land on the
 // same node. So every vipd reads all ICMP echo replies (a raw socket, filtered to echo replies
-// carrying vipd's probe data) and sends an answer to someone else's probe back to the prober:
-// the probe data names the prober's node address and relay port (return_path_packet.h), and
+// carrying vipd's echo data) and sends an answer to someone else's echo back to the sender:
+// the echo data names the sender's node address and relay port (return_path_packet.h), and
 // the relay is one UDP datagram over the node network, which the VIP's filter does not touch.
-// A prober matches answers, direct or relayed, by a random 64-bit nonce per probe.
+// A sender matches answers, direct or relayed, by a random 64-bit nonce per echo.
 //
 // Trust (issue 28): a target that does not route the VIP at all (a route reflector that installs
 // no routes) answers the node and never the VIP, exactly like a filter. So a peer counts as
@@ -30,7 +30,7 @@
 // Whose silence (issue 28): with address-only ECMP hashing every node's answers land on one node,
 // which relays them. When that node freezes or dies, every other node's answers stop at once,
 // which looks exactly like each of them being filtered. So silence counts against this node only
-// with evidence that it is this node's alone: answers from the same target to other nodes' probes
+// with evidence that it is this node's alone: answers from the same target to other nodes' echoes
 // reached this node during the round, or a node that relayed this node's answers before (or that
 // the fabric's view names as an announcer) answers a witness query (return_path_packet.h) saying
 // answers from the target still reach it and it dropped none of this node's. No evidence, or a
@@ -38,7 +38,7 @@
 //
 // Relays (relay_policy.h): only answers from configured peers and targets, addressed to a VIP,
 // to a unicast address on a node network and the relay port, each nonce once, within a budget
-// per prober; the rest are dropped and counted by reason.
+// per sender; the rest are dropped and counted by reason.
 //
 // Needs CAP_NET_RAW for the raw sockets. Without it the check cannot run: status, /readyz (in
 // enforce and warn modes) and vipd_return_path_available say so, and nothing is withdrawn.
@@ -124,14 +124,14 @@ class ReturnPathChecker {
  private:
   using Clock = std::chrono::steady_clock;
   struct Pending {
-    bgp::Prefix vip;  // for VIP-sourced probes
+    bgp::Prefix vip;  // for VIP-sourced echoes
     bgp::IpAddress target;
-    returnpath::ProbeKind kind;
+    EchoKind kind;
     bool answered = false;
     std::optional<bgp::IpAddress> relayedBy;  // the node whose relay brought the answer
   };
   struct VipCheck {
-    returnpath::ReturnPathJudge judge;
+    ReturnPathJudge judge;
     bool announcedAtStart = false;
     std::string detail;  // what the last round saw, for status and logs
     // How this node's answers came back last: "direct", or relayed by these nodes.
@@ -141,17 +141,17 @@ class ReturnPathChecker {
   // A round whose verdict waits for witness answers (at most witnessWait()).
   struct Judging {
     struct Candidate {
-      returnpath::RoundOutcome outcome;
+      RoundOutcome outcome;
       std::set<bgp::IpAddress> targets;  // trusted targets that answered the node, not the VIP
       std::string detail;
     };
     std::map<bgp::Prefix, Candidate> candidates;
-    std::map<bgp::Prefix, std::pair<returnpath::RoundOutcome, std::string>> settled;
+    std::map<bgp::Prefix, std::pair<RoundOutcome, std::string>> settled;
     struct Query {
       bgp::IpAddress witness;
       bgp::IpAddress target;
       bool answered = false;
-      returnpath::WitnessAnswer answer;
+      WitnessAnswer answer;
     };
     std::unordered_map<uint64_t, Query> queries;
   };
@@ -159,14 +159,14 @@ class ReturnPathChecker {
 
   void startRound();
   void finishRound();
-  // Ends the round at once when every probe sent in it has been answered.
+  // Ends the round at once when every echo sent in it has been answered.
   void finishIfAllAnswered();
-  void sendProbes(const std::set<bgp::Prefix>& vips);
-  void onEchoReply(const returnpath::EchoReply& reply);
+  void sendEchoes(const std::set<bgp::Prefix>& vips);
+  void onEchoReply(const EchoReply& reply);
   void onRelay(uint64_t nonce, const bgp::IpAddress& from);
-  void onWitnessQuery(const returnpath::WitnessQuery& query, const asio::ip::udp::endpoint& from);
-  void onWitnessAnswer(const returnpath::WitnessAnswer& answer, const bgp::IpAddress& from);
-  void relay(const returnpath::EchoReply& reply);
+  void onWitnessQuery(const WitnessQuery& query, const asio::ip::udp::endpoint& from);
+  void onWitnessAnswer(const WitnessAnswer& answer, const bgp::IpAddress& from);
+  void relay(const EchoReply& reply);
   void receiveRelays();
   void sendDatagram(std::span<const uint8_t> bytes, const bgp::IpAddress& to);
   void refreshRelayPolicy();
@@ -179,7 +179,7 @@ class ReturnPathChecker {
   bool trusted(const bgp::IpAddress& target) const;
   std::string reasonFor(const bgp::Prefix& vip, const VipCheck& check) const;
   VipCheck& checkFor(const bgp::Prefix& vip);
-  void countDrop(returnpath::RelayDrop drop, const returnpath::EchoReply& reply);
+  void countDrop(RelayDrop drop, const EchoReply& reply);
 
   asio::io_context& io_;
   const config::ReturnPath& settings_;
@@ -201,7 +201,7 @@ class ReturnPathChecker {
   asio::steady_timer answerTimer_;
   asio::steady_timer witnessTimer_;
   bool running_ = false;
-  bool roundOpen_ = false;  // probes sent, verdicts not yet recorded
+  bool roundOpen_ = false;  // echoes sent, verdicts not yet recorded
   Clock::time_point roundStart_{};
   std::optional<Judging> judging_;
   std::optional<std::string> unavailable_;
@@ -210,27 +210,27 @@ class ReturnPathChecker {
   std::set<bgp::IpAddress> trusted_;  // targets that answered one of this node's VIP echoes
   uint16_t sequence_ = 0;
   uint16_t idBase_ = 0;
-  returnpath::RelayPolicy relayPolicy_;
+  RelayPolicy relayPolicy_;
   ThrottledCount dropLog_;
-  std::map<returnpath::RelayDrop, uint64_t> dropsSinceLog_;
+  std::map<RelayDrop, uint64_t> dropsSinceLog_;
   ThrottledCount sendErrors_;
   struct Counters {
     uint64_t rounds = 0;
-    uint64_t nodeProbes = 0;
+    uint64_t nodeEchoes = 0;
     uint64_t nodeAnswered = 0;
-    uint64_t vipProbes = 0;
+    uint64_t vipEchoes = 0;
     uint64_t vipAnswered = 0;         // direct or relayed
     uint64_t vipAnsweredRelayed = 0;  // of which relayed by another node
-    uint64_t relaysSent = 0;          // answers to other nodes' probes sent back to them
-    std::map<returnpath::RelayDrop, uint64_t> relaysDropped;  // by reason
+    uint64_t relaysSent = 0;          // answers to other nodes' echoes sent back to them
+    std::map<RelayDrop, uint64_t> relaysDropped;  // by reason
     uint64_t sendErrors = 0;
     uint64_t relayErrors = 0;         // receive errors on the relay port
     uint64_t witnessQueriesSent = 0;
     uint64_t witnessAnswersReceived = 0;
     uint64_t witnessQueriesAnswered = 0;  // other nodes' queries this node answered
     uint64_t witnessQueriesRefused = 0;   // not from a node network, or over the rate
-    uint64_t silencesExplained = 0;
-    uint64_t malformedReplies = 0;    // vipd's probe magic, but truncated or garbled   // silent rounds judged inconclusive for want of evidence
+    uint64_t silencesExplained = 0;   // silent rounds judged inconclusive for want of evidence
+    uint64_t malformedReplies = 0;    // vipd's echo magic, but truncated or garbled
   } counters_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };

@@ -1,8 +1,8 @@
 #include "daemon/returnpath/return_path_judge.h"
 
-namespace vipd::daemon::returnpath {
+namespace vipd::daemon {
 
-std::string_view stateName(ReturnPathState state) {
+std::string_view returnPathStateName(ReturnPathState state) {
   switch (state) {
     case ReturnPathState::Unverified:
       return "unverified";
@@ -16,7 +16,7 @@ std::string_view stateName(ReturnPathState state) {
   return "unknown";
 }
 
-std::string_view verdictName(RoundVerdict verdict) {
+std::string_view roundVerdictName(RoundVerdict verdict) {
   switch (verdict) {
     case RoundVerdict::Answered:
       return "answered";
@@ -85,4 +85,4 @@ bool ReturnPathJudge::record(const RoundOutcome& round) {
   return state_ != before;
 }
 
-}  // namespace vipd::daemon::returnpath
+}  // namespace vipd::daemon

@@ -31,13 +31,13 @@
 #include <cstdint>
 #include <string_view>
 
-namespace vipd::daemon::returnpath {
+namespace vipd::daemon {
 
 enum class ReturnPathState { Unverified, Passing, Broken, Retrying };
 enum class RoundVerdict { Answered, Unanswered, Inconclusive };
 
-std::string_view stateName(ReturnPathState state);
-std::string_view verdictName(RoundVerdict verdict);
+std::string_view returnPathStateName(ReturnPathState state);
+std::string_view roundVerdictName(RoundVerdict verdict);
 
 struct RoundOutcome {
   bool vipAnswered = false;    // some VIP-sourced echo was answered
@@ -87,4 +87,4 @@ class ReturnPathJudge {
   uint64_t rounds_ = 0;
 };
 
-}  // namespace vipd::daemon::returnpath
+}  // namespace vipd::daemon

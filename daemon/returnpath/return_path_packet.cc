@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
-namespace vipd::daemon::returnpath {
+namespace vipd::daemon {
 namespace {
 
-constexpr std::array<uint8_t, 6> kProbeMagic{'v', 'i', 'p', 'd', 'R', 'P'};
+constexpr std::array<uint8_t, 6> kEchoMagic{'v', 'i', 'p', 'd', 'R', 'P'};
 constexpr std::array<uint8_t, 6> kRelayMagic{'v', 'i', 'p', 'd', 'R', 'R'};
 constexpr std::array<uint8_t, 6> kWitnessMagic{'v', 'i', 'p', 'd', 'R', 'W'};
 constexpr uint8_t kWitnessQueryType = 1;
@@ -60,23 +60,23 @@ std::optional<uint64_t> witnessNonce(std::span<const uint8_t> datagram, size_t s
                                      uint8_t type) {
   if (datagram.size() != size ||
       !std::equal(kWitnessMagic.begin(), kWitnessMagic.end(), datagram.begin()) ||
-      datagram[6] != kProbeVersion || datagram[7] != type) {
+      datagram[6] != kEchoVersion || datagram[7] != type) {
     return std::nullopt;
   }
   return get64(datagram, 8);
 }
 
 std::vector<uint8_t> buildEcho(uint8_t type, uint16_t id, uint16_t sequence,
-                               const ProbeData& data) {
+                               const EchoData& data) {
   std::vector<uint8_t> out;
-  out.reserve(kIcmpHeaderSize + kProbeDataSize);
+  out.reserve(kIcmpHeaderSize + kEchoDataSize);
   out.push_back(type);
   out.push_back(0);  // code
   put16(out, 0);     // checksum, below
   put16(out, id);
   put16(out, sequence);
-  out.insert(out.end(), kProbeMagic.begin(), kProbeMagic.end());
-  out.push_back(kProbeVersion);
+  out.insert(out.end(), kEchoMagic.begin(), kEchoMagic.end());
+  out.push_back(kEchoVersion);
   out.push_back(static_cast<uint8_t>(data.kind));
   for (int shift = 56; shift >= 0; shift -= 8) {
     out.push_back(static_cast<uint8_t>(data.nonce >> shift));
@@ -91,20 +91,20 @@ std::vector<uint8_t> buildEcho(uint8_t type, uint16_t id, uint16_t sequence,
 }
 
 // The echo reply's identifier and data, from the ICMP message (header included).
-std::optional<std::pair<uint16_t, ProbeData>> parseEcho(std::span<const uint8_t> icmp,
+std::optional<std::pair<uint16_t, EchoData>> parseEcho(std::span<const uint8_t> icmp,
                                                         uint8_t replyType) {
-  if (icmp.size() < kIcmpHeaderSize + kProbeDataSize || icmp[0] != replyType || icmp[1] != 0) {
+  if (icmp.size() < kIcmpHeaderSize + kEchoDataSize || icmp[0] != replyType || icmp[1] != 0) {
     return std::nullopt;
   }
   auto d = icmp.subspan(kIcmpHeaderSize);
-  if (!std::equal(kProbeMagic.begin(), kProbeMagic.end(), d.begin()) || d[6] != kProbeVersion) {
+  if (!std::equal(kEchoMagic.begin(), kEchoMagic.end(), d.begin()) || d[6] != kEchoVersion) {
     return std::nullopt;
   }
-  ProbeData data;
-  if (d[7] == static_cast<uint8_t>(ProbeKind::NodeSourced)) {
-    data.kind = ProbeKind::NodeSourced;
-  } else if (d[7] == static_cast<uint8_t>(ProbeKind::VipSourced)) {
-    data.kind = ProbeKind::VipSourced;
+  EchoData data;
+  if (d[7] == static_cast<uint8_t>(EchoKind::NodeSourced)) {
+    data.kind = EchoKind::NodeSourced;
+  } else if (d[7] == static_cast<uint8_t>(EchoKind::VipSourced)) {
+    data.kind = EchoKind::VipSourced;
   } else {
     return std::nullopt;
   }
@@ -144,7 +144,7 @@ uint16_t internetChecksum(std::span<const uint8_t> bytes) {
   return static_cast<uint16_t>(~sum);
 }
 
-std::vector<uint8_t> buildEchoRequestV4(uint16_t id, uint16_t sequence, const ProbeData& data) {
+std::vector<uint8_t> buildEchoRequestV4(uint16_t id, uint16_t sequence, const EchoData& data) {
   auto out = buildEcho(kIcmpV4EchoRequest, id, sequence, data);
   const uint16_t sum = internetChecksum(out);
   out[2] = static_cast<uint8_t>(sum >> 8);
@@ -152,7 +152,7 @@ std::vector<uint8_t> buildEchoRequestV4(uint16_t id, uint16_t sequence, const Pr
   return out;
 }
 
-std::vector<uint8_t> buildEchoRequestV6(uint16_t id, uint16_t sequence, const ProbeData& data) {
+std::vector<uint8_t> buildEchoRequestV6(uint16_t id, uint16_t sequence, const EchoData& data) {
   return buildEcho(kIcmpV6EchoRequest, id, sequence, data);
 }
 
@@ -189,7 +189,7 @@ std::optional<EchoReply> parseEchoReplyV6(std::span<const uint8_t> message,
   return EchoReply{from, to, echo->first, echo->second};
 }
 
-bool carriesProbeMagic(std::span<const uint8_t> packet, bool ipv4Header) {
+bool carriesEchoMagic(std::span<const uint8_t> packet, bool ipv4Header) {
   size_t icmp = 0;
   if (ipv4Header) {
     if (packet.empty()) {
@@ -198,14 +198,14 @@ bool carriesProbeMagic(std::span<const uint8_t> packet, bool ipv4Header) {
     icmp = size_t{packet[0] & 0x0Fu} * 4;
   }
   const size_t magic = icmp + kIcmpHeaderSize;
-  return packet.size() >= magic + kProbeMagic.size() &&
-         std::equal(kProbeMagic.begin(), kProbeMagic.end(), packet.begin() + magic);
+  return packet.size() >= magic + kEchoMagic.size() &&
+         std::equal(kEchoMagic.begin(), kEchoMagic.end(), packet.begin() + magic);
 }
 
 std::array<uint8_t, kRelaySize> buildRelay(uint64_t nonce) {
   std::array<uint8_t, kRelaySize> out{};
   std::copy(kRelayMagic.begin(), kRelayMagic.end(), out.begin());
-  out[6] = kProbeVersion;
+  out[6] = kEchoVersion;
   put64At(out, 8, nonce);
   return out;
 }
@@ -213,7 +213,7 @@ std::array<uint8_t, kRelaySize> buildRelay(uint64_t nonce) {
 std::optional<uint64_t> parseRelay(std::span<const uint8_t> datagram) {
   if (datagram.size() != kRelaySize ||
       !std::equal(kRelayMagic.begin(), kRelayMagic.end(), datagram.begin()) ||
-      datagram[6] != kProbeVersion || datagram[7] != 0) {
+      datagram[6] != kEchoVersion || datagram[7] != 0) {
     return std::nullopt;
   }
   return get64(datagram, 8);
@@ -222,7 +222,7 @@ std::optional<uint64_t> parseRelay(std::span<const uint8_t> datagram) {
 std::array<uint8_t, kWitnessQuerySize> buildWitnessQuery(const WitnessQuery& query) {
   std::array<uint8_t, kWitnessQuerySize> out{};
   std::copy(kWitnessMagic.begin(), kWitnessMagic.end(), out.begin());
-  out[6] = kProbeVersion;
+  out[6] = kEchoVersion;
   out[7] = kWitnessQueryType;
   put64At(out, 8, query.nonce);
   put32At(out, 16, query.windowMs);
@@ -234,7 +234,7 @@ std::array<uint8_t, kWitnessQuerySize> buildWitnessQuery(const WitnessQuery& que
 std::array<uint8_t, kWitnessAnswerSize> buildWitnessAnswer(const WitnessAnswer& answer) {
   std::array<uint8_t, kWitnessAnswerSize> out{};
   std::copy(kWitnessMagic.begin(), kWitnessMagic.end(), out.begin());
-  out[6] = kProbeVersion;
+  out[6] = kEchoVersion;
   out[7] = kWitnessAnswerType;
   put64At(out, 8, answer.nonce);
   put32At(out, 16, answer.answers);
@@ -271,4 +271,4 @@ std::optional<WitnessAnswer> parseWitnessAnswer(std::span<const uint8_t> datagra
   return WitnessAnswer{*nonce, get32(datagram, 16), get32(datagram, 20)};
 }
 
-}  // namespace vipd::daemon::returnpath
+}  // namespace vipd::daemon

@@ -1,4 +1,4 @@
-// The return-path check's pure parts (issues 19, 28): the probe, relay and witness wire formats,
+// The return-path check's pure parts (issues 19, 28): the echo, relay and witness wire formats,
 // byte for byte; the judge's verdicts over sequences of rounds; the relay policy against forged
 // answers and floods.
 #include <fmt/format.h>
@@ -10,14 +10,14 @@
 #include "daemon/returnpath/return_path_judge.h"
 #include "daemon/returnpath/return_path_packet.h"
 
-namespace vipd::daemon::returnpath {
+namespace vipd::daemon {
 namespace {
 
 bgp::IpAddress v4(const char* text) { return *bgp::IpAddress::parse(text); }
 
-// id 0x1234, sequence 1, a VIP-sourced probe, nonce 0x0102030405060708, relay 192.0.2.11:9475.
-ProbeData exampleData() {
-  return {ProbeKind::VipSourced, 0x0102030405060708ull, v4("192.0.2.11"), 9475};
+// id 0x1234, sequence 1, a VIP-sourced echo, nonce 0x0102030405060708, relay 192.0.2.11:9475.
+EchoData exampleData() {
+  return {EchoKind::VipSourced, 0x0102030405060708ull, v4("192.0.2.11"), 9475};
 }
 
 const std::vector<uint8_t> kExampleRequest = {
@@ -56,9 +56,9 @@ TEST(ReturnPathPacket, EchoRequestV4IsByteExact) {
 }
 
 TEST(ReturnPathPacket, EchoRequestV6LeavesTheChecksumToTheKernel) {
-  ProbeData data{ProbeKind::NodeSourced, 7, *bgp::IpAddress::parse("2001:db8::11"), 9475};
+  EchoData data{EchoKind::NodeSourced, 7, *bgp::IpAddress::parse("2001:db8::11"), 9475};
   auto m = buildEchoRequestV6(1, 2, data);
-  ASSERT_EQ(m.size(), 8 + kProbeDataSize);
+  ASSERT_EQ(m.size(), 8 + kEchoDataSize);
   EXPECT_EQ(m[0], 128);
   EXPECT_EQ(m[2], 0);
   EXPECT_EQ(m[3], 0);
@@ -359,11 +359,11 @@ RelayPolicy labPolicy(RelayPolicy::Limits limits = {}) {
   return policy;
 }
 
-// An answer from `from` to `to` to a VIP-sourced probe that names `relay`:`port`.
+// An answer from `from` to `to` to a VIP-sourced echo that names `relay`:`port`.
 EchoReply answer(const char* from, const char* to, const char* relay, uint16_t port = 9475,
                  uint64_t nonce = 1) {
   return {*bgp::IpAddress::parse(from), *bgp::IpAddress::parse(to), 1,
-          {ProbeKind::VipSourced, nonce, *bgp::IpAddress::parse(relay), port}};
+          {EchoKind::VipSourced, nonce, *bgp::IpAddress::parse(relay), port}};
 }
 
 TEST(RelayPolicy, RelaysAGenuineAnswerToAnotherNode) {
@@ -417,7 +417,7 @@ TEST(RelayPolicy, RelaysEachNonceOnce) {
   EXPECT_EQ(policy.judge(a, kT0), RelayDrop::Duplicate);
 }
 
-TEST(RelayPolicy, AFloodNamingOneProberSpendsOnlyThatProbersBudget) {
+TEST(RelayPolicy, AFloodNamingOneSenderSpendsOnlyThatSendersBudget) {
   RelayPolicy::Limits limits;
   limits.burst = 10;
   limits.perSecond = 5;
@@ -455,9 +455,9 @@ TEST(RelayPolicy, AFloodNamingOneProberSpendsOnlyThatProbersBudget) {
             RelayDrop::None);
 }
 
-TEST(RelayPolicy, ManyProbersKeepTheBucketsBounded) {
+TEST(RelayPolicy, ManySendersKeepTheBucketsBounded) {
   RelayPolicy::Limits limits;
-  limits.maxProbers = 16;
+  limits.maxSenders = 16;
   auto policy = labPolicy(limits);
   uint64_t nonce = 0;
   for (int host = 1; host < 250; ++host) {
@@ -517,4 +517,4 @@ TEST(RelayPolicy, PrefixContainsAndUnicastNodeAddress) {
 }
 
 }  // namespace
-}  // namespace vipd::daemon::returnpath
+}  // namespace vipd::daemon

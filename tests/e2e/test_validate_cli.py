@@ -164,7 +164,7 @@ def test() -> None:
         lab.check(not os.path.exists(socket), f"vipd started anyway: {socket} exists")
 
         # One table of bad configs through both `vipd validate` and starting vipd: both run the
-        # same checks (the health probe's URL parser is config/health_target.h), so both refuse
+        # same checks (the health check's URL parser is config/health_target.h), so both refuse
         # each one with the same message at the same key, and vipd starts nothing.
         def health_url(url: str):
             return ("health:\n  type: none\n", f"health:\n  type: apiserver\n  url: \"{url}\"\n"

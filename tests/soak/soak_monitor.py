@@ -17,7 +17,7 @@ Constants, and why these values:
 - S (flood faults): vipctl status must answer during a control-socket flood, GET /healthz
   during a metrics flood (listeners cap their clients and evict the longest idle), and vipd
   must use under SPIN_CPU of a core while accept() fails with EMFILE (it backs off).
-- FD_TOL 3: a health probe, a vipctl and a metrics scrape in flight at the final sample.
+- FD_TOL 3: a health check, a vipctl and a metrics scrape in flight at the final sample.
 - THREADS_TOL 0: vipd's thread count is fixed by its configuration.
 - V (issue 28): while some node is healthy (soak.healthy_nodes()), the fabric's kernel route for
   each VIP must not be empty for more than GRACE_S, and every second must see a client request

@@ -1,4 +1,4 @@
-#include "daemon/health/health_probe.h"
+#include "daemon/health/apiserver_call.h"
 
 #include <cerrno>
 
@@ -39,7 +39,7 @@ std::string formatDuration(milliseconds d) {
 
 namespace {
 
-// See ProbeExchange::connect(): when an unanswered connect is raced by a new one.
+// See CallExchange::connect(): when an unanswered connect is raced by a new one.
 constexpr milliseconds kConnectResendAfter{200};
 constexpr size_t kMaxConnectAttempts = 3;
 
@@ -71,13 +71,13 @@ std::string describeTlsError(const boost::system::error_code& ec, SSL* ssl,
   return text;
 }
 
-// The probe's states follow its stages: connect (resolving first when the host is a name), then
+// The call's states follow its stages: connect (resolving first when the host is a name), then
 // for the apiserver handshake, write the request, read the answer. Every handler first checks
-// `finished_`: a timeout or abandon() may have ended the probe while it was pending.
-class ProbeExchange final : public HealthProbe, public std::enable_shared_from_this<ProbeExchange> {
+// `finished_`: a timeout or abandon() may have ended the call while it was pending.
+class CallExchange final : public ApiserverCall, public std::enable_shared_from_this<CallExchange> {
  public:
-  // `tls` is null for a TCP probe.
-  ProbeExchange(asio::io_context& io, config::HealthTarget target,
+  // `tls` is null for a TCP call.
+  CallExchange(asio::io_context& io, config::HealthTarget target,
                 std::shared_ptr<ssl::context> tls,
                 milliseconds timeout, Judge judge, std::string accept, Done done,
                 HeldClosed heldClosed)
@@ -106,7 +106,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
       }
       self->finish(false,
                    fmt::format("timed out after {} ({})", formatDuration(self->timeout_), stage),
-                   ProbeFailure::Timeout);
+                   CallFailure::Timeout);
     });
 
     boost::system::error_code ec;
@@ -139,7 +139,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
           if (ec) {
             self->finish(false,
                          fmt::format("cannot resolve {}: {}", self->target_.host, ec.message()),
-                         ProbeFailure::Resolve);
+                         CallFailure::Resolve);
             return;
           }
           std::vector<tcp::endpoint> endpoints;
@@ -151,9 +151,9 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
   }
 
   // Linux resends a lost SYN (or the server a lost SYN-ACK) only after 1 s, the default
-  // timeout: one dropped packet would fail the probe. So a connect not done after
+  // timeout: one dropped packet would fail the call. So a connect not done after
   // kConnectResendAfter is raced by a fresh one (a new SYN from a new port), up to
-  // kMaxConnectAttempts in all; the first to connect carries the probe and the others close.
+  // kMaxConnectAttempts in all; the first to connect carries the call and the others close.
   // On loopback an answered SYN takes microseconds, so a resend means a packet was lost.
   // Each attempt walks the whole endpoint list in order, as a plain connect would.
   void connect(std::vector<tcp::endpoint> endpoints) {
@@ -188,7 +188,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
     }
     if (ec && index > 0 && isLocalResourceShortage(ec)) {
       // No descriptor for the extra attempt: the first one is still pending (any failure of an
-      // earlier attempt would have ended the probe) and may yet connect.
+      // earlier attempt would have ended the call) and may yet connect.
       boost::system::error_code ignored;
       attempts_[index]->close(ignored);
       return;
@@ -196,9 +196,9 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
     if (ec) {
       inconclusive_ = isLocalResourceShortage(ec);
       finish(false, fmt::format("connect to {} failed: {}", target_.authority, ec.message()),
-             inconclusive_                             ? ProbeFailure::Local
-             : ec == asio::error::connection_refused ? ProbeFailure::ConnectionRefused
-                                                     : ProbeFailure::Connect);
+             inconclusive_                             ? CallFailure::Local
+             : ec == asio::error::connection_refused ? CallFailure::ConnectionRefused
+                                                     : CallFailure::Connect);
       return;
     }
     connected_ = true;
@@ -220,7 +220,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
       // here). Asio throws; uncaught it would abort vipd. No evidence about the apiserver.
       inconclusive_ = true;
       finish(false, fmt::format("cannot set up TLS for {}: {}", target_.authority, e.what()),
-             ProbeFailure::Local);
+             CallFailure::Local);
       return;
     }
     SSL* handle = stream_->native_handle();
@@ -228,7 +228,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
     // (RFC 6066 section 3), whatever the URL's host is.
     if (SSL_set_tlsext_host_name(handle, target_.serverName.c_str()) != 1) {
       finish(false, fmt::format("cannot set TLS server name {}", target_.serverName),
-             ProbeFailure::Tls);
+             CallFailure::Tls);
       return;
     }
     // OpenSSL checks the name once the chain has verified to caFile and, on a mismatch, fails
@@ -239,14 +239,14 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
                       X509_CHECK_FLAG_NEVER_CHECK_SUBJECT | X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     if (SSL_set1_host(handle, target_.serverName.c_str()) != 1) {
       finish(false, fmt::format("cannot set the expected certificate name {}", target_.serverName),
-             ProbeFailure::Tls);
+             CallFailure::Tls);
       return;
     }
     boost::system::error_code ec;
     stream_->set_verify_mode(ssl::verify_peer, ec);
     if (ec) {
       finish(false, fmt::format("cannot set up TLS verification: {}", ec.message()),
-             ProbeFailure::Tls);
+             CallFailure::Tls);
       return;
     }
     stage_ = "in the TLS handshake";
@@ -265,7 +265,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
       return;
     }
     if (ec) {
-      finish(false, fmt::format("TLS handshake failed: {}", tlsError(ec)), ProbeFailure::Tls);
+      finish(false, fmt::format("TLS handshake failed: {}", tlsError(ec)), CallFailure::Tls);
       return;
     }
     request_.version(11);
@@ -290,7 +290,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
     }
     if (ec) {
       finish(false, fmt::format("sending the request failed: {}", tlsError(ec)),
-             ProbeFailure::Transport);
+             CallFailure::Transport);
       return;
     }
     parser_.emplace();
@@ -309,23 +309,23 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
     }
     if (ec == http::error::body_limit) {
       finish(false, fmt::format("response body larger than {} KiB", kMaxHealthBodyBytes / 1024),
-             ProbeFailure::Body);
+             CallFailure::Body);
       return;
     }
     if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
       finish(false,
              fmt::format("response header larger than {} KiB", kMaxHealthHeaderBytes / 1024),
-             ProbeFailure::Transport);
+             CallFailure::Transport);
       return;
     }
     if (ec == http::error::end_of_stream || ec == ssl::error::stream_truncated) {
       finish(false, "the server closed the connection before a complete response",
-             ProbeFailure::Transport);
+             CallFailure::Transport);
       return;
     }
     if (ec) {
       finish(false, fmt::format("reading the response failed: {}", tlsError(ec)),
-             ProbeFailure::Transport);
+             CallFailure::Transport);
       return;
     }
     const auto& response = parser_->get();
@@ -358,21 +358,21 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
   }
 
   // The first outcome wins; a timeout closes the socket so the pending operation ends at once.
-  static ProbeFailure failureOf(AnswerFault fault) {
+  static CallFailure failureOf(AnswerFault fault) {
     switch (fault) {
       case AnswerFault::None:
-        return ProbeFailure::None;
+        return CallFailure::None;
       case AnswerFault::NotApiserver:
-        return ProbeFailure::NotApiserver;
+        return CallFailure::NotApiserver;
       case AnswerFault::HttpStatus:
-        return ProbeFailure::HttpStatus;
+        return CallFailure::HttpStatus;
       case AnswerFault::Body:
-        return ProbeFailure::Body;
+        return CallFailure::Body;
     }
-    return ProbeFailure::Body;
+    return CallFailure::Body;
   }
 
-  void finish(bool ok, std::string detail, ProbeFailure failure = ProbeFailure::None) {
+  void finish(bool ok, std::string detail, CallFailure failure = CallFailure::None) {
     if (finished_) {
       return;
     }
@@ -385,10 +385,10 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
       heldClosed_ = nullptr;
       closeTransport();
     }
-    ProbeResult result{
+    CallResult result{
         ok, std::move(detail),
         std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - started_),
-        inconclusive_, ok ? ProbeFailure::None : failure, hold};
+        inconclusive_, ok ? CallFailure::None : failure, hold};
     result.connectAttempts = static_cast<unsigned>(attemptsStarted_);
     if (auto done = std::exchange(done_, nullptr)) {
       done(result);
@@ -439,7 +439,7 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
   std::string accept_;
   Done done_;
   HeldClosed heldClosed_;  // null: close after the answer (or the hold has ended)
-  bool keepAlive_ = true;  // the answer allows keep-alive (a TCP probe has no answer)
+  bool keepAlive_ = true;  // the answer allows keep-alive (a TCP call has no answer)
   std::array<char, 512> holdBuffer_{};
   tcp::resolver resolver_;
   std::vector<tcp::endpoint> endpoints_;
@@ -461,44 +461,44 @@ class ProbeExchange final : public HealthProbe, public std::enable_shared_from_t
 
 }  // namespace
 
-std::shared_ptr<HealthProbe> HealthProbe::start(asio::io_context& io,
+std::shared_ptr<ApiserverCall> ApiserverCall::start(asio::io_context& io,
                                                 config::HealthTarget target,
                                                 std::shared_ptr<ssl::context> tls,
                                                 milliseconds timeout, Done done,
                                                 HeldClosed heldClosed) {
-  auto probe = std::make_shared<ProbeExchange>(io, std::move(target), std::move(tls), timeout,
+  auto call = std::make_shared<CallExchange>(io, std::move(target), std::move(tls), timeout,
                                                judgeApiserverAnswer, "text/plain",
                                                std::move(done), std::move(heldClosed));
-  probe->start();
-  return probe;
+  call->start();
+  return call;
 }
 
-std::shared_ptr<HealthProbe> HealthProbe::start(asio::io_context& io,
+std::shared_ptr<ApiserverCall> ApiserverCall::start(asio::io_context& io,
                                                 config::HealthTarget target,
                                                 std::shared_ptr<ssl::context> tls,
                                                 milliseconds timeout, Judge judge,
                                                 std::string accept, Done done) {
-  auto probe = std::make_shared<ProbeExchange>(io, std::move(target), std::move(tls), timeout,
+  auto call = std::make_shared<CallExchange>(io, std::move(target), std::move(tls), timeout,
                                                std::move(judge), std::move(accept),
                                                std::move(done), nullptr);
-  probe->start();
-  return probe;
+  call->start();
+  return call;
 }
 
-bool isHardEvidence(ProbeFailure failure) {
+bool isHardEvidence(CallFailure failure) {
   switch (failure) {
-    case ProbeFailure::ConnectionRefused:
-    case ProbeFailure::Tls:
-    case ProbeFailure::Transport:
-    case ProbeFailure::NotApiserver:
+    case CallFailure::ConnectionRefused:
+    case CallFailure::Tls:
+    case CallFailure::Transport:
+    case CallFailure::NotApiserver:
       return true;
-    case ProbeFailure::None:
-    case ProbeFailure::Resolve:
-    case ProbeFailure::Connect:
-    case ProbeFailure::Timeout:
-    case ProbeFailure::HttpStatus:
-    case ProbeFailure::Body:
-    case ProbeFailure::Local:
+    case CallFailure::None:
+    case CallFailure::Resolve:
+    case CallFailure::Connect:
+    case CallFailure::Timeout:
+    case CallFailure::HttpStatus:
+    case CallFailure::Body:
+    case CallFailure::Local:
       return false;
   }
   return false;
