@@ -19,7 +19,7 @@
 
 #include "bgp/ip_address.h"
 #include "bootstrap/distro.h"
-#include "config/config_parser.h"
+#include "config/parser.h"
 
 namespace vipd::bootstrap {
 

@@ -9,8 +9,8 @@
 #include <filesystem>
 
 #include "bootstrap/template_filler.h"
-#include "config/config_layers.h"
-#include "config/config_parser.h"
+#include "config/layers.h"
+#include "config/parser.h"
 
 namespace vipd::bootstrap {
 namespace {

@@ -46,7 +46,7 @@ struct RenderInput {
 
 struct Rendered {
   std::string config;
-  // The node file (config_layers.h): this node's router ID, AS and peers, which the DaemonSet
+  // The node file (config/layers.h): this node's router ID, AS and peers, which the DaemonSet
   // reads with --node-config, the same values as in `config`, checked to be; and the
   // DaemonSet's metrics.listen (InstanceMetadata::metricsListen), which `config` does not share.
   std::string nodeConfig;

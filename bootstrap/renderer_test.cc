@@ -13,8 +13,8 @@
 #include "bootstrap/renderer.h"
 #include "bootstrap/template_filler.h"
 #include "bootstrap/test_support.h"
-#include "config/config_layers.h"
-#include "config/config_parser.h"
+#include "config/layers.h"
+#include "config/parser.h"
 
 namespace vipd::bootstrap {
 namespace {

@@ -1,5 +1,5 @@
 // vipd's configuration as validated values (apiVersion vipd.io/v1alpha1, kind
-// SpeakerConfiguration). Parsing and validation are pure (config_parser.h); the daemon and the
+// SpeakerConfiguration). Parsing and validation are pure (parser.h); the daemon and the
 // bootstrap renderer share them, so there is exactly one schema.
 #pragma once
 
@@ -220,7 +220,7 @@ struct Handoff {
   auto operator<=>(const Handoff&) const = default;
 };
 
-// The return-path check (issue 19; daemon/returnpath/return_path_checker.h): while a VIP is
+// The return-path check (issue 19; daemon/returnpath/checker.h): while a VIP is
 // announced, ICMP echoes sourced from it must get answers. Each round sends, to each target, one
 // echo from the node's own address and `flows` echoes from the VIP; the node-sourced answer tells
 // "the target answers" from "the VIP's packets are dropped".

@@ -1,5 +1,5 @@
 // Durations as written in vipd's config and on vipctl's command line. Kept apart from
-// config_parser.cc so that vipctl links this alone: no yaml-cpp (see daemon/meson.build).
+// parser.cc so that vipctl links this alone: no yaml-cpp (see daemon/meson.build).
 #include "config/duration.h"
 
 #include <fmt/format.h>

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "bgp/ip_address.h"
-#include "config/config_layers.h"
-#include "config/config_parser.h"
+#include "config/layers.h"
+#include "config/parser.h"
 
 namespace vipd::config {
 
@@ -58,7 +58,7 @@ std::string indexPath(const std::string& path, size_t index);
 std::string describe(const YAML::Node& node);
 
 // Error collection and the primitive readers every vipd document shares: the speaker's config
-// (ConfigReader, config_reader.h), the probe's (probe_config.cc) and the instance metadata of
+// (ConfigReader, reader.h), the probe's (probe_config.cc) and the instance metadata of
 // `vipd render` (bootstrap/instance_metadata.cc), so all three refuse a value in the same words.
 //
 // Errors are kept in the order they are found and stable-sorted by position in takeErrors(), so
@@ -66,7 +66,7 @@ std::string describe(const YAML::Node& node);
 // the order the readers found them in: the readers read keys in a fixed order.
 class FieldReader {
  public:
-  // `origins`, when the document was merged from two files (config_layers.h), labels each error
+  // `origins`, when the document was merged from two files (layers.h), labels each error
   // with the file its key came from; errors go to `fileName` otherwise. Not owned.
   explicit FieldReader(std::string_view fileName, const FieldOrigins* origins = nullptr)
       : fileName_(fileName), origins_(origins) {}

@@ -16,7 +16,7 @@
 #include <map>
 #include <memory>
 
-#include "config/config_reader.h"
+#include "config/reader.h"
 #include "config/health_target.h"
 #include "config/field_reader.h"
 #include "config/value_rules.h"

@@ -1,7 +1,7 @@
 // The config of `vipd probe` (apiVersion vipd.io/v1alpha1, kind ProbeConfiguration; every key in
 // config/probe_example.yaml): the site this probe runs in, how often it probes, and the API
 // front-ends it probes (a VIP, an old load balancer, a DNS name), each with the CA that must have
-// signed the certificate and the answer expected from an apiserver. Pure, like config_parser.h:
+// signed the certificate and the answer expected from an apiserver. Pure, like parser.h:
 // parseProbeConfig() does no I/O, reports every problem in one pass with file:line:column, and
 // catches yaml-cpp's exceptions.
 #pragma once
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "config/config_parser.h"
+#include "config/parser.h"
 
 namespace vipd::config {
 

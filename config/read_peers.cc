@@ -1,4 +1,4 @@
-// ConfigReader's readers for `peers` (config_reader.h): each peer's address and AS, its source
+// ConfigReader's readers for `peers` (reader.h): each peer's address and AS, its source
 // address and next hop, the session timers (hold, keepalive, connect retry, OPEN wait), eBGP
 // multihop, TCP-MD5 and GTSM, BFD, the address families each session carries, and the checks
 // that need several of them at once (every VIP carried by some session).
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "config/config_reader.h"
+#include "config/reader.h"
 #include "config/value_rules.h"
 
 namespace vipd::config::internal {

@@ -1,9 +1,9 @@
-// ConfigReader's reader for the `returnPath` section (config_reader.h, config.h ReturnPath).
+// ConfigReader's reader for the `returnPath` section (reader.h, config.h ReturnPath).
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "config/config_reader.h"
+#include "config/reader.h"
 #include "config/duration.h"
 #include "config/value_rules.h"
 

@@ -1,4 +1,4 @@
-// ConfigReader's readers for the optional top-level sections (config_reader.h): listen, control,
+// ConfigReader's readers for the optional top-level sections (reader.h): listen, control,
 // drain, health, metrics, mode and handoff. Each is a mapping of its own whose keys are checked
 // independently of the rest of the document.
 #include <algorithm>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <tl/expected.hpp>
 
-#include "config/config_reader.h"
+#include "config/reader.h"
 #include "config/health_target.h"
 #include "config/value_rules.h"
 
@@ -200,7 +200,8 @@ void ConfigReader::readApiserverSettings(const Mapping& m, Health& health) {
                               "TLS",
                               *url));
       } else if (auto target = parseHttpsUrl(*url); !target) {
-        // The same parse as the health check's (health_target.h): validate refuses what start would.
+        // The health check parses it the same way (health_target.h): validate refuses what start
+        // would.
         error(*u, fmt::format("'{}' is not a URL the apiserver check can use: {}", *url,
                               target.error()));
       } else {

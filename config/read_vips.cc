@@ -1,10 +1,10 @@
-// ConfigReader's readers for what this node announces and as whom (config_reader.h): the VIPs,
+// ConfigReader's readers for what this node announces and as whom (reader.h): the VIPs,
 // the router ID (never one of the VIPs), and the communities attached to every announcement.
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "config/config_reader.h"
+#include "config/reader.h"
 #include "config/value_rules.h"
 
 namespace vipd::config::internal {

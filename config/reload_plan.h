@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "config/config_diff.h"
+#include "config/diff.h"
 
 namespace vipd::config {
 

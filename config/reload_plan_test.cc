@@ -1,7 +1,7 @@
 // planReload (issue 29): what each kind of change means for the running daemon, and that a change
 // touches only what it concerns: the other peers, VIPs and checkers are not in the plan.
 #include "config/reload_plan.h"
-#include "config/config_test_support.h"
+#include "config/test_support.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

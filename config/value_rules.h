@@ -1,9 +1,9 @@
 // Pure rules for the scalar values a vipd config holds: decimal numbers, colon-separated
 // community fields, address:port, DNS names, classes of IP address, and the "did you mean"
-// suggestion for a misspelt key. No YAML and no error collection: config_reader.h turns these
+// suggestion for a misspelt key. No YAML and no error collection: reader.h turns these
 // answers into ConfigErrors.
 //
-// Private to config/ (shared by its translation units); include config_parser.h instead.
+// Private to config/ (shared by its translation units); include parser.h instead.
 #pragma once
 
 #include <cstdint>

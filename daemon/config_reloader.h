@@ -19,7 +19,7 @@
 
 #include <boost/asio.hpp>
 
-#include "config/config_layers.h"
+#include "config/layers.h"
 #include "daemon/base/logger.h"
 #include "daemon/reload/config_watcher.h"
 #include "daemon/speaker.h"

@@ -4,10 +4,10 @@
 //        [--log-level ...]
 //   vipd validate --config FILE [--node-config FILE] [--router-id ADDRESS]
 //   vipd doctor --config FILE [--node-config FILE] [--router-id ADDRESS] [--manifests-dir DIR]
-//               [--json] (daemon/doctor/doctor_command.h)
+//               [--json] (daemon/doctor/command.h)
 //   vipd config --show --config FILE [--node-config FILE] [--router-id ADDRESS]
 //   vipd render ... (bootstrap/render_command.h)
-//   vipd probe ... (daemon/probe/probe_command.h)
+//   vipd probe ... (daemon/probe/command.h)
 //   vipd --version
 #include <signal.h>
 #include <sys/resource.h>
@@ -27,16 +27,16 @@
 
 #include "bootstrap/render_command.h"
 #include "cli/command_line.h"
-#include "config/config_layers.h"
-#include "config/config_parser.h"
+#include "config/layers.h"
+#include "config/parser.h"
 #include "daemon/base/logger.h"
 #include "daemon/config_reloader.h"
-#include "daemon/doctor/doctor_command.h"
-#include "daemon/probe/probe_command.h"
+#include "daemon/doctor/command.h"
+#include "daemon/probe/command.h"
 #include "daemon/speaker.h"
 #include "daemon/base/version.h"
 #include "daemon/lifecycle/instance_lock.h"
-#include "daemon/session/session_key.h"
+#include "daemon/session/key.h"
 #include "netlink/address_table.h"
 
 namespace {
@@ -122,7 +122,7 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
   render->prefix_command()->allow_extras()->set_help_flag();
   CLI::App* probe = app.add_subcommand(
       "probe", "probes API front-ends from this site, or shows the matrix of sites and targets");
-  // Like render: its own command line (daemon/probe/probe_command.h).
+  // Like render: its own command line (daemon/probe/command.h).
   probe->prefix_command()->allow_extras()->set_help_flag();
   for (CLI::App* command : {validate, show, doctor, render, probe}) {
     // The daemon's --config is not required of a command, which comes first and has its own.

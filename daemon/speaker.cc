@@ -1,6 +1,6 @@
 #include "daemon/speaker.h"
 
-#include "daemon/control/control_request.h"
+#include "daemon/control/request.h"
 
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -13,8 +13,8 @@
 #include <fmt/ranges.h>
 
 #include "daemon/lifecycle/host_lock.h"
-#include "daemon/session/session_config.h"
-#include "daemon/session/session_key.h"
+#include "daemon/session/config.h"
+#include "daemon/session/key.h"
 
 namespace vipd::daemon {
 namespace {

@@ -7,8 +7,8 @@
 #include <fmt/ranges.h>
 
 #include "config/duration.h"
-#include "daemon/session/session_config.h"
-#include "daemon/session/session_key.h"
+#include "daemon/session/config.h"
+#include "daemon/session/key.h"
 #include "daemon/speaker.h"
 
 namespace vipd::daemon {

@@ -15,9 +15,9 @@
 #include <filesystem>
 #include <optional>
 
-#include "config/config_parser.h"
-#include "daemon/control/control_client.h"
-#include "daemon/control/control_request.h"
+#include "config/parser.h"
+#include "daemon/control/client.h"
+#include "daemon/control/request.h"
 #include "netlink/fake_address_table.h"
 
 namespace vipd::daemon {

@@ -17,12 +17,12 @@
 #include "bgp/ip_address.h"
 #include "config/config.h"
 #include "daemon/base/logger.h"
-#include "daemon/bfd/bfd_service.h"
-#include "daemon/health/health_checker.h"
+#include "daemon/bfd/service.h"
+#include "daemon/health/checker.h"
 #include "daemon/lifecycle/drainer.h"
 #include "daemon/lifecycle/handoff.h"
 #include "daemon/session/peer_session.h"
-#include "daemon/vip/vip_binder.h"
+#include "daemon/vip/binder.h"
 
 namespace vipd::daemon {
 

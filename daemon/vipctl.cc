@@ -22,7 +22,7 @@
 #include "config/duration.h"
 #include "daemon/base/printable.h"
 #include "daemon/base/version.h"
-#include "daemon/control/control_request.h"
+#include "daemon/control/request.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
 // The checks of `vipd doctor` (issue 30): each one judges the facts gathered on the node
 // (node_facts.h) against the config and says ok, warn or fail, what it found and what to do.
 // Pure: no files, no sockets, no clock; the facts come in as values. The daemon runs the same
-// checks at start and after each reload (daemon/doctor/doctor_runner.h), and the command runs
-// them once (daemon/doctor/doctor_command.h).
+// checks at start and after each reload (daemon/doctor/runner.h), and the command runs
+// them once (daemon/doctor/command.h).
 //
 // Why each verdict is what it is, and what each check does not see, is in docs/operations.md
 // ("vipd doctor"); the comments here say only what the code cannot.
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "config/config_parser.h"
+#include "config/parser.h"
 #include "doctor/check.h"
 #include "doctor/node_facts.h"
 
@@ -23,7 +23,7 @@ namespace vipd::doctor {
 
 // What a config that does not load or validate gets instead of every other check (they all need
 // the config): a fail naming each error, file:line:column: key: what is wrong. A key set in both
-// the cluster file and the node file is one of those errors (config/config_layers.h).
+// the cluster file and the node file is one of those errors (config/layers.h).
 [[nodiscard]] Check configRefused(std::string_view names,
                                   const std::vector<config::ConfigError>& errors);
 

@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "config/config_test_support.h"
+#include "config/test_support.h"
 #include "doctor/fact_parsing.h"
 
 namespace vipd::doctor {

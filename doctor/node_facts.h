@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "bgp/ip_address.h"
-#include "config/config_layers.h"
-#include "config/config_parser.h"
+#include "config/layers.h"
+#include "config/parser.h"
 
 namespace vipd::doctor {
 
@@ -89,7 +89,7 @@ struct StateDirectory {
   bool parentWritable = false;
 };
 
-// One peers[].passwordFile, read as vipd's start reads it (daemon/session/session_key.h).
+// One peers[].passwordFile, read as vipd's start reads it (daemon/session/key.h).
 struct KeyFile {
   size_t peer = 0;  // index in config.peers
   std::string path;

@@ -15,7 +15,7 @@
 
 #include "config/health_target.h"
 #include "daemon/health/apiserver_call.h"  // formatDuration()
-#include "daemon/health/health_tls.h"
+#include "daemon/health/tls.h"
 
 namespace vipd::daemon {
 namespace {

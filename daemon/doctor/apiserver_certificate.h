@@ -1,6 +1,6 @@
 // The certificate the apiserver serves at health.url, for `vipd doctor`'s check that every VIP
 // is among its subjectAltNames (doctor/checks.h). One TLS handshake with the health check's own
-// context (daemon/health/health_tls.h: health.caFile alone as the trust anchor, the client
+// context (daemon/health/tls.h: health.caFile alone as the trust anchor, the client
 // certificate when set), without SNI, as a client dialling the VIP's address sends none; then
 // the connection is closed. Nothing is requested over it.
 #pragma once

@@ -25,7 +25,7 @@
 #include "bootstrap/manifest_files.h"
 #include "daemon/base/tcp_table.h"
 #include "daemon/doctor/apiserver_certificate.h"
-#include "daemon/session/session_key.h"
+#include "daemon/session/key.h"
 #include "doctor/checks.h"
 #include "doctor/fact_parsing.h"
 #include "netlink/address_table.h"

@@ -1,5 +1,5 @@
 // The Prometheus text exposition (version 0.0.4) of a prometheus-cpp registry: what /metrics
-// serves, for the speaker (daemon/http/metrics.h) and `vipd probe` (daemon/probe/probe_metrics.h).
+// serves, for the speaker (daemon/http/metrics.h) and `vipd probe` (daemon/probe/metrics.h).
 //
 // prometheus-cpp (core) holds the metrics: its Registry, Family, Counter, Gauge and Histogram are
 // used as they are, and its TextSerializer writes the format. This file adds the two things

@@ -16,7 +16,7 @@
 
 #include "config/config.h"
 #include "daemon/base/logger.h"
-#include "daemon/control/control_server.h"
+#include "daemon/control/server.h"
 #include "daemon/lifecycle/drain_sequence.h"
 #include "daemon/lifecycle/withdrawn_state.h"
 

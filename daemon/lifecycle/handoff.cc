@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "daemon/control/control_client.h"
-#include "daemon/control/control_request.h"
+#include "daemon/control/client.h"
+#include "daemon/control/request.h"
 #include "daemon/lifecycle/handoff_protocol.h"
 
 namespace vipd::daemon {

@@ -22,7 +22,7 @@
 
 #include "config/config.h"
 #include "daemon/base/logger.h"
-#include "daemon/control/control_server.h"
+#include "daemon/control/server.h"
 #include "daemon/lifecycle/holder_watch.h"
 #include "daemon/lifecycle/host_lock.h"
 

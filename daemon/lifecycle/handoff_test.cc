@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "config/config_parser.h"
+#include "config/parser.h"
 #include "daemon/lifecycle/handoff_protocol.h"
 #include "daemon/lifecycle/holder_watch.h"
 #include "daemon/lifecycle/host_lock.h"

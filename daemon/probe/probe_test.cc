@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <chrono>
 
-#include "daemon/probe/probe_answer.h"
-#include "daemon/probe/probe_fetch.h"
-#include "daemon/probe/probe_history.h"
-#include "daemon/probe/probe_matrix.h"
-#include "daemon/probe/probe_metrics.h"
+#include "daemon/probe/answer.h"
+#include "daemon/probe/fetch.h"
+#include "daemon/probe/history.h"
+#include "daemon/probe/matrix.h"
+#include "daemon/probe/metrics.h"
 
 namespace vipd::daemon {
 namespace {

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "bgp/ip_address.h"
-#include "daemon/returnpath/return_path_packet.h"
+#include "daemon/returnpath/packet.h"
 
 namespace vipd::daemon {
 

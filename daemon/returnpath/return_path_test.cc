@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "daemon/returnpath/relay_policy.h"
-#include "daemon/returnpath/return_path_judge.h"
-#include "daemon/returnpath/return_path_packet.h"
+#include "daemon/returnpath/judge.h"
+#include "daemon/returnpath/packet.h"
 
 namespace vipd::daemon {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "daemon/base/asio_address.h"
 #include "daemon/base/port_bind_error.h"
-#include "daemon/session/session_key.h"
-#include "daemon/session/session_ttl.h"
+#include "daemon/session/key.h"
+#include "daemon/session/ttl.h"
 
 namespace vipd::daemon {
 

@@ -16,8 +16,8 @@
 #include "config/config.h"
 #include "daemon/session/connection.h"
 #include "daemon/base/logger.h"
-#include "daemon/session/session_key.h"
-#include "daemon/session/session_ttl.h"
+#include "daemon/session/key.h"
+#include "daemon/session/ttl.h"
 
 namespace vipd::daemon {
 

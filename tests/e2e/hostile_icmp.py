@@ -11,7 +11,7 @@ SPEC.json is a list of packet templates (see build()); they are sent round-robin
 packets a second in all, each echo reply with a fresh random nonce. Prints one JSON line:
 {"sent": N, "seconds": S}.
 
-The layouts follow daemon/returnpath/return_path_packet.h (the test builds them independently,
+The layouts follow daemon/returnpath/packet.h (the test builds them independently,
 so a change there that breaks the wire format fails here too).
 """
 from __future__ import annotations

@@ -72,7 +72,7 @@ def cmd(argv: list[str], timeout: float = 10):
 
 def check_password_files(vipd: str, tmp: str, valid_text: str) -> None:
     """`vipd validate` reads peers[].passwordFile as start does (one function,
-    daemon/session/session_key.h): a key file group or others can read, a missing one and a FIFO
+    daemon/session/key.h): a key file group or others can read, a missing one and a FIFO
     (refused at once, never waited on) fail it with the error start gives, at the key's path."""
     key = os.path.join(tmp, "bgp.key")
     anchor = "    asn: 65000\n"

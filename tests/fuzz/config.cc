@@ -1,5 +1,5 @@
 // Fuzz target: config::parseConfig() on arbitrary text (YAML through yaml-cpp, then vipd's
-// validation), the same text as either layer of a two-file config (config_layers.h) beside a
+// validation), the same text as either layer of a two-file config (config/layers.h) beside a
 // valid other layer, and config::parseDuration() on the same text.
 //
 // Checks: every error is reported as a value with a message and a position ordered as the header
@@ -8,8 +8,8 @@
 #include <string_view>
 #include <utility>
 
-#include "config/config_layers.h"
-#include "config/config_parser.h"
+#include "config/layers.h"
+#include "config/parser.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

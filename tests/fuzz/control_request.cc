@@ -1,4 +1,4 @@
-// Fuzz target: a control-socket request line. daemon/control/control_request.h is the pure
+// Fuzz target: a control-socket request line. daemon/control/request.h is the pure
 // part of the control server (JSON parse and the type check of every field a command handler
 // reads); the rest of ControlServer is socket I/O. After a request is accepted, this target
 // reads it the way the Speaker's handlers do (nlohmann::json::value() and get(), which throw on
@@ -7,7 +7,7 @@
 //
 // Checks: a rejection says "malformed request: ..."; no exception escapes; an identity that
 // parses round-trips through toJson().
-#include "daemon/control/control_request.h"
+#include "daemon/control/request.h"
 
 #include <cstdint>
 #include <string>

@@ -9,7 +9,7 @@
 
 #include "bootstrap/instance_metadata.h"
 #include "bootstrap/renderer.h"
-#include "config/config_parser.h"
+#include "config/parser.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {

@@ -10,7 +10,7 @@
 - the dashboard is JSON with a unique id per panel, every target has an expression, and every
   $variable it uses is one of its own template variables or Grafana's $__rate_interval;
 - the probe matrix's dashboard (manifests/probe/dashboard) passes the same checks, and every
-  vipd_ metric its queries name is one `vipd probe` defines (daemon/probe/probe_metrics.cc; a
+  vipd_ metric its queries name is one `vipd probe` defines (daemon/probe/metrics.cc; a
   histogram's _bucket, _count and _sum included); tests/e2e/test_probe_matrix.py checks the same
   names against a live scrape;
 - with kubectl: `kubectl kustomize manifests/monitoring` prints the PodMonitor, the
@@ -93,11 +93,11 @@ def dashboard_queries(dashboard: dict) -> list[tuple[str, str]]:
 
 PROBE_DASHBOARD = os.path.join(ROOT, "manifests", "probe", "dashboard",
                                "vipd-probe-dashboard.json")
-PROBE_METRICS_SOURCE = os.path.join(ROOT, "daemon", "probe", "probe_metrics.cc")
+PROBE_METRICS_SOURCE = os.path.join(ROOT, "daemon", "probe", "metrics.cc")
 
 
 def probe_metric_names() -> set[str]:
-    """The metric names daemon/probe/probe_metrics.cc registers, with a histogram's series."""
+    """The metric names daemon/probe/metrics.cc registers, with a histogram's series."""
     with open(PROBE_METRICS_SOURCE) as f:
         text = f.read()
     # prometheus::BuildGauge().Name("vipd_..."), BuildCounter(), BuildHistogram() (prometheus-cpp)

@@ -1,0 +1,45 @@
+// One control-socket request line (server.h) parsed and checked, apart from the socket so
+// that it can be unit-tested and fuzzed (tests/fuzz/control_request.cc). Pure: no I/O, and no
+// exception leaves it.
+//
+// The command handlers (Speaker::handleControl and the handlers it calls) read optional fields
+// with nlohmann::json::value(), which throws when a field is present with another type. They run
+// on the io_context thread, where nothing catches: a request such as
+// {"command":"withdraw","persist":"no"} used to end vipd. So every field a handler reads is
+// type-checked here, before any handler sees the request.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+
+namespace vipd::daemon {
+
+// The control socket's commands: one vocabulary for vipctl, the handoff between instances (the
+// clients) and the Speaker (which dispatches on it). The wire carries commandName().
+enum class ControlCommand { Status, Withdraw, Announce, HandoffCheck, HandoffYield };
+
+// "status", "withdraw", "announce", "handoff-check", "handoff-yield".
+[[nodiscard]] std::string_view commandName(ControlCommand command);
+// The command a request names; nullopt for a name vipd does not know.
+[[nodiscard]] std::optional<ControlCommand> commandNamed(std::string_view name);
+// "status, withdraw, announce, handoff-check, handoff-yield": for an unknown command's answer.
+[[nodiscard]] std::string knownCommands();
+
+// Parses `line` (one JSON object; a trailing newline is allowed) and checks it: "command" is
+// required and a string; "persist" and "wait" are booleans, "reason" a string that passes
+// reasonProblem(), "timeoutMs" an unsigned integer, and "identity" an object (its contents are
+// identityFromJson()'s to judge), each when present. Unknown fields are ignored. Returns the
+// request, or the error to answer with, starting "malformed request: ".
+[[nodiscard]] tl::expected<nlohmann::json, std::string> parseControlRequest(std::string_view line);
+
+// Why `reason` (a withdraw's, for `vipctl status`, vipd's log and withdrawn.json) cannot be one:
+// it must be one line of printable text, with no control character (a newline forged a log line,
+// an escape sequence reached terminals) and nothing that is not UTF-8. "must be one line of
+// printable text; it holds a line feed (\n)"; nullopt when it is fine. vipctl checks --reason
+// with it before sending.
+[[nodiscard]] std::optional<std::string> reasonProblem(std::string_view reason);
+
+}  // namespace vipd::daemon

@@ -1,0 +1,93 @@
+// The control socket (`control.socket`, a unix stream socket): one JSON request line in, one JSON
+// response line out, then close. vipctl is its client.
+//
+// Access: mode 0600 (root only), or 0660 owned by `control.group` when one is configured. Every
+// caller is also checked with SO_PEERCRED: uid 0, or a member of that group; anyone else gets
+// {"error":"permission denied ..."} and the refusal is logged.
+// Clients are bounded (issue 17): each must send its request line within a read timeout (5 s),
+// at most maxClients are held at once (at the cap the longest-idle one makes room, with a
+// throttled warning and a counter), and accept() failures back off (AcceptBackoff).
+// Requests: {"command": NAME, ...}, NAME one of ControlCommand's (request.h).
+// Responses: the command's JSON object, or {"error":"..."}. Oversized (> kMaxControlRequestBytes)
+// or malformed requests get an error.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <sys/types.h>
+
+#include <boost/asio.hpp>
+#include <nlohmann/json.hpp>
+#include <tl/expected.hpp>
+
+#include "daemon/base/accept_backoff.h"
+#include "daemon/base/client_cap.h"
+#include "daemon/base/listener_stats.h"
+#include "daemon/base/logger.h"
+#include "daemon/base/throttled_count.h"
+
+namespace vipd::daemon {
+
+namespace asio = boost::asio;
+
+inline constexpr size_t kMaxControlRequestBytes = 4096;
+
+struct ControlServerOptions {
+  // A client must send its whole request line within this time, or it is closed.
+  std::chrono::milliseconds readTimeout{std::chrono::seconds(5)};
+  // Clients held at once; at the cap the longest-idle one is closed to admit a new one.
+  size_t maxClients = 32;
+};
+
+class ControlConnection;
+
+class ControlServer {
+ public:
+  // Answers one request (already parsed and authorised) by calling `reply` exactly once, now or
+  // later (`vipctl withdraw --wait` answers when the drain has been acknowledged).
+  using Reply = std::function<void(nlohmann::json response)>;
+  using Handler = std::function<void(const nlohmann::json& request, Reply reply)>;
+
+  // `group`: members may use the socket too (mode 0660); nullopt: root only (mode 0600).
+  ControlServer(asio::io_context& io, std::string path, std::optional<std::string> group,
+                Handler handler, const Logger& log, ControlServerOptions options = {});
+  ~ControlServer();
+
+  // Binds the socket. Fails if another live process owns it; a stale file is replaced.
+  [[nodiscard]] tl::expected<void, std::string> open();
+  // Whether a live process answers on `path` (the socket of a running vipd).
+  static bool answering(asio::io_context& io, const std::string& path);
+  bool bound() const { return bound_; }
+  // Stops accepting and removes the socket file (only if it is still the one this server bound:
+  // a successor may have bound the path since); open() may be called again.
+  void close();
+  const std::string& path() const { return path_; }
+
+  // Lowers (or raises) the client cap, e.g. to fit the descriptor limit; at least 1.
+  void setMaxClients(size_t limit);
+  ListenerStats stats() const;
+
+ private:
+  void acceptNext();
+
+  asio::io_context& io_;
+  std::string path_;
+  std::optional<std::string> group_;
+  std::optional<unsigned> groupId_;  // resolved in open()
+  Handler handler_;
+  const Logger& log_;
+  ControlServerOptions options_;
+  asio::local::stream_protocol::acceptor acceptor_;
+  bool bound_ = false;
+  ino_t boundInode_ = 0;  // the socket file this server created
+  std::shared_ptr<ListenerStats> stats_;  // shared with the clients, which count idle timeouts
+  AcceptBackoff backoff_;
+  ClientCap<ControlConnection> clients_;
+  ThrottledCount refusalWarnings_;
+};
+
+}  // namespace vipd::daemon
