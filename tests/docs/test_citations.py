@@ -4,7 +4,7 @@
 Every tracked text file is read for paths into the tree (`daemon/health/checker.h`,
 `tests/e2e/test_drain.py`, `docs/testing.md#running-one-test`) and every relative Markdown link;
 each must name a tracked file or folder, from the top or from the citing file's folder (a
-meson.build's `files('docs/x.py')`). A path also counts when it names a file meson generates
+meson.build's `files()`, relative to its folder). A path also counts when it names a file meson generates
 from one that is tracked (`contrib/vipd.service` from `vipd.service.in`, a header a meson.build
 declares as an output), a stem whose `.h` or `.cc` exists (`bgp/session_fsm`), or a prefix
 (`tests/e2e/test_`). CHANGELOG.md is history and may name files that are gone. Exit 1 with one
@@ -84,7 +84,7 @@ def main() -> int:
             continue
         for n, line in enumerate(lines, 1):
             for m in PATH.finditer(line):
-                here = os.path.join(os.path.dirname(f), m.group(1))  # files('docs/x.py')
+                here = os.path.join(os.path.dirname(f), m.group(1))  # a meson.build's files()
                 if not (exists(m.group(1), files, dirs, made) or
                         exists(here, files, dirs, made)):
                     dead.append(f"{f}:{n}: cites {m.group(1)}, which is not in the repository")
