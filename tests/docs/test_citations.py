@@ -3,10 +3,10 @@
 
 Every tracked text file is read for paths into the tree (`daemon/health/checker.h`,
 `tests/e2e/test_drain.py`, `docs/testing.md#running-one-test`) and every relative Markdown link;
-each must name a tracked file or folder, from the top or from the citing file's folder (a
-meson.build's `files()`, relative to its folder). A path also counts when it names a file meson generates
-from one that is tracked (`contrib/vipd.service` from `vipd.service.in`, a header a meson.build
-declares as an output), a stem whose `.h` or `.cc` exists (`bgp/session_fsm`), or a prefix
+each must name a tracked file or folder, from the top or from the citing file's folder (what a
+meson.build's `files()` names). A path also counts when it names a file meson generates from one
+that is tracked (`contrib/vipd.service` from `vipd.service.in`, a header a meson.build declares
+as an output), a stem whose `.h` or `.cc` exists (`bgp/session_fsm`), or a prefix
 (`tests/e2e/test_`). CHANGELOG.md is history and may name files that are gone. Exit 1 with one
 line per dead citation, naming the citing file and line.
 """
