@@ -105,9 +105,11 @@ Decision decide(const PolicyInputs& in) {
                                 "have acknowledged that",
                                 false, false};
   }
-  // Binding: a never-zero hold needs the VIP bound even while the health check unbinds.
+  // Binding: a never-zero hold needs the VIP bound even while the health check unbinds. A drain
+  // before its withdraw step holds like anything else (its VIPs are still announced); once it
+  // has withdrawn, the drain unbinds them itself.
   bool held = false;
-  if (speaking && !operatorOff && !in.draining && healthWithdraws && in.healthEverPassed) {
+  if (speaking && !operatorOff && healthWithdraws && in.healthEverPassed) {
     for (const auto& vip : in.vips) {
       auto fabric = in.fabric.find(vip);
       held = held || (in.removing.count(vip) == 0 && fabric != in.fabric.end() &&

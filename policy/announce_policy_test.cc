@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <string>
 #include <tuple>
+#include <vector>
 
 namespace vipd::policy {
 namespace {
@@ -200,6 +204,25 @@ TEST(AnnouncePolicy, UnbindWhenUnhealthyUnbindsOnlyWithoutAHold) {
 
 // Issue 29: a VIP a reload removed from the config is withdrawn whatever else holds, the other
 // VIPs are untouched, and it never keeps the VIPs bound for the never-zero rule.
+// Found by the exhaustive test below: a drain that had not yet withdrawn, on a node whose health
+// check failed with unbindWhenUnhealthy, kept its VIP announced by the never-zero rule and at the
+// same time asked for it to be unbound.
+TEST(AnnouncePolicy, ADrainBeforeItsWithdrawStepKeepsAHeldVipBound) {
+  auto in = healthyNode();
+  in.healthy = false;
+  in.unbindWhenUnhealthy = true;
+  in.draining = true;
+  in.fabric[kVip4] = {true, 0};
+  auto d = decide(in);
+  EXPECT_EQ(d.vips.at(kVip4).announce, Announce::Degraded);
+  EXPECT_TRUE(d.vips.at(kVip4).heldByNeverZero);
+  EXPECT_FALSE(d.unbindForHealth);
+  EXPECT_FALSE(d.mayBind);  // the drain owns the binding: it unbinds after its withdraw
+  in.drainWithdrawSent = true;
+  d = decide(in);
+  EXPECT_EQ(d.vips.at(kVip4).announce, Announce::None);
+}
+
 TEST(AnnouncePolicy, AVipRemovedFromTheConfigIsWithdrawnWhateverElseHolds) {
   for (bool healthy : {true, false}) {
     for (bool degrade : {true, false}) {
@@ -266,6 +289,143 @@ TEST(WithdrawGuard, AllowsWhatItCannotCheckOrWhatIsNotAnnounced) {
   in.minAnnouncers = 0;
   in.announced = {kVip4};
   EXPECT_FALSE(withdrawGuard(in));  // guard off
+}
+
+// Every combination of the inputs for one VIP (9 node-wide flags, 3 per-VIP sets, 4 fabric
+// views: 16,384 cases), each checked against the rules announce_policy.h states, written here as
+// predicates rather than a second decide(). A case that breaks one is printed whole.
+struct Case {
+  PolicyInputs in;
+  bool bound, removing, returnPathBlocks;
+  enum class Fabric { None, Unavailable, NoOtherServes, OthersServe } fabric;
+};
+
+std::string describe(const Case& c) {
+  const auto& in = c.in;
+  return fmt::format(
+      "active {} shuttingDown {} operatorWithdrawn {} draining {} drainWithdrawSent {} healthy {} "
+      "healthEverPassed {} degradeOnFailure {} unbindWhenUnhealthy {} bound {} removing {} "
+      "returnPathBlocks {} fabric {}",
+      in.active, in.shuttingDown, in.operatorWithdrawn, in.draining, in.drainWithdrawSent,
+      in.healthy, in.healthEverPassed, in.degradeOnFailure, in.unbindWhenUnhealthy, c.bound,
+      c.removing, c.returnPathBlocks, static_cast<int>(c.fabric));
+}
+
+std::vector<Case> everyCase() {
+  std::vector<Case> out;
+  for (unsigned bits = 0; bits < (1u << 12); ++bits) {
+    for (auto fabric : {Case::Fabric::None, Case::Fabric::Unavailable,
+                        Case::Fabric::NoOtherServes, Case::Fabric::OthersServe}) {
+      auto bit = [&](unsigned i) { return ((bits >> i) & 1u) != 0; };
+      Case c{{}, bit(9), bit(10), bit(11), fabric};
+      PolicyInputs& in = c.in;
+      in.active = bit(0);
+      in.shuttingDown = bit(1);
+      in.operatorWithdrawn = bit(2);
+      in.draining = bit(3);
+      in.drainWithdrawSent = bit(4);
+      in.healthy = bit(5);
+      in.healthEverPassed = bit(6);
+      in.degradeOnFailure = bit(7);
+      in.unbindWhenUnhealthy = bit(8);
+      in.vips = {kVip4};
+      if (c.bound) in.bound = {kVip4};
+      if (c.removing) in.removing = {kVip4};
+      if (c.returnPathBlocks) in.returnPathBlocks = {kVip4};
+      if (fabric != Case::Fabric::None) {
+        in.fabric[kVip4] = FabricCount{fabric != Case::Fabric::Unavailable,
+                                       fabric == Case::Fabric::OthersServe ? 2u : 0u};
+      }
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+TEST(AnnouncePolicy, EveryCombinationOfInputsKeepsTheStatedRules) {
+  const auto cases = everyCase();
+  ASSERT_EQ(cases.size(), 16384u);
+  size_t normal = 0, degraded = 0, held = 0, unguarded = 0;
+  for (const Case& c : cases) {
+    const PolicyInputs& in = c.in;
+    const Decision decision = decide(in);
+    ASSERT_EQ(decision.vips.size(), 1u) << describe(c);
+    const VipDecision& d = decision.vips.at(kVip4);
+    SCOPED_TRACE(describe(c));
+
+    const bool speaking = in.active && !in.shuttingDown;
+    const bool operatorOff =
+        in.drainWithdrawSent || (in.operatorWithdrawn && !in.draining);
+    const bool healthWithdraws = !in.healthy && !in.degradeOnFailure;
+    const bool automatic = (healthWithdraws && in.healthEverPassed) || c.returnPathBlocks;
+    const bool viewed = c.fabric == Case::Fabric::NoOtherServes ||
+                        c.fabric == Case::Fabric::OthersServe;
+    // Everything that rules an announcement out before the automatic reasons are weighed.
+    const bool eligible = speaking && !operatorOff && c.bound && !c.removing &&
+                          !(healthWithdraws && !in.healthEverPassed);
+
+    // A ghost VIP is never announced; nor is one the config no longer has.
+    if (!c.bound || c.removing) {
+      EXPECT_EQ(d.announce, Announce::None);
+    }
+    // Nothing from an instance that does not speak, or that the operator or a drain took off.
+    if (!speaking || operatorOff) {
+      EXPECT_EQ(d.announce, Announce::None);
+    }
+    if (!speaking || in.operatorWithdrawn || in.draining) {
+      EXPECT_FALSE(decision.mayBind);
+    }
+    // A node that never passed its health check is not announced, not even held.
+    if (healthWithdraws && !in.healthEverPassed) {
+      EXPECT_EQ(d.announce, Announce::None);
+    }
+    if (eligible && !automatic) {
+      // Healthy (or failing with onFailure degrade) and nothing holds it back.
+      EXPECT_EQ(d.announce, in.healthy ? Announce::Normal : Announce::Degraded);
+      EXPECT_FALSE(d.heldByNeverZero);
+    }
+    if (eligible && automatic) {
+      // Never zero: withdrawn only when the fabric shows another node serving it.
+      if (c.fabric == Case::Fabric::NoOtherServes) {
+        EXPECT_EQ(d.announce, Announce::Degraded);
+        EXPECT_TRUE(d.heldByNeverZero);
+      } else {
+        EXPECT_EQ(d.announce, Announce::None);
+        EXPECT_EQ(d.unguardedWithdrawal, !viewed);
+      }
+    }
+    if (d.heldByNeverZero) {
+      EXPECT_EQ(d.announce, Announce::Degraded);
+    }
+    if (d.unguardedWithdrawal) {
+      EXPECT_FALSE(viewed);
+    }
+    // Normal exactly when there is nothing to explain.
+    EXPECT_EQ(d.announce == Announce::Normal, d.reason.empty());
+
+    // Binding: the health check unbinds only with unbindWhenUnhealthy and onFailure withdraw,
+    // never while a VIP is held announced, and a VIP the speaker may bind is not unbound by it.
+    if (decision.unbindForHealth) {
+      EXPECT_TRUE(healthWithdraws && in.unbindWhenUnhealthy);
+      EXPECT_FALSE(decision.anyHeldByNeverZero());
+      EXPECT_FALSE(decision.mayBind);
+    }
+    if (healthWithdraws && in.unbindWhenUnhealthy && c.fabric != Case::Fabric::NoOtherServes) {
+      EXPECT_TRUE(decision.unbindForHealth);
+    }
+    if (speaking && !in.operatorWithdrawn && !in.draining && !decision.unbindForHealth) {
+      EXPECT_TRUE(decision.mayBind);
+    }
+    normal += d.announce == Announce::Normal;
+    degraded += d.announce == Announce::Degraded;
+    held += d.heldByNeverZero;
+    unguarded += d.unguardedWithdrawal;
+  }
+  // Every outcome occurs, so no rule above was checked only vacuously.
+  EXPECT_GT(normal, 0u);
+  EXPECT_GT(degraded, 0u);
+  EXPECT_GT(held, 0u);
+  EXPECT_GT(unguarded, 0u);
 }
 
 }  // namespace
