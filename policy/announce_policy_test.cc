@@ -2,9 +2,8 @@
 // withdraw guard.
 #include "policy/announce_policy.h"
 
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <string>
 #include <tuple>
@@ -314,8 +313,8 @@ std::string describe(const Case& c) {
 std::vector<Case> everyCase() {
   std::vector<Case> out;
   for (unsigned bits = 0; bits < (1u << 12); ++bits) {
-    for (auto fabric : {Case::Fabric::None, Case::Fabric::Unavailable,
-                        Case::Fabric::NoOtherServes, Case::Fabric::OthersServe}) {
+    for (auto fabric : {Case::Fabric::None, Case::Fabric::Unavailable, Case::Fabric::NoOtherServes,
+                        Case::Fabric::OthersServe}) {
       auto bit = [&](unsigned i) { return ((bits >> i) & 1u) != 0; };
       Case c{{}, bit(9), bit(10), bit(11), fabric};
       PolicyInputs& in = c.in;
@@ -354,12 +353,11 @@ TEST(AnnouncePolicy, EveryCombinationOfInputsKeepsTheStatedRules) {
     SCOPED_TRACE(describe(c));
 
     const bool speaking = in.active && !in.shuttingDown;
-    const bool operatorOff =
-        in.drainWithdrawSent || (in.operatorWithdrawn && !in.draining);
+    const bool operatorOff = in.drainWithdrawSent || (in.operatorWithdrawn && !in.draining);
     const bool healthWithdraws = !in.healthy && !in.degradeOnFailure;
     const bool automatic = (healthWithdraws && in.healthEverPassed) || c.returnPathBlocks;
-    const bool viewed = c.fabric == Case::Fabric::NoOtherServes ||
-                        c.fabric == Case::Fabric::OthersServe;
+    const bool viewed =
+        c.fabric == Case::Fabric::NoOtherServes || c.fabric == Case::Fabric::OthersServe;
     // Everything that rules an announcement out before the automatic reasons are weighed.
     const bool eligible = speaking && !operatorOff && c.bound && !c.removing &&
                           !(healthWithdraws && !in.healthEverPassed);

@@ -84,8 +84,8 @@ TEST(Exposition, ValuesAsPrometheusReadsThem) {
   };
   for (const auto& [value, text] : cases) {
     v.Add({}).Set(value);
-    EXPECT_EQ(serialize(registry), std::string("# HELP x_v V.\n# TYPE x_v gauge\nx_v ") + text +
-                                       "\n");
+    EXPECT_EQ(serialize(registry),
+              std::string("# HELP x_v V.\n# TYPE x_v gauge\nx_v ") + text + "\n");
   }
 }
 
