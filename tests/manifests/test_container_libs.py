@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The Containerfile's stages name what the binaries need, and nothing else. No container engine
-is needed: the check reads the Containerfile and the built binaries (tests/manifests/
+is needed: the check reads the Containerfile and the built binaries (tests/e2e/
 test_image.py builds the image and checks what is in it).
 
 Asserts:
