@@ -44,7 +44,7 @@ INTERVAL_S, TIMEOUT_S, FALL = 1.0, 1.0, 3  # vipd's documented defaults (config/
 KILL_BOUND_S = 1.0  # sanitized CI builds included; the release build takes a few milliseconds
 LOAD_RATE, LOAD_TIMEOUT_S = 100.0, 1.0
 LEAD_S, TAIL_S = 1.5, 2.5
-LOSS_S, LOSS_PERCENT = 30, 5
+LOSS_S, LOSS_PERCENT = 20, 5
 SYN_LOSS_S = 10
 
 

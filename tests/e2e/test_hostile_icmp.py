@@ -42,7 +42,7 @@ HOSTILE_V4 = "192.0.2.99"
 HOSTILE_V6 = "2001:db8::99"
 VIP4 = lab.VIP4.split("/")[0]
 VIP6 = lab.VIP6.split("/")[0]
-CASE_SECONDS = 8
+CASE_SECONDS = 5  # two and a half return-path rounds (2 s each) under each flood
 RATE_PER_NODE = 1000
 CPU_BOUND = 0.5  # of one core, per vipd, over a case (sanitized build)
 # ASan keeps freed memory in a 16 MiB quarantine (scripts/dev.sh): a sanitized vipd may grow by

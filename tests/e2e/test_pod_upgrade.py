@@ -30,6 +30,7 @@ import test_pod_takeover as takeover
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HOLD_PORT = 7070
+CLIENT_S = 30  # the rollout and the broken pod take about 18 s; the clients must outlast them
 VIP4_ADDR = lab.VIP4.split("/")[0]
 INSTANCE_SOCKET = "/run/vipd-instance/vipd.sock"
 
@@ -82,9 +83,9 @@ def test() -> None:
             time.sleep(0.5)
             hold_out = L.path("hold.json")
             hold = L.start(P.client, "hold", [sys.executable, os.path.join(HERE, "hold_conn.py"),
-                                              "hold", VIP4_ADDR, str(HOLD_PORT), "40", "40",
-                                              hold_out, "node1"])
-            load, load_out = P.load("upgrade-load", 40)
+                                              "hold", VIP4_ADDR, str(HOLD_PORT), "40",
+                                              str(CLIENT_S), hold_out, "node1"])
+            load, load_out = P.load("upgrade-load", CLIENT_S)
             time.sleep(2)
 
             # ---- the rollout: the new pod beside the old one ----
@@ -125,10 +126,12 @@ def test() -> None:
             P.podman.run("pod", "rm", "-f", "vipd-broken")
             time.sleep(1)
             poller.stop()
+            lab.check(load.alive() and hold.alive(), f"the clients ran through the whole "
+                      f"scenario ({time.time() - since:.1f}s; they run {CLIENT_S}s)")
 
             lab.wait_until(lambda: not load.alive() and not hold.alive(), 90, 0.5,
                            "the clients to finish")
-            requests = P.requests(load, load_out, 40)
+            requests = P.requests(load, load_out, CLIENT_S)
             with open(hold_out) as f:
                 held = json.load(f)
             gaps = poller.gaps()
