@@ -17,7 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/asio.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "config/layers.h"
 #include "daemon/base/logger.h"

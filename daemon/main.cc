@@ -23,7 +23,8 @@
 #include <utility>
 #include <vector>
 
-#include <boost/asio.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 
 #include "bootstrap/render_command.h"
 #include "cli/command_line.h"

@@ -3,6 +3,8 @@
 // config::planReload() made. speaker.h says what each change does.
 #include <random>
 
+#include <boost/asio/post.hpp>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -15,6 +15,10 @@
 #include <filesystem>
 #include <optional>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
 #include "config/parser.h"
 #include "daemon/control/client.h"
 #include "daemon/control/request.h"

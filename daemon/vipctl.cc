@@ -14,7 +14,12 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/asio.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include <boost/asio/error.hpp>
+
 namespace vipd::daemon {
 
 AcceptFailurePolicy::Decision AcceptFailurePolicy::failed(Clock::time_point now) {

@@ -12,7 +12,8 @@
 #include <optional>
 #include <string>
 
-#include <boost/asio.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "daemon/base/logger.h"
 #include "daemon/base/throttled_count.h"

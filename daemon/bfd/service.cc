@@ -7,6 +7,12 @@
 #include <cstring>
 #include <random>
 
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
 #include <fmt/format.h>
 
 #include "daemon/bfd/sockets.h"

@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include <boost/asio.hpp>
+#include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 #include <tl/expected.hpp>
 

@@ -12,6 +12,13 @@
 #include <filesystem>
 #include <vector>
 
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/socket_base.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
 #include "daemon/control/request.h"
 
 namespace vipd::daemon {

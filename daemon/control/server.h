@@ -20,7 +20,8 @@
 
 #include <sys/types.h>
 
-#include <boost/asio.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <nlohmann/json.hpp>
 #include <tl/expected.hpp>
 

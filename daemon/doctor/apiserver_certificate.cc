@@ -6,7 +6,9 @@
 #include <openssl/x509v3.h>
 
 #include <array>
-#include <boost/asio.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <cstring>
 #include <memory>

@@ -26,7 +26,8 @@
 // or lossy apiserver is withdrawn no sooner than `fall` checks allow.
 #pragma once
 
-#include <boost/asio.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>

@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/socket_base.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <exception>

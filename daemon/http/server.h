@@ -10,7 +10,8 @@
 // and a counter say so), and accept() failures back off (AcceptBackoff) instead of spinning.
 #pragma once
 
-#include <boost/asio.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>

@@ -17,6 +17,10 @@
 #include <string>
 #include <thread>
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
 namespace vipd::daemon {
 namespace {
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+
 #include "daemon/lifecycle/drainer.h"
 
 namespace vipd::daemon {

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <optional>
 
+#include <boost/asio/error.hpp>
+
 #include <fmt/format.h>
 
 #include "daemon/lifecycle/host_lock.h"

@@ -24,7 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/asio.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <tl/expected.hpp>
 
 #include "config/config.h"

@@ -11,7 +11,8 @@
 #include <optional>
 #include <vector>
 
-#include <boost/asio.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "config/config.h"
 #include "daemon/lifecycle/drain_sequence.h"

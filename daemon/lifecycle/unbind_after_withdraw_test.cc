@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
+
 namespace vipd::daemon {
 namespace {
 

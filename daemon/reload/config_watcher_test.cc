@@ -12,6 +12,8 @@
 #include <fstream>
 #include <functional>
 
+#include <boost/asio/io_context.hpp>
+
 namespace vipd::daemon {
 namespace {
 

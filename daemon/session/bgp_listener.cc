@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include <boost/asio/error.hpp>
+#include <boost/asio/socket_base.hpp>
+
 #include <fmt/format.h>
 
 #include "daemon/base/asio_address.h"

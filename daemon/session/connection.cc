@@ -1,5 +1,8 @@
 #include "daemon/session/connection.h"
 
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/write.hpp>
+
 namespace vipd::daemon {
 
 void Connection::startReading(DataHandler onData, ErrorHandler onError) {

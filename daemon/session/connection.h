@@ -10,7 +10,8 @@
 #include <span>
 #include <vector>
 
-#include <boost/asio.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 namespace vipd::daemon {
 

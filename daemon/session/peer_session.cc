@@ -8,6 +8,9 @@
 #include <netinet/tcp.h>
 #include <sys/ioctl.h>
 
+#include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
+
 namespace vipd::daemon {
 namespace {
 

@@ -10,7 +10,9 @@
 #include <set>
 #include <string>
 
-#include <boost/asio.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "bgp/session_fsm.h"
 #include "config/config.h"

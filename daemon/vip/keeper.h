@@ -8,7 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/asio.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "config/config.h"
 #include "daemon/base/logger.h"
