@@ -96,7 +96,7 @@ build() {
 # for it before it runs what it built. The log is meson-logs/rest-build.log.
 build_programs() {
   configure
-  ninja -C "$build_dir" daemon/vipd daemon/vipctl
+  meson compile -C "$build_dir" vipd vipctl
 }
 
 build_rest() {
