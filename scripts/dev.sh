@@ -92,7 +92,8 @@ build() {
 # `test` builds in two steps. The programs first (vipd, vipctl: about 60% of the compile): the
 # suites that start them, which are most of the test time, can run as soon as they exist. The
 # rest (each library's unit tests, the fuzz corpus replays) is built meanwhile at nice 19, like
-# the images (prebuild_image): it takes only the CPU those suites leave idle, and run_tests waits
+# the images (prebuild_image): it takes only the CPU those suites leave idle, two compilers at a
+# time (four, each holding about 500 MB, slowed the suites' own processes), and run_tests waits
 # for it before it runs what it built. The log is meson-logs/rest-build.log.
 build_programs() {
   configure
@@ -102,7 +103,7 @@ build_programs() {
 build_rest() {
   local log=$build_dir/meson-logs/rest-build.log
   mkdir -p "${log%/*}"
-  nice -n 19 ninja -C "$build_dir" >"$log" 2>&1 &
+  nice -n 19 ninja -C "$build_dir" -j 2 >"$log" 2>&1 &
   rest_build_pid=$!
 }
 
