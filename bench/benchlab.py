@@ -79,10 +79,17 @@ class RouteMonitor:
     def __init__(self, L: lab.Lab, ns: lab.Namespace, addr: str = VIP4_ADDR):
         self.addr = addr
         self.proc = L.start(ns, "route-monitor", ["ip", "-tshort", "-o", "monitor", "route"])
-        self.events: list[tuple[float, frozenset]] = []
+        self._events: list[tuple[float, frozenset]] = []
         self._offset = 0
         self._partial = ""
         time.sleep(0.2)  # subscribed before anything is measured
+
+    @property
+    def events(self) -> list[tuple[float, frozenset]]:
+        """Every change seen so far: (wall-clock time, next hops). Reads what `ip` wrote since the
+        last look, so a test that checks the list after a scenario sees the whole scenario."""
+        self._read()
+        return self._events
 
     def _read(self) -> None:
         with open(self.proc.log_path, errors="replace") as f:
@@ -94,7 +101,7 @@ class RouteMonitor:
         for line in lines:
             ev = self._parse(line)
             if ev:
-                self.events.append(ev)
+                self._events.append(ev)
 
     def _parse(self, line: str) -> Optional[tuple[float, frozenset]]:
         if not line.startswith("["):

@@ -169,24 +169,12 @@ bool Handoff::acquireLock() {
   if (!*acquired) {
     return false;
   }
-  bool restarting = yieldedMomentsAgo(*lock_, config_, log_);
-  bool granted = std::chrono::steady_clock::now() < state_.expectLockUntil;
-  std::string why;
-  if (granted) {
-    ++state_.tookOver;
-    why = fmt::format("took over from the {} instance", state_.takingOverFrom);
-  } else {
-    ++state_.tookBack;
-    if (restarting) {
-      why = "took the node back: the instance it yielded to never took the lock";
-    } else if (role_ == Role::Contending) {
-      why = "the instance that held the speaker lock is gone";
-    } else {
-      why = "took the node back: the instance that held the speaker lock is gone";
-    }
-  }
+  const bool granted = std::chrono::steady_clock::now() < state_.expectLockUntil;
+  const LockTaken taken = lockTaken(granted, yieldedMomentsAgo(*lock_, config_, log_),
+                                    role_ == Role::Contending, state_.takingOverFrom);
+  ++(granted ? state_.tookOver : state_.tookBack);
   state_.expectLockUntil = {};
-  if (auto active = becomeActive(restarting, why); !active) {
+  if (auto active = becomeActive(taken.restarting, taken.why); !active) {
     // Speaking with half a state would be worse than not speaking: say so and stay silent.
     log_.error("handoff", "cannot speak after taking the lock: {}; releasing it", active.error());
     host_.stopSpeaking();

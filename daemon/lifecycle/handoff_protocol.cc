@@ -114,4 +114,18 @@ std::optional<std::string> handoffRefusal(const SpeakerIdentity& holder,
   return fmt::format("{}", fmt::join(problems, "; "));
 }
 
+LockTaken lockTaken(bool granted, bool yieldedMomentsAgo, bool wasContending,
+                    std::string_view holderMode) {
+  if (granted) {
+    return {yieldedMomentsAgo, fmt::format("took over from the {} instance", holderMode)};
+  }
+  if (yieldedMomentsAgo) {
+    return {true, "took the node back: the instance it yielded to never took the lock"};
+  }
+  if (wasContending) {
+    return {true, "the instance that held the speaker lock is gone"};
+  }
+  return {true, "took the node back: the instance that held the speaker lock is gone"};
+}
+
 }  // namespace vipd::daemon

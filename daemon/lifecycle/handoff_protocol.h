@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -45,5 +46,26 @@ tl::expected<SpeakerIdentity, std::string> identityFromJson(const nlohmann::json
 // daemonset pod it replaces (a rollout, issue 29).
 std::optional<std::string> handoffRefusal(const SpeakerIdentity& holder,
                                           const SpeakerIdentity& taker);
+
+// How an instance that has just taken the speaker lock opens its sessions, and why it speaks.
+struct LockTaken {
+  bool restarting = false;  // open as a graceful restart (RFC 4724: F bit set)
+  std::string why;
+};
+
+// granted: the holder yielded to this instance (a takeover). yieldedMomentsAgo: the lock's yield
+// marker says an instance of this router ID yielded within its restart time. wasContending: this
+// instance was waiting to take over (it never spoke on this node), not on standby after a yield.
+//
+// A takeover reopens as a graceful restart when the yield was moments ago. So does an instance
+// the lock came free under (its holder crashed or exited without handing over): if the holder
+// negotiated graceful restart, the peers keep its paths as stale and drop them at our
+// End-of-RIB, instead of dropping them at once and taking ours a moment later, a route change
+// that resets new connections hashed across it. The successor that crashed right after a
+// rollout's takeover had already taken the yield marker, so the marker alone would say no. The
+// VIPs are checked before anything is announced, and a session that fails opens again with the
+// F bit clear.
+LockTaken lockTaken(bool granted, bool yieldedMomentsAgo, bool wasContending,
+                    std::string_view holderMode);
 
 }  // namespace vipd::daemon

@@ -89,6 +89,29 @@ TEST(HandoffIdentity, FromConfig) {
   EXPECT_EQ(identityOf(*config), staticPod());
 }
 
+TEST(LockTaken, ATakeoverReopensAsAGracefulRestartOnlyRightAfterAYield) {
+  EXPECT_EQ(lockTaken(true, true, true, "static-pod").restarting, true);
+  EXPECT_EQ(lockTaken(true, true, true, "static-pod").why, "took over from the static-pod instance");
+  // No fresh marker: the holder's yield was too long ago, or the marker was unusable.
+  EXPECT_EQ(lockTaken(true, false, true, "daemonset").restarting, false);
+}
+
+TEST(LockTaken, ALockThatCameFreeReopensAsAGracefulRestart) {
+  // The rollout's successor crashed right after taking over: it had taken the yield marker, and
+  // the instance that yielded to it takes the node back (e2e_rollout).
+  LockTaken back = lockTaken(false, false, false, "");
+  EXPECT_TRUE(back.restarting);
+  EXPECT_EQ(back.why, "took the node back: the instance that held the speaker lock is gone");
+  // The successor never took the lock: the marker is still fresh.
+  LockTaken neverTook = lockTaken(false, true, false, "");
+  EXPECT_TRUE(neverTook.restarting);
+  EXPECT_EQ(neverTook.why, "took the node back: the instance it yielded to never took the lock");
+  // A contending instance whose holder went away.
+  LockTaken gone = lockTaken(false, false, true, "");
+  EXPECT_TRUE(gone.restarting);
+  EXPECT_EQ(gone.why, "the instance that held the speaker lock is gone");
+}
+
 TEST(HandoffIdentity, MalformedIdentitiesAreErrorsNotCrashes) {
   const char* bad[] = {
       "null", "[]", "{}", R"({"protocolVersions":[],"mode":"daemonset"})",
