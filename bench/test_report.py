@@ -44,7 +44,10 @@ def test_monitor_parse() -> None:
         f.write(multi + "\n" + single + "\n" + gone + "\n")
     try:
         mon.proc = type("P", (), {"log_path": f.name})()
-        mon.events, mon._offset, mon._partial = [], 0, ""
+        mon._events, mon._offset, mon._partial = [], 0, ""
+        # The events property reads the log itself: a test that checks it after a scenario, with
+        # no wait() since, sees every change (test_rollout, the pod tests).
+        check([len(h) for _, h in mon.events] == [2, 1, 0], f"events: {mon.events}")
         t0 = stamp(multi)
         t = mon.wait(lambda h: "192.0.2.11" not in h, t0, 1, "test")
         check(abs(t - stamp(single)) < 1e-6, "wait() did not return the single-path change")
