@@ -247,7 +247,10 @@ class Suite:
                 f"(openHoldTime {OPEN_HOLD_S}s), closed ({conn.close_kind})")
         self.results.append(("never-open", "4/0 data -", seen))
         lab.check(got == [(4, 0, b"")], f"never-open: expected 4/0, got {got}")
-        lab.check(OPEN_HOLD_S - 0.2 <= held <= OPEN_HOLD_S + 1.5,
+        # Both times are when this script read the message: under load its read of vipd's OPEN
+        # can lag (ci8: held 4.76 s while vipd's own log showed 5.007 s), so the lower bound
+        # allows half a second; an open hold timer that fires early by more is vipd's bug.
+        lab.check(OPEN_HOLD_S - 0.5 <= held <= OPEN_HOLD_S + 1.5,
                   f"never-open: held {held:.2f}s, openHoldTime is {OPEN_HOLD_S}s")
         err = self.hostile()["lastError"]
         lab.check("hold timer expired" in err, f"never-open: lastError {err!r}")
