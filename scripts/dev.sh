@@ -111,25 +111,41 @@ run_tests() {
   local rc=0 logs=() list
   local rest_log=$build_dir/meson-logs/rest-build.log
   list=$(mktemp -d)
-  # Two runs of meson test, by what a test runs (meson introspect): first every test that needs
-  # no binary of the rest of the build (the end-to-end, soak, benchmark and monitoring suites and
-  # the command-line tests run vipd and vipctl), in tests/meson.build's order; then, once the rest
-  # is built, the unit tests and corpus replays, and the container suite last.
+  # Three runs of meson test, by what a test runs and how it runs (meson introspect). First the
+  # tests that need no binary of the rest of the build and mostly wait on peers and timers
+  # (parallel, priority 5 or more in tests/meson.build), three at a time: the builds beside them
+  # at nice 19 get less CPU, but they are still done before the last run needs them. Then the
+  # other tests that only run vipd and vipctl (the pairs, then the ones that run alone), in
+  # tests/meson.build's order, two at a time. Then, once the rest is built, the unit tests and
+  # corpus replays, and the container suite last.
   meson introspect --tests "$build_dir" | python3 -c '
 import json, sys
-lists = {False: [], True: []}
+lists = {"waiting": [], "programs": [], "rest": []}
 for t in json.load(sys.stdin):
-    lists[bool(t["depends"]) or "vipd:container" in t["suite"]].append(t["name"])
-for path, names in zip(sys.argv[1:], (lists[False], lists[True])):
-    open(path, "w").write(" ".join(names))
-' "$list/programs" "$list/rest"
-  meson test -C "$build_dir" --no-rebuild --print-errorlogs --num-processes 2 \
-    --logbase testlog-programs $(<"$list/programs") || rc=$?
-  logs+=("$build_dir/meson-logs/testlog-programs.json")
+    if t["depends"] or "vipd:container" in t["suite"]:
+        lists["rest"].append(t["name"])
+    elif t["is_parallel"] and t["priority"] >= 5:
+        lists["waiting"].append(t["name"])
+    else:
+        lists["programs"].append(t["name"])
+for name, names in lists.items():
+    open(sys.argv[1] + "/" + name, "w").write(" ".join(names))
+' "$list"
+  # meson test with no names runs every test: an empty list runs nothing instead.
+  local pass jobs
+  for pass in waiting:3 programs:2; do
+    jobs=${pass#*:} pass=${pass%:*}
+    [[ -s $list/$pass ]] || continue
+    meson test -C "$build_dir" --no-rebuild --print-errorlogs --num-processes "$jobs" \
+      --logbase "testlog-$pass" $(<"$list/$pass") || rc=$?
+    logs+=("$build_dir/meson-logs/testlog-$pass.json")
+  done
   if wait "$rest_build_pid"; then
-    meson test -C "$build_dir" --no-rebuild --print-errorlogs --num-processes 2 \
-      $(<"$list/rest") || rc=$?
-    logs+=("$build_dir/meson-logs/testlog.json")
+    if [[ -s $list/rest ]]; then
+      meson test -C "$build_dir" --no-rebuild --print-errorlogs --num-processes 2 \
+        $(<"$list/rest") || rc=$?
+      logs+=("$build_dir/meson-logs/testlog.json")
+    fi
   else
     tail -n 40 "$rest_log" >&2
     echo "the unit tests and corpus replays did not build (whole log: $rest_log)" >&2

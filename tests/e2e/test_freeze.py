@@ -6,9 +6,11 @@ nothing back (no ADD-PATH: no fabric view), every setting at its default (the re
 in enforce mode). The fabric's ECMP hash puts every answer to the nodes' VIP-sourced echoes on
 one node, which relays the others' answers back to them.
 
-The relaying node's vipd is frozen (SIGSTOP) for 75 s. Before issue 28 the other two nodes saw
-their answers stop, took it for an anti-spoof filter and withdrew 7 s later; the frozen node's
-hold time ran out at 9 s and the fabric had no route to the VIP until the 60 s retry.
+The relaying node's vipd is frozen (SIGSTOP) for 45 s: 22 return-path rounds, seven times the
+`fall` of 3 that would withdraw, and 36 s past its hold time. Before issue 28 the other two
+nodes saw their answers stop, took it for an anti-spoof filter and withdrew 7 s later; the
+frozen node's hold time ran out at 9 s and the fabric had no route to the VIP until the 60 s
+retry.
 
 Asserts, sampling the fabric's kernel route every 0.2 s: the VIP has a route at every sample; the
 two healthy nodes are in it at every sample (before and after the frozen one's hold time); the
@@ -29,7 +31,7 @@ import lab
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(lab.E2E_DIR)), "bench"))
 import benchlab  # noqa: E402  (add_client: the client namespace and the VIP responders)
 
-FREEZE_S = 75
+FREEZE_S = 45
 HOLD_S = 9
 CLIENT_RATE = 20
 CLIENT_TIMEOUT_S = 1.0
