@@ -21,7 +21,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr auto kHousekeepingInterval = 1s;
 // How long a session is Established before its fabric view counts as complete: a peer sends what
 // it holds right after the session opens (milliseconds here); this leaves a loaded one room.
 constexpr auto kFabricSettle = 2s;
@@ -194,7 +193,7 @@ tl::expected<void, std::string> Speaker::start() {
   }
   // Only read the kernel here: binding is the Active instance's job (startSpeaking()).
   vips_.start();
-  scheduleHousekeeping(kHousekeepingInterval);
+  scheduleHousekeeping(StatusReport::kHousekeepingInterval);
   if (auto checking = health_.start(); !checking) {
     return checking;
   }

@@ -18,8 +18,6 @@ constexpr int kStuckHoldTimes = 3;
 // Hold time 0 has no natural bound; use the default hold time's.
 constexpr auto kStuckFloor = 27s;
 constexpr auto kStuckWarningInterval = 60s;
-// The shortest sleep between two checks for stuck sessions.
-constexpr auto kHousekeepingInterval = 1s;
 
 std::string formatDuration(std::chrono::steady_clock::duration d) {
   auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();

@@ -64,6 +64,8 @@ class StatusReport {
   // sleeps that long instead of polling every second. A reload that adds peers must call it
   // again (a new session may become due sooner).
   [[nodiscard]] std::chrono::steady_clock::duration warnAboutStuckPeers(const Logger& log);
+  // The shortest sleep warnAboutStuckPeers returns, and the Speaker's first one.
+  static constexpr std::chrono::seconds kHousekeepingInterval{1};
 
  private:
   nlohmann::json peersJson() const;

@@ -119,11 +119,15 @@ LockTaken lockTaken(bool granted, bool yieldedMomentsAgo, bool wasContending,
   if (granted) {
     return {yieldedMomentsAgo, fmt::format("took over from the {} instance", holderMode)};
   }
+  if (wasContending) {
+    // A successor never yielded: a fresh marker here is its holder's yield, whose answer was cut
+    // short (the holder exited before it arrived), not a take-back.
+    return {true, yieldedMomentsAgo ? "took over: the instance that held the speaker lock "
+                                      "yielded, but its answer never arrived"
+                                    : "the instance that held the speaker lock is gone"};
+  }
   if (yieldedMomentsAgo) {
     return {true, "took the node back: the instance it yielded to never took the lock"};
-  }
-  if (wasContending) {
-    return {true, "the instance that held the speaker lock is gone"};
   }
   return {true, "took the node back: the instance that held the speaker lock is gone"};
 }

@@ -110,6 +110,13 @@ TEST(LockTaken, ALockThatCameFreeReopensAsAGracefulRestart) {
   LockTaken gone = lockTaken(false, false, true, "");
   EXPECT_TRUE(gone.restarting);
   EXPECT_EQ(gone.why, "the instance that held the speaker lock is gone");
+  // A successor whose holder yielded (fresh marker) and exited before its answer arrived: it
+  // never yielded itself, so it does not say it took the node back.
+  LockTaken cutShort = lockTaken(false, true, true, "");
+  EXPECT_TRUE(cutShort.restarting);
+  EXPECT_EQ(cutShort.why,
+            "took over: the instance that held the speaker lock yielded, but its answer never "
+            "arrived");
 }
 
 TEST(HandoffIdentity, MalformedIdentitiesAreErrorsNotCrashes) {

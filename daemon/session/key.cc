@@ -1,8 +1,8 @@
 #include "daemon/session/key.h"
 
 #include <fcntl.h>
-#include <linux/tcp.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 namespace vipd::daemon {
 namespace {
 
-// TCP_MD5SIG_MAXKEYLEN in linux/tcp.h.
+// TCP_MD5SIG_MAXKEYLEN in netinet/tcp.h.
 constexpr size_t kMaxMd5KeyLength = 80;
 
 }  // namespace
