@@ -281,7 +281,11 @@ build_image() {
   echo "== building $ref (build stage on $base)" >&2
   podman build "${args[@]}" --target build -t localhost/vipd-build:cache "$here" >&2
   podman build "${args[@]}" --target "$target" -t "$ref" "$here" >&2
-  podman image prune -f >/dev/null
+  # Housekeeping, not the build: a dangling image some other container still uses (a buildah
+  # working container an interrupted build left behind) makes prune fail, and the image just
+  # built is fine, so say so and go on.
+  podman image prune -f >/dev/null ||
+    echo "$0 image: podman image prune failed (see above); $ref is built" >&2
   echo "$ref"
 }
 
