@@ -22,7 +22,6 @@ Asserts:
 import json
 import os
 import pwd
-import socket
 import stat
 
 import lab
@@ -31,30 +30,8 @@ MAX_REQUEST = 4096
 REFUSALS = 10  # the refusal reply must arrive every time, not by luck of timing
 
 
-def raw_request(path: str, data: bytes, timeout: float = 5) -> bytes:
-    """Sends data on the control socket, half-closes it, reads the reply until EOF."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(path)
-        try:
-            s.sendall(data)
-            s.shutdown(socket.SHUT_WR)  # EOF: vipd must not wait for more
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            pass  # vipd may answer and close before reading everything
-        reply = b""
-        while True:
-            try:
-                chunk = s.recv(65536)
-            except ConnectionResetError:
-                break
-            if not chunk:
-                break
-            reply += chunk
-        return reply
-
-
 def error_reply(path: str, data: bytes, what: str) -> str:
-    reply = raw_request(path, data)
+    reply = lab.control_exchange(path, data)
     lab.log(f"{what}: {len(data)} bytes sent, reply {reply[:200]!r}")
     lab.check(reply.endswith(b"\n"), f"{what}: the reply should be one JSON line: {reply!r}")
     doc = json.loads(reply)
@@ -133,7 +110,7 @@ def test() -> None:
         lab.check("unknown command" in err, f"unknown command: {err!r}")
         error_reply(vipd.socket, b"", "no request (EOF at once)")
         error_reply(vipd.socket, b'{"command": "status"', "no newline before EOF, truncated")
-        ok = json.loads(raw_request(vipd.socket, b'{"command": "status"}\n'))
+        ok = json.loads(lab.control_exchange(vipd.socket, b'{"command": "status"}\n'))
         lab.check("peers" in ok, f"a well-formed raw status request should work: {str(ok)[:200]}")
 
         # A withdraw reason that would forge a log line or reach a terminal as an escape sequence

@@ -47,8 +47,8 @@ from .scenarios import (PEER_CLASSES, EcmpLab, ExabgpSpeaker, GobgpSpeaker, Sing
                         bfd_selfcheck, build_ecmp, build_single_vipd, ecmp_withdraw_on_stop,
                         peer_scenario, speaker_binaries, speaker_dials, start_fabric_peer,
                         start_speaker, wait_established)
-from .vipd import (METRICS_LISTEN, UNBIND_DELAY, Vipd, as_user, bind_vips, http_get,
-                   parse_prometheus, to_yaml, vipd_config)
+from .vipd import (METRICS_LISTEN, UNBIND_DELAY, Vipd, as_user, bind_vips, control_exchange,
+                   http_get, parse_prometheus, to_yaml, vipd_config)
 from .wire import (BGP_UPDATE, GRACEFUL_SHUTDOWN, update_attributes, update_communities,
                    update_prefixes)
 
@@ -74,8 +74,8 @@ __all__ = [
     # capture
     "TcpCapture", "BfdCapture", "check_bfd_single_hop", "first_withdrawal",
     # vipd
-    "METRICS_LISTEN", "UNBIND_DELAY", "to_yaml", "vipd_config", "as_user", "http_get",
-    "parse_prometheus", "bind_vips", "Vipd",
+    "METRICS_LISTEN", "UNBIND_DELAY", "to_yaml", "vipd_config", "as_user", "control_exchange",
+    "http_get", "parse_prometheus", "bind_vips", "Vipd",
     # apiserver
     "make_ca", "KUBEADM_APISERVER_DNS", "KUBEADM_SERVICE_IP", "make_server_cert", "FakeApiserver",
     # scenarios

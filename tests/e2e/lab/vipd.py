@@ -130,6 +130,29 @@ def bind_vips(ns: Namespace, vips: Iterable[str] = (VIP4, VIP6), ifname: str = "
         ns.add_address(ifname, v)
 
 
+def control_exchange(path: str, data: bytes, timeout: float = 5) -> bytes:
+    """Sends data on the control socket at path, half-closes it, reads the reply until EOF (what
+    vipctl does with one request line; test_control_socket sends hostile bytes through it)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)  # EOF: vipd must not wait for more
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass  # vipd may answer and close before reading everything
+        reply = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            reply += chunk
+        return reply
+
+
 class Vipd:
     """vipd in ns; it binds its VIPs itself. bind: addresses an operator puts on lo first
     (plain `ip addr add`), default none. config_path: the config file is already there (a
@@ -195,14 +218,7 @@ class Vipd:
         running vipctl: the tests poll it, and a sanitized vipctl costs about 0.1 s of CPU a
         call (61 calls were a third of e2e_fabric_view_peers' CPU). vipctl itself is tested
         through vipctl() and vipctl_run()."""
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(10)
-            s.connect(self.socket)
-            s.sendall(b'{"command": "status"}\n')
-            reply = b""
-            while chunk := s.recv(1 << 16):
-                reply += chunk
-        answer = json.loads(reply)
+        answer = json.loads(control_exchange(self.socket, b'{"command": "status"}\n', 10))
         if not isinstance(answer, dict) or "error" in answer:
             raise RuntimeError(f"vipd at {self.socket} answered status with {answer}")
         return answer
