@@ -7,10 +7,14 @@
 #   scripts/dev.sh build  install packages and build only
 #   scripts/dev.sh unit [TEST...] [-- MESON-TEST-ARGS]  build/ and the unit tests alone (no root:
 #                         unit, fuzz-replay, manifests, monitoring rules); names pick tests
-#   scripts/dev.sh image  build the container image localhost/vipd:VERSION with podman from the
-#                         Containerfile (no registry needed); its last line is the reference
-#                         (`image slim`: the slim stage, localhost/vipd:VERSION-slim)
-#   scripts/dev.sh release  the image as an OCI archive plus SHA256SUMS in dist/
+#   scripts/dev.sh image [runtime|slim] [ARCH]  build the container image localhost/vipd:VERSION
+#                         with podman from the Containerfile (no registry needed); its last line
+#                         is the reference (`image slim`: the slim stage, ...:VERSION-slim;
+#                         `image runtime arm64`: cross-compiled for arm64, ...:VERSION-arm64)
+#   scripts/dev.sh release  the images for amd64 and arm64 as one OCI archive in dist/, with their
+#                         SBOMs, signatures, public key and SHA256SUMS (see release() below)
+#   scripts/dev.sh verify ARCHIVE [PUBKEY]  check a release archive's digests and signatures
+#   scripts/dev.sh unit-arm64  the unit tests cross-compiled for arm64, run through qemu-user
 # They share the install and build steps below, so the demo, CI and the image never drift apart.
 set -euo pipefail
 shopt -s inherit_errexit  # a failure inside $(...) stops the script too
@@ -18,6 +22,7 @@ shopt -s inherit_errexit  # a failure inside $(...) stops the script too
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${VIPD_BUILD_DIR:-$here/build}
 setup_args=()
+native_arch=$(dpkg --print-architecture)
 
 # The test suites run under ASan + UBSan (meson's b_sanitize): a leak, an out-of-bounds access or
 # undefined behaviour in vipd, its unit tests or any daemon an e2e test starts fails the run
@@ -45,7 +50,7 @@ use_sanitizers() {
 
 # Build tools, libraries, and the real BGP peers the end-to-end tests run against.
 packages=(
-  meson ninja-build pkg-config g++ lld python3
+  meson ninja-build pkgconf g++ binutils lld python3
   libboost1.81-dev libboost-url1.81-dev libnl-3-dev libnl-route-3-dev libfmt-dev libyaml-cpp-dev
   prometheus-cpp-dev
   nlohmann-json3-dev libexpected-dev libcli11-dev libgtest-dev libgmock-dev
@@ -66,6 +71,9 @@ packages=(
   # contrib/vipd.service: systemd-analyze verify and security, and strace for the system calls
   # vipd makes under the unit's sandbox (tests/contrib/).
   systemd strace
+  # scripts/dev.sh release and verify: skopeo and gnupg for the signatures; npm for cdxgen, the
+  # SBOM tool (scripts/sbom); qemu-user to run the arm64 image (tests/e2e/test_pod_arm64.py).
+  skopeo gnupg qemu-user-static binfmt-support $(command -v npm >/dev/null || echo npm)
 )
 
 install_packages() {
@@ -176,7 +184,7 @@ PY
   return $rc
 }
 
-# The images the container suite tests (runtime and slim), built while the other suites run:
+# The images the container suite tests (runtime, slim and the release's arm64), built while the other suites run:
 # at nice 19 the compiler inside the build stage only takes the CPU those tests leave idle (most
 # of them wait on timers and peers), and the container suite, which runs last, finds every layer
 # cached. tests/e2e/pods.py takes the same lock before each scripts/dev.sh image or release, so it
@@ -186,7 +194,8 @@ prebuild_image() {
   local log=$build_dir/meson-logs/image-prebuild.log
   mkdir -p "${log%/*}" "$here/build-podman"
   nice -n 19 flock -o "$here/build-podman/image.lock" \
-    bash -c '"$0" image && "$0" image slim' "$here/scripts/dev.sh" >"$log" 2>&1 &
+    bash -c '"$0" image && "$0" image slim && "$0" image runtime arm64' "$here/scripts/dev.sh" \
+    >"$log" 2>&1 &
 }
 
 # --- the container image ---------------------------------------------------------------------
@@ -258,14 +267,22 @@ debian_base() {
 # localhost/vipd-build:cache so that its layers stay cached (a second build with nothing changed
 # takes seconds) while older, untagged build stages are pruned (`podman image prune`: every
 # dangling image of the store, which on a developer's machine are leftovers of earlier builds).
+# An ARCH other than this machine's (arm64) is cross-compiled (the Containerfile's build stage)
+# into localhost/vipd:VERSION-ARCH, an image for that architecture.
 build_image() {
-  local target=${1:-runtime}
+  local target=${1:-runtime} arch=${2:-$native_arch}
   podman_config
-  local version base ref
+  local version base ref suffix=
   version=$("$here/scripts/version.sh")
   base=$(debian_base 12)
+  # BUILDPLATFORM: Debian 12's podman (buildah 1.28) does not set it, as docker buildx does.
   local args=(--build-arg "BUILD_IMAGE=$base" --build-arg "VERSION=$version"
+              --build-arg "BUILDPLATFORM=linux/$native_arch"
               "${podman_limits[@]/#/--ulimit=}" -f "$here/Containerfile")
+  if [[ $arch != "$native_arch" ]]; then
+    args+=(--platform "linux/$arch")
+    suffix=-$arch
+  fi
   ref=localhost/vipd:$version
   case $target in
     runtime) ;;
@@ -278,8 +295,9 @@ build_image() {
       exit 2
       ;;
   esac
+  ref+=$suffix
   echo "== building $ref (build stage on $base)" >&2
-  podman build "${args[@]}" --target build -t localhost/vipd-build:cache "$here" >&2
+  podman build "${args[@]}" --target build -t "localhost/vipd-build:cache$suffix" "$here" >&2
   podman build "${args[@]}" --target "$target" -t "$ref" "$here" >&2
   # Housekeeping, not the build: a dangling image some other container still uses (a buildah
   # working container an interrupted build left behind) makes prune fail, and the image just
@@ -289,20 +307,197 @@ build_image() {
   echo "$ref"
 }
 
+# --- the release -----------------------------------------------------------------------------
+# dist/ gets, for VERSION (scripts/version.sh):
+#   vipd-VERSION.oci.tar             one OCI image index: the runtime image for every
+#                                    release_arches entry, named localhost/vipd:VERSION
+#   vipd-VERSION.linux-ARCH.cdx.json each image's SBOM (CycloneDX, made by cdxgen)
+#   vipd-VERSION.signatures.tar      GPG simple-signing signatures of the index and each image
+#                                    manifest, named as skopeo's dir: transport keeps them
+#   vipd-release-key.gpg             the public key they verify with
+#   SHA256SUMS                       all of the above
+# Why simple signing, not sigstore: Debian 12's skopeo 1.9 signs with sigstore keys but cannot
+# make one (no generate-sigstore-key, no cosign in Debian), and a sigstore signature lives only
+# as a registry attachment, which an archive cannot carry. Simple-signing signatures are files:
+# they travel beside the archive, and a containers-policy.json signedBy rule checks them.
+release_arches=(amd64 arm64)
+sbom_tool=$here/scripts/sbom
+
 release() {
-  local ref version archive
-  ref=$(build_image)
-  version=${ref##*:}
-  archive=vipd-$version.oci.tar
-  mkdir -p "$here/dist"
-  rm -f "$here/dist/$archive"
+  local version dist list ref arch archive tmp
+  version=$("$here/scripts/version.sh")
+  dist=$here/dist
+  archive=$dist/vipd-$version.oci.tar
+  ref=localhost/vipd:$version
+  list=localhost/vipd-release:$version
+  mkdir -p "$dist"
+  rm -f "$dist"/vipd-* "$dist/SHA256SUMS"
+  podman manifest rm "$list" >/dev/null 2>&1 || true
+  podman manifest create "$list" >/dev/null
+  for arch in "${release_arches[@]}"; do
+    podman manifest add "$list" "containers-storage:$(build_image runtime "$arch")" >/dev/null
+  done
   # The archive's image name is the reference, so `podman load`, `ctr images import` and
   # containerd (crictl) all know it as localhost/vipd:VERSION, the name `vipd render` and the
-  # DaemonSet use.
-  podman save --quiet --format oci-archive -o "$here/dist/$archive" "$ref"
-  (cd "$here/dist" && sha256sum -- vipd-*.oci.tar >SHA256SUMS)
-  echo "== wrote dist/$archive and dist/SHA256SUMS" >&2
-  echo "$here/dist/$archive"
+  # DaemonSet use; each picks the image of its own architecture.
+  podman manifest push --quiet --all "$list" "oci-archive:$archive:$ref"
+  podman manifest rm "$list" >/dev/null
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  for arch in "${release_arches[@]}"; do
+    sbom "$archive" "$arch" "$dist/vipd-$version.linux-$arch.cdx.json" "$tmp" "$version"
+  done
+  sign "$archive" "$ref" "$dist/vipd-$version.signatures.tar" "$dist/vipd-release-key.gpg" "$tmp"
+  (cd "$dist" && sha256sum -- vipd-* >SHA256SUMS)
+  echo "== wrote $(cd "$dist" && echo vipd-* SHA256SUMS) in dist/" >&2
+  echo "$archive"
+}
+
+# sbom ARCHIVE ARCH OUT TMP: cdxgen's CycloneDX SBOM of ARCHIVE's image for ARCH, read from the
+# image's own filesystem (its layers unpacked: cdxgen's container mode drops the licences its
+# scanner found). cdxgen finds the packages in the image's /var/lib/dpkg/status.d and their
+# licences in its copyright files (scripts/image-rootfs.sh puts both there); the release
+# refuses an SBOM without the C library in it.
+sbom() {
+  local archive=$1 arch=$2 out=$3 tmp=$4 version=$5 layer
+  [[ -x $sbom_tool/node_modules/.bin/cdxgen ]] ||
+    npm install --prefix "$sbom_tool" --no-save --no-audit --no-fund --loglevel=error >&2
+  rm -rf "$tmp/$arch" "$tmp/$arch-root"
+  mkdir -p "$tmp/$arch-root"
+  skopeo copy --quiet --override-arch "$arch" "oci-archive:$archive" "dir:$tmp/$arch"
+  for layer in $(python3 -c '
+import json, sys
+print(" ".join(l["digest"].split(":")[1] for l in json.load(open(sys.argv[1]))["layers"]))' \
+      "$tmp/$arch/manifest.json"); do
+    tar -xf "$tmp/$arch/$layer" -C "$tmp/$arch-root"
+  done
+  # FETCH_LICENSE=false: the licences come from the image's copyright files, not the network.
+  FETCH_LICENSE=false CDXGEN_TELEMETRY=off \
+    "$sbom_tool/node_modules/.bin/cdxgen" -t rootfs --no-recurse --project-name vipd \
+    --project-version "$version" -o "$out" "$tmp/$arch-root" >"$tmp/cdxgen-$arch.log" 2>&1 ||
+    { cat "$tmp/cdxgen-$arch.log" >&2; return 1; }
+  python3 - "$out" "$arch" <<'PY'
+import json, sys
+bom = json.load(open(sys.argv[1]))
+debs = [c for c in bom.get("components", []) if c.get("purl", "").startswith("pkg:deb/")]
+if not any(c["name"] == "libc6" and c.get("licenses") for c in debs):
+    sys.exit(f"{sys.argv[1]}: cdxgen found no libc6 with its licence among the image's Debian "
+             f"packages ({len(debs)} found): the SBOM would be incomplete")
+print(f"== SBOM linux/{sys.argv[2]}: {len(debs)} Debian packages", file=sys.stderr)
+PY
+}
+
+# sign ARCHIVE REF SIGNATURES PUBKEY TMP: a simple-signing signature, for the identity REF, of
+# the index and of each image manifest (a policy checks every manifest it copies), in
+# SIGNATURES; the key's public half in PUBKEY. The key: VIPD_SIGNING_KEY (a fingerprint in the
+# caller's GnuPG home); without it, a development key of this machine's (build-podman/gnupg),
+# made once and said so, which verifies the same way but proves only that nothing changed since.
+sign() {
+  local archive=$1 ref=$2 signatures=$3 pubkey=$4 tmp=$5 key=${VIPD_SIGNING_KEY:-} manifest
+  if [[ -z $key ]]; then
+    export GNUPGHOME=$here/build-podman/gnupg
+    if [[ ! -d $GNUPGHOME ]]; then
+      mkdir -p -m 0700 "$GNUPGHOME"
+      gpg --batch --quiet --passphrase '' --quick-gen-key \
+        "vipd development release key (not the project's) <release@vipd.invalid>" ed25519 sign never
+    fi
+    key=$(gpg --batch --with-colons --list-secret-keys | awk -F: '$1 == "fpr" { print $10; exit }')
+    echo "== VIPD_SIGNING_KEY is not set: signing with this machine's development key $key" >&2
+  fi
+  rm -rf "$tmp/signed"
+  skopeo copy --quiet --all "oci-archive:$archive" "dir:$tmp/signed"
+  (
+    cd "$tmp/signed"
+    skopeo standalone-sign manifest.json "$ref" "$key" -o signature-1
+    for manifest in *.manifest.json; do
+      skopeo standalone-sign "$manifest" "$ref" "$key" -o "${manifest%.manifest.json}.signature-1"
+    done
+    tar -cf "$signatures" -- *signature-1
+  )
+  gpg --batch --export "$key" >"$pubkey"
+}
+
+# verify ARCHIVE [PUBKEY]: the release's own check, before `podman load` or `skopeo copy` to a
+# registry. Unpacks ARCHIVE (skopeo checks every manifest and layer against its digest), adds
+# the signatures shipped beside it (vipd-VERSION.signatures.tar) and copies it under a
+# containers-policy.json that rejects anything not signed by PUBKEY (default: the
+# vipd-release-key.gpg beside it; compare its fingerprint with the published one) for the name
+# the archive carries. Exit 0: verified; 1: refused, with skopeo's reason.
+verify() {
+  local archive=${1:?usage: $0 verify ARCHIVE [PUBKEY]} pubkey=${2:-} ref tmp signatures path
+  [[ -n $pubkey ]] || pubkey=$(dirname "$archive")/vipd-release-key.gpg
+  signatures=${archive%.oci.tar}.signatures.tar
+  for path in "$archive" "$signatures" "$pubkey"; do
+    [[ -f $path ]] || { echo "verify: $path does not exist" >&2; return 1; }
+  done
+  pubkey=$(realpath "$pubkey")
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  ref=$(tar -xOf "$archive" index.json | python3 -c '
+import json, sys
+names = {m.get("annotations", {}).get("org.opencontainers.image.ref.name", "")
+         for m in json.load(sys.stdin)["manifests"]}
+names.discard("")
+print(names.pop() if len(names) == 1 else "")') || true
+  if [[ -z $ref ]]; then
+    echo "verify: REFUSED $archive: its index.json names no single image" >&2
+    return 1
+  fi
+  if ! skopeo copy --quiet --all "oci-archive:$archive" "dir:$tmp/image" 2>"$tmp/err"; then
+    echo "verify: REFUSED $archive: its content does not match its digests:" >&2
+    cat "$tmp/err" >&2
+    return 1
+  fi
+  tar -xf "$signatures" -C "$tmp/image" --wildcards '*signature-1'
+  python3 - "$pubkey" "$ref" >"$tmp/policy.json" <<'PY'
+import json, sys
+print(json.dumps({"default": [{"type": "reject"}], "transports": {"dir": {"": [{
+    "type": "signedBy", "keyType": "GPGKeys", "keyPath": sys.argv[1],
+    "signedIdentity": {"type": "exactReference", "dockerReference": sys.argv[2]}}]}}}))
+PY
+  if ! skopeo --policy "$tmp/policy.json" copy --quiet --all "dir:$tmp/image" "dir:$tmp/checked" \
+      2>"$tmp/err"; then
+    echo "verify: REFUSED $archive: not signed for $ref by the key in $pubkey:" >&2
+    cat "$tmp/err" >&2
+    return 1
+  fi
+  local fingerprint platforms
+  fingerprint=$(gpg --batch --with-colons --show-keys "$pubkey" |
+                awk -F: '$1 == "fpr" { print $10; exit }')
+  platforms=$(python3 -c '
+import json, sys
+print(" ".join(m["platform"]["os"] + "/" + m["platform"]["architecture"]
+               for m in json.load(open(sys.argv[1]))["manifests"]))' "$tmp/image/manifest.json")
+  echo "verified: $archive is $ref ($platforms); every manifest and layer is signed by $fingerprint"
+}
+
+# unit-arm64: the unit tests and fuzz corpus replays cross-compiled for arm64 and run through
+# qemu-user, in the image's arm64 build stage (its cross compiler and arm64 libraries) with
+# GoogleTest for arm64 added. The build is kept in build-arm64/. Not part of `test`, for CI's
+# time budget (it compiles everything once more); CI runs the arm64 image itself
+# (e2e_pod_arm64). The Python suites need this machine's tools and are left out.
+unit_arm64() {
+  podman_config
+  build_image runtime arm64 >/dev/null
+  [[ -e /proc/sys/fs/binfmt_misc/register ]] ||
+    mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+  [[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]] || update-binfmts --enable qemu-aarch64
+  mkdir -p "$here/build-arm64"
+  # needs_exe_wrapper = false: binfmt_misc runs the arm64 tests (its fix-binary flag gives the
+  # container the host's qemu), so meson runs them as it would natively.
+  podman run --rm --network host -v "$here:/src:ro" -v "$here/build-arm64:/build-arm64" \
+    "${podman_limits[@]/#/--ulimit=}" localhost/vipd-build:cache-arm64 sh -euc '
+      apt-get update -q >/dev/null
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        libgtest-dev:arm64 libgmock-dev:arm64 >/dev/null
+      printf "[properties]\nneeds_exe_wrapper = false\n" >/tmp/run.ini
+      [ -f /build-arm64/build.ninja ] ||
+        meson setup /build-arm64 /src --cross-file /cross.ini --cross-file /tmp/run.ini \
+          -Doptimization=0 -Ddebug=false -Dunity=on -Dunity_size=4 -Dsystemdsystemunitdir=no
+      ninja -C /build-arm64
+      meson test -C /build-arm64 --print-errorlogs --num-processes 2 --timeout-multiplier 4 \
+        --no-suite e2e --no-suite container --no-suite soak --no-suite bench \
+        --no-suite monitoring --no-suite contrib --no-suite manifests --no-suite unit'
 }
 
 case ${1:-} in
@@ -333,14 +528,22 @@ case ${1:-} in
     ;;
   image)
     install_packages
-    build_image "${2:-runtime}"
+    build_image "${2:-runtime}" "${3:-$native_arch}"
     ;;
   release)
     install_packages
     release
     ;;
+  verify)
+    shift
+    verify "$@"
+    ;;
+  unit-arm64)
+    install_packages
+    unit_arm64
+    ;;
   *)
-    echo "usage: $0 demo|test|build|unit|image|release" >&2
+    echo "usage: $0 demo|test|build|unit|image|release|verify|unit-arm64" >&2
     exit 2
     ;;
 esac

@@ -1,10 +1,13 @@
 #!/bin/sh
 # Assembles the runtime image's whole filesystem, run by the Containerfile's build stage:
 #   scripts/image-rootfs.sh BINDIR ROOTFS
-# ROOTFS gets BINDIR/vipd and BINDIR/vipctl in /usr/local/bin, every shared library `ldd` says
-# they load (the dynamic loader included) under its soname, vipd's LICENSE and the Debian
-# copyright file of each library's package (the licences of what the image redistributes). Nothing else: no shell, no
-# package manager, no /etc. The libraries come from this build stage, which installed them as
+# ROOTFS gets BINDIR/vipd and BINDIR/vipctl in /usr/local/bin, every shared library they load
+# (the dynamic loader included) under its soname, vipd's LICENSE, the Debian copyright file of
+# each library's package (the licences of what the image redistributes) and that package's
+# dpkg record in /var/lib/dpkg/status.d/ (the layout distroless images use, which SBOM tools and
+# vulnerability scanners read: without it they see no package in a scratch image), and
+# /etc/os-release and /etc/debian_version. Nothing else: no shell, no package manager. The
+# libraries come from this build stage, which installed them as
 # dependencies of the -dev packages vipd was built against, so the image holds exactly the
 # versions vipd was linked with.
 # The list is derived, never written down: a new dependency lands in the image by itself, and
@@ -22,19 +25,54 @@ for binary in vipd vipctl; do
   install -m 0755 "$bindir/$binary" "$rootfs/usr/local/bin/$binary"
 done
 install -D -m 0644 "$(dirname "$0")/../LICENSE" "$rootfs/usr/share/doc/vipd/LICENSE"
+# The distribution the libraries come from (Debian 12): SBOM tools and scanners read the dpkg
+# records below only once they know it (Trivy, which cdxgen runs, from /etc/debian_version).
+install -D -m 0644 "$(readlink -f /etc/os-release)" "$rootfs/etc/os-release"
+install -m 0644 /etc/debian_version "$rootfs/etc/debian_version"
 
-# `ldd` lines: "libfmt.so.9 => /lib/x86_64-linux-gnu/libfmt.so.9 (0x...)" and the loader
-# "/lib64/ld-linux-x86-64.so.2 (0x...)"; a static vipctl has none ("not a dynamic executable").
-libraries=$(for binary in vipd vipctl; do
-  ldd "$bindir/$binary" 2>/dev/null || true
-done | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u)
+# The libraries, found the way the dynamic loader finds them: the program interpreter and each
+# DT_NEEDED entry, recursively, in the binary's own architecture's directories. Not ldd, which
+# runs the loader and so cannot look into a cross-compiled (arm64) binary. A static vipctl has
+# neither.
+elf_field() {  # elf_field FILE: the interpreter, then the NEEDED sonames, one per line
+  readelf -l "$1" 2>/dev/null | sed -n 's/.*Requesting program interpreter: \(.*\)]$/\1/p'
+  readelf -d "$1" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p'
+}
+case $(readelf -h "$bindir/vipd" | sed -n 's/^ *Machine: *//p') in
+  AArch64) triplet=aarch64-linux-gnu ;;
+  *X86-64) triplet=x86_64-linux-gnu ;;
+  *) echo "image-rootfs: $bindir/vipd is for a machine this script does not know" >&2; exit 1 ;;
+esac
+libraries=
+sonames=  # each library once: libc's NEEDED names the loader that PT_INTERP already brought in
+queue="$bindir/vipd $bindir/vipctl"
+while [ -n "$queue" ]; do
+  set -- $queue
+  file=$1
+  shift
+  queue="$*"
+  for name in $(elf_field "$file"); do
+    case " $sonames " in
+      *" ${name##*/} "*) continue ;;
+    esac
+    sonames="$sonames ${name##*/}"
+    path=
+    case $name in
+      /*) path=$name ;;
+      *) for dir in "/lib/$triplet" "/usr/lib/$triplet" /lib /usr/lib; do
+           if [ -e "$dir/$name" ]; then path=$dir/$name; break; fi
+         done ;;
+    esac
+    if [ -z "$path" ] || [ ! -e "$path" ]; then
+      echo "image-rootfs: $file needs $name, which this stage does not have ($triplet)" >&2
+      exit 1
+    fi
+    libraries="$libraries $path"
+    queue="$queue $path"
+  done
+done
 if [ -z "$libraries" ]; then
-  echo "image-rootfs: ldd found no libraries for $bindir/vipd" >&2
-  exit 1
-fi
-if ldd "$bindir/vipd" | grep -q 'not found'; then
-  echo "image-rootfs: vipd needs a library this stage does not have:" >&2
-  ldd "$bindir/vipd" >&2
+  echo "image-rootfs: found no libraries for $bindir/vipd" >&2
   exit 1
 fi
 
@@ -47,7 +85,15 @@ for path in $libraries; do
     echo "image-rootfs: no Debian package owns $path" >&2
     exit 1
   }
+  # "libfmt9:arm64: /usr/lib/aarch64-linux-gnu/libfmt.so.9": the package with its
+  # architecture, which picks the right record where the build machine's is installed too.
+  package_arch=${package%%: *}
   package=${package%%:*}
-  mkdir -p "$rootfs/usr/share/doc/$package"
+  mkdir -p "$rootfs/usr/share/doc/$package" "$rootfs/var/lib/dpkg/status.d"
   cp "/usr/share/doc/$package/copyright" "$rootfs/usr/share/doc/$package/copyright"
+  # The package's record for the image's architecture (name, version, source, architecture):
+  # what an SBOM lists for it.
+  dpkg-query -W -f='Package: ${Package}\nStatus: ${Status}\nSource: ${Source}\nVersion: ${Version}\nArchitecture: ${Architecture}\nMaintainer: ${Maintainer}\nHomepage: ${Homepage}\nDescription: ${binary:Summary}\n' \
+    "$package_arch" \
+    >"$rootfs/var/lib/dpkg/status.d/$package"
 done

@@ -108,6 +108,28 @@ def image(target: str = "runtime") -> tuple[str, float, str]:
     return dev_sh("image", *([] if target == "runtime" else [target]))
 
 
+def enable_qemu_user() -> None:
+    """Lets this machine run arm64 binaries through qemu-user (qemu-user-static registers with
+    binfmt_misc's fix-binary flag, so containers need no qemu of their own). The registration
+    lasts until a reboot: a fresh machine needs it once."""
+    binfmt = "/proc/sys/fs/binfmt_misc"
+    if not os.path.exists(f"{binfmt}/register"):
+        lab.run(["mount", "-t", "binfmt_misc", "binfmt_misc", binfmt])
+    if not os.path.exists(f"{binfmt}/qemu-aarch64"):
+        lab.run(["update-binfmts", "--enable", "qemu-aarch64"])
+
+
+def release_archive(version: str) -> str:
+    """dist/vipd-VERSION.oci.tar, made by `scripts/dev.sh release` unless this version's is
+    there already (e2e_image, which runs first, makes it)."""
+    archive = os.path.join(SOURCE_DIR, "dist", f"vipd-{version}.oci.tar")
+    if not os.path.exists(archive):
+        made, took, _ = dev_sh("release")
+        lab.check(made == archive, f"scripts/dev.sh release wrote {archive}: {made!r}")
+        lab.log(f"scripts/dev.sh release: {took:.0f}s")
+    return archive
+
+
 def podman_env() -> dict:
     return dict(os.environ, CONTAINERS_CONF=CONTAINERS_CONF)
 
@@ -185,6 +207,15 @@ class Podman:
         machine_podman("save", "--quiet", "--format", "oci-archive", "-o", archive, ref)
         self.run("load", "--quiet", "-i", archive)
         os.remove(archive)
+
+    def load_release(self, archive: str, arch: str, ref: str) -> None:
+        """The image for arch from a release archive (an OCI index) into this store, as ref:
+        what `podman pull --arch` takes from a registry's multi-arch tag."""
+        image_id = self.run("pull", "--quiet", "--arch", arch, f"oci-archive:{archive}",
+                            timeout=300).stdout.split()[-1]
+        self.run("tag", image_id, ref)
+        got = self.run("image", "inspect", "--format", "{{.Architecture}}", ref).stdout.strip()
+        lab.check(got == arch, f"the archive's {arch} image loaded as {ref}: it is {got}")
 
     def play(self, name: str, docs: list[dict], *options: str) -> str:
         """`podman kube play [options]` of docs (written to the lab dir as name.yaml); returns
@@ -361,13 +392,19 @@ class PodLab:
     node 1 drains. Behind the fabric a client namespace; on both nodes an HTTP responder on the
     VIP (bench/'s, with its load client)."""
 
-    def __init__(self, L: lab.Lab):
+    def __init__(self, L: lab.Lab, arch: Optional[str] = None):
+        """arch: run the release archive's image for that architecture (release_image) instead
+        of the machine's image build."""
         self.L = L
         self.version = lab.run([lab.vipd_binary(), "--version"]).stdout.split()[-1]
-        self.ref, build_s, _ = image()
+        if arch is None:
+            self.ref, build_s, _ = image()
+            lab.log(f"image {self.ref} ready in {build_s:.1f}s")
+        else:
+            archive = release_archive(self.version)
+            self.ref = f"localhost/vipd:{self.version}"
         lab.check(self.ref == f"localhost/vipd:{self.version}",
                   f"the image is this build's version: {self.ref} vs vipd {self.version}")
-        lab.log(f"image {self.ref} ready in {build_s:.1f}s")
         self.topo = L.fabric_with_nodes(2)
         self.fabric = self.topo.fabric
         self.n1, self.n2 = self.topo.nodes
@@ -385,7 +422,10 @@ class PodLab:
                                                              "vipd-n2"), name="vipd-n2")
         self.host = NodeHost(L, self.n1)
         self.podman = Podman(L, self.host)
-        self.podman.load_from_machine(self.ref)
+        if arch is None:
+            self.podman.load_from_machine(self.ref)
+        else:
+            self.podman.load_release(archive, arch, self.ref)
         ca = lab.make_ca(L, "cluster-ca")
         os.makedirs(self.host.path("/etc/kubernetes/pki"))
         with open(ca[0]) as src, open(self.host.path("/etc/kubernetes/pki/ca.crt"), "w") as dst:

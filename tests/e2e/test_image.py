@@ -12,17 +12,33 @@ Asserts:
   `podman run --rm IMAGE --version` prints `vipd VERSION`, vipctl is there and prints the same
   version, and there is no shell (`podman run --entrypoint /bin/sh` fails);
 - the image holds exactly vipd, vipctl, the shared libraries `ldd` names for that vipd (each by
-  its soname, the loader included), vipd's LICENSE and the Debian copyright file of each
-  library's package, and the /lib and /lib64 links of merged /usr: nothing else, no /etc;
+  its soname, the loader included), vipd's LICENSE, the Debian copyright file and dpkg record
+  (/var/lib/dpkg/status.d) of each library's package, /etc/os-release and /etc/debian_version,
+  and the /lib and /lib64 links of merged /usr: nothing else (no passwd, no apt sources);
 - containerd (a private instance) imports the archive with `ctr -n k8s.io images import` under
   the same name, where a kubelet (and crictl) finds it;
 - its size is at most 20 MB (the goal); the slim variant (`scripts/dev.sh image slim`, the same
   binaries on a debian:12-slim base) runs too, and both sizes are printed.
+Release (issue 30), from the same `scripts/dev.sh release`:
+- the archive is one OCI image index with a linux/amd64 and a linux/arm64 image, each at most
+  20 MB; the arm64 one holds aarch64 vipd and vipctl, the aarch64 loader and libraries;
+- each image's SBOM (vipd-VERSION.linux-ARCH.cdx.json, CycloneDX) lists exactly the Debian
+  packages whose records the image holds (/var/lib/dpkg/status.d), at their versions and
+  architecture, each with its licences, and their source packages; those are exactly the
+  packages whose copyright files the image holds;
+- `scripts/dev.sh verify` passes on the archive; it refuses a copy with one byte of a layer
+  changed, a copy whose image manifests lost their signatures, and the archive checked against
+  another key.
 """
+import gzip
+import io
+import json
 import os
 import re
+import shutil
 import subprocess
 import tarfile
+import urllib.parse
 
 import lab
 import pods
@@ -72,11 +88,13 @@ def package_of(path: str) -> str:
 
 def check_contents(entries: dict[str, tarfile.TarInfo], root: str) -> None:
     libs = needed_libraries(os.path.join(root, "usr/local/bin/vipd"))
-    expected = {"usr/local/bin/vipd", "usr/local/bin/vipctl", "usr/share/doc/vipd/LICENSE"}
+    expected = {"usr/local/bin/vipd", "usr/local/bin/vipctl", "usr/share/doc/vipd/LICENSE",
+                "etc/os-release", "etc/debian_version"}
     for soname, path in libs.items():
         loader = soname.startswith("ld-linux")
         expected.add(f"usr/lib64/{soname}" if loader else f"usr/lib/x86_64-linux-gnu/{soname}")
         expected.add(f"usr/share/doc/{package_of(path)}/copyright")
+        expected.add(f"var/lib/dpkg/status.d/{package_of(path)}")
     files = {name for name, e in entries.items() if e.isfile()}
     links = {name: e.linkname for name, e in entries.items() if e.issym()}
     others = [name for name, e in entries.items() if not (e.isfile() or e.issym() or e.isdir())]
@@ -86,10 +104,13 @@ def check_contents(entries: dict[str, tarfile.TarInfo], root: str) -> None:
     lab.check(links == {"lib": "usr/lib", "lib64": "usr/lib64"},
               f"the only links are merged /usr's: {links}")
     lab.check(not others, f"no device, pipe or other entry: {others}")
-    lab.check(not any(n == "etc" or n.startswith("etc/") for n in entries),
-              "nothing in /etc (no passwd, no apt sources)")
+    lab.check({n for n in entries if n == "etc" or n.startswith("etc/")} <= {
+              "etc", "etc/os-release", "etc/debian_version"},
+              "nothing in /etc but the distribution's name (no passwd, no apt sources)")
+    # Files and links only: /var/lib/dpkg holds the package records, not dpkg.
     lab.check(not any(re.search(r"(^|/)(sh|bash|dash|busybox|apt|apt-get|dpkg)$", n)
-                      for n in entries), "no shell, no package manager")
+                      for n, e in entries.items() if not e.isdir()),
+              "no shell, no package manager")
 
 
 def check_containerd(L: lab.Lab, archive: str, ref: str) -> None:
@@ -128,6 +149,162 @@ def uncached_steps(build_log: str) -> list[str]:
     return ran + ([step] if step else [])
 
 
+def archive_images(archive: str) -> dict[str, dict[str, bytes]]:
+    """arch -> {path: content} of each image's files in an OCI archive (layers applied in order;
+    the runtime image's one layer)."""
+    with tarfile.open(archive) as t:
+        def blob(digest: str) -> bytes:
+            return t.extractfile(f"blobs/sha256/{digest.split(':')[1]}").read()
+        index = json.loads(t.extractfile("index.json").read())
+        lists = [json.loads(blob(m["digest"])) for m in index["manifests"]]
+        lab.check(len(lists) == 1 and lists[0]["mediaType"].endswith("image.index.v1+json"),
+                  f"the archive holds one image index: {index}")
+        images = {}
+        for m in lists[0]["manifests"]:
+            files = {}
+            for layer in json.loads(blob(m["digest"]))["layers"]:
+                data = blob(layer["digest"])
+                if data[:2] == b"\x1f\x8b":
+                    data = gzip.decompress(data)
+                with tarfile.open(fileobj=io.BytesIO(data)) as lt:
+                    for e in lt.getmembers():
+                        if e.isfile():
+                            files[e.name.lstrip("./")] = lt.extractfile(e).read()
+            images[m["platform"]["architecture"]] = files
+    return images
+
+
+def elf_machine(data: bytes) -> int:
+    return int.from_bytes(data[18:20], "little") if data[:4] == b"\x7fELF" else -1
+
+
+def dpkg_records(files: dict[str, bytes]) -> dict[str, dict[str, str]]:
+    records = {}
+    for path, data in files.items():
+        if path.startswith("var/lib/dpkg/status.d/"):
+            fields = dict(line.split(": ", 1) for line in data.decode().splitlines()
+                          if ": " in line)
+            records[fields["Package"]] = fields
+    return records
+
+
+def check_sbom(sbom_path: str, arch: str, files: dict[str, bytes]) -> None:
+    """The SBOM against the image's own files: its Debian packages are the image's dpkg
+    records, which are the packages whose copyright files (and so libraries) the image holds."""
+    records = dpkg_records(files)
+    licensed = {p.split("/")[3] for p in files
+                if p.startswith("usr/share/doc/") and p.endswith("/copyright")}
+    lab.check(set(records) == licensed, f"linux/{arch}: a dpkg record for each package whose "
+              f"copyright file is in the image: {sorted(set(records) ^ licensed)}")
+    lab.check(all(r["Architecture"] in (arch, "all") for r in records.values()),
+              f"linux/{arch}: the records are {arch}'s: "
+              f"{sorted((r['Package'], r['Architecture']) for r in records.values())}")
+    with open(sbom_path) as f:
+        bom = json.load(f)
+    lab.check(bom.get("bomFormat") == "CycloneDX", f"{sbom_path} is CycloneDX")
+    binaries, sources, unlicensed = {}, {}, []
+    for c in bom.get("components", []):
+        m = re.match(r"pkg:deb/[^/]+/([^@]+)@([^?#]+)(?:\?(.*))?", c.get("purl", ""))
+        if not m:
+            continue
+        qualifiers = dict(q.split("=", 1) for q in (m.group(3) or "").split("&") if "=" in q)
+        name = urllib.parse.unquote(m.group(1))
+        # cdxgen lists each binary package's source package too, tagged "source" (what
+        # vulnerability databases track).
+        if "source" in c.get("tags", []):
+            sources[name] = c.get("version")
+        else:
+            binaries[name] = (c.get("version"), qualifiers.get("arch"))
+            if not c.get("licenses"):
+                unlicensed.append(name)
+    want = {name: (r["Version"], r["Architecture"]) for name, r in records.items()}
+    lab.check(binaries == want, f"linux/{arch}: the SBOM lists the image's Debian packages at "
+              f"their versions and architecture:\n  SBOM {sorted(binaries.items())}\n  image "
+              f"{sorted(want.items())}")
+    # dpkg's Source field: empty (the package's own name and version), "name", or
+    # "name (version)" when the source version differs from the binary's.
+    want_sources = {}
+    for name, r in records.items():
+        m = re.fullmatch(r"(\S+)(?: \((.+)\))?", r.get("Source", "").strip() or name)
+        want_sources[m.group(1)] = m.group(2) or r["Version"]
+    lab.check(set(sources) <= set(want_sources) and
+              all(sources[n] == want_sources[n] for n in sources),
+              f"linux/{arch}: the SBOM's source packages are the image's packages' sources: "
+              f"{sorted(sources.items())} vs {sorted(want_sources.items())}")
+    lab.check(not unlicensed, f"linux/{arch}: every Debian package has its licences in the "
+              f"SBOM (from its copyright file): missing for {unlicensed}")
+    lab.log(f"SBOM linux/{arch}: {len(binaries)} Debian packages with their licences, as the "
+            f"image's records say; {len(sources)} source packages")
+
+
+def check_release(L: lab.Lab, archive: str, version: str) -> None:
+    dist = os.path.dirname(archive)
+    images = archive_images(archive)
+    lab.check(sorted(images) == ["amd64", "arm64"],
+              f"the archive's index has linux/amd64 and linux/arm64: {sorted(images)}")
+    aarch64 = 183  # EM_AARCH64
+    arm64 = images["arm64"]
+    elves = {p: elf_machine(d) for p, d in arm64.items() if d[:4] == b"\x7fELF"}
+    lab.check(elves and all(m == aarch64 for m in elves.values()) and
+              {"usr/local/bin/vipd", "usr/local/bin/vipctl", "usr/lib/ld-linux-aarch64.so.1"}
+              <= set(elves), f"the arm64 image's binaries are all aarch64: {elves}")
+    for arch, files in images.items():
+        size = sum(len(d) for d in files.values())
+        lab.log(f"linux/{arch}: {len(files)} files, {mb(size)}")
+        lab.check(size <= SIZE_GOAL_BYTES, f"linux/{arch} image files: {mb(size)}")
+        check_sbom(os.path.join(dist, f"vipd-{version}.linux-{arch}.cdx.json"), arch, files)
+
+    def verify(path: str, *key: str) -> subprocess.CompletedProcess:
+        return subprocess.run([pods.DEV_SH, "verify", path, *key], capture_output=True,
+                              text=True, timeout=300)
+    ok = verify(archive)
+    lab.check(ok.returncode == 0 and "linux/amd64 linux/arm64" in ok.stdout,
+              f"scripts/dev.sh verify passes on the release: {ok.stdout}{ok.stderr}")
+    lab.log(ok.stdout.strip())
+
+    copies = L.path("tampered")
+    os.makedirs(copies)
+    tampered = os.path.join(copies, os.path.basename(archive))
+    shutil.copy(archive, tampered)
+    for name in (f"vipd-{version}.signatures.tar", "vipd-release-key.gpg"):
+        shutil.copy(os.path.join(dist, name), copies)
+    with tarfile.open(tampered) as t:
+        largest = max((m for m in t.getmembers() if m.isfile()), key=lambda m: m.size)
+    with open(tampered, "r+b") as f:
+        f.seek(largest.offset_data + largest.size // 2)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0x01]))
+    bad = verify(tampered)
+    lab.check(bad.returncode == 1 and "REFUSED" in bad.stderr and "digest" in bad.stderr.lower(),
+              f"verify refuses the archive with one byte of {largest.name} changed: "
+              f"{bad.returncode} {bad.stderr[-1500:]}")
+
+    shutil.copy(archive, tampered)
+    signatures = os.path.join(copies, f"vipd-{version}.signatures.tar")
+    with tarfile.open(os.path.join(dist, f"vipd-{version}.signatures.tar")) as t:
+        t.extract("signature-1", copies)
+    lab.run(["tar", "-cf", signatures, "-C", copies, "signature-1"])
+    bad = verify(tampered)
+    lab.check(bad.returncode == 1 and "not signed" in bad.stderr,
+              f"verify refuses images whose manifests carry no signature (the index's alone "
+              f"kept): {bad.returncode} {bad.stderr[-1500:]}")
+
+    gnupg = L.path("other-gnupg")
+    os.makedirs(gnupg, mode=0o700)
+    env = dict(os.environ, GNUPGHOME=gnupg)
+    lab.run(["gpg", "--batch", "--passphrase", "", "--quick-gen-key", "someone else", "ed25519",
+             "sign", "never"], env=env, timeout=60)
+    other = os.path.join(copies, "other.gpg")
+    with open(other, "wb") as f:
+        f.write(subprocess.run(["gpg", "--batch", "--export"], env=env, capture_output=True,
+                               check=True).stdout)
+    bad = verify(archive, other)
+    lab.check(bad.returncode == 1 and "not signed" in bad.stderr,
+              f"verify refuses the release against another key: {bad.returncode} "
+              f"{bad.stderr[-1500:]}")
+
+
 def test() -> None:
     with lab.Lab("image") as L:
         version = lab.run([lab.vipd_binary(), "--version"]).stdout.split()[-1]
@@ -140,8 +317,10 @@ def test() -> None:
         image_id = pods.machine_podman("image", "inspect", "--format", "{{.Id}}", ref).stdout
         sums = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=os.path.dirname(archive),
                               capture_output=True, text=True, timeout=60)
-        lab.check(sums.returncode == 0 and f"vipd-{version}.oci.tar: OK" in sums.stdout,
+        lab.check(sums.returncode == 0 and f"vipd-{version}.oci.tar: OK" in sums.stdout and
+                  f"vipd-{version}.signatures.tar: OK" in sums.stdout,
                   f"dist/SHA256SUMS verifies: {sums.stdout}{sums.stderr}")
+        check_release(L, archive, version)
 
         warm_ref, warm_s, warm_log = pods.image()
         lab.check(warm_ref == ref, f"scripts/dev.sh image prints {ref} last, not {warm_ref!r}")
@@ -185,4 +364,5 @@ def test() -> None:
 
 
 if __name__ == "__main__":
-    pods.main(test, ["mmdebstrap", "sha256sum", "ldd", "dpkg", "containerd", "ctr"])
+    pods.main(test, ["mmdebstrap", "sha256sum", "ldd", "dpkg", "containerd", "ctr", "skopeo",
+                     "gpg"])

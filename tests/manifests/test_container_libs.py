@@ -10,8 +10,10 @@ Asserts:
   (slim) and scratch (runtime, the last one, what `podman build` makes by default);
 - the slim stage installs exactly those packages, less the ones debian:12-slim already has
   (BASE_PACKAGES below): none missing, nothing else (no -dev package, no compiler);
-- the build stage installs only packages that scripts/dev.sh installs too, so the two lists
-  cannot drift apart, and none of the test-only ones; it builds with -Dtests=false, stripped,
+- the build stage runs on the build machine's architecture (it cross-compiles for another) and
+  installs only packages that scripts/dev.sh installs too (the target architecture's, for a
+  cross build; the compiler is a variable), so the two lists cannot drift apart, and none of
+  the test-only ones; it builds with -Dtests=false, stripped,
   with the version passed in, and assembles the runtime filesystem with scripts/image-rootfs.sh
   from where meson installs the binaries;
 - every file the slim stage copies out of the build stage is where `meson install --destdir
@@ -104,10 +106,16 @@ def apt_installs(stage: list[str]) -> list[str]:
         for i in range(len(words) - 1):
             if words[i] == "apt-get" and "install" in words[i + 1:i + 4]:
                 for word in words[words.index("install", i) + 1:]:
-                    if word in ("&&", "||", ";", "|"):
+                    last = word.endswith(";")
+                    word = word.rstrip(";")
+                    if word in ("&&", "||", "|"):
                         break
-                    if not word.startswith("-"):
-                        packages.append(word)
+                    # name:$arch is the target architecture's package; a bare variable is the
+                    # compiler for it (g++, or a cross g++), which only the build stage needs.
+                    if word and not word.startswith(("-", "$")):
+                        packages.append(word.split(":")[0])
+                    if last:
+                        break
     return packages
 
 
@@ -147,7 +155,8 @@ def test(c: Checks) -> None:
                    "ARG SLIM_IMAGE=docker.io/library/debian:12-slim",
                    "ARG RUNTIME_IMAGE=scratch"],
             "Containerfile: the base images are build arguments with the upstream defaults")
-    c.equal(build[0], "FROM ${BUILD_IMAGE} AS build", "build stage: from BUILD_IMAGE")
+    c.equal(build[0], "FROM --platform=$BUILDPLATFORM ${BUILD_IMAGE} AS build",
+            "build stage: from BUILD_IMAGE, on the build machine's architecture")
     c.equal(slim[0], "FROM ${SLIM_IMAGE} AS slim", "slim stage: from SLIM_IMAGE")
     c.equal(runtime[0], "FROM ${RUNTIME_IMAGE} AS runtime", "runtime stage: from RUNTIME_IMAGE")
 
