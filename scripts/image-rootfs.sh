@@ -76,6 +76,10 @@ if [ -z "$libraries" ]; then
   exit 1
 fi
 
+# dpkg-query's fields for a record (a dpkg status paragraph).
+record_format='Package: ${Package}\nStatus: ${Status}\nSource: ${Source}\nVersion: ${Version}
+Architecture: ${Architecture}\nMaintainer: ${Maintainer}\nHomepage: ${Homepage}
+Description: ${binary:Summary}\n'
 for path in $libraries; do
   # Keep the name the loader asks for (the soname), in the directory it resolves to.
   dir=$(readlink -f "$(dirname "$path")")
@@ -93,7 +97,5 @@ for path in $libraries; do
   cp "/usr/share/doc/$package/copyright" "$rootfs/usr/share/doc/$package/copyright"
   # The package's record for the image's architecture (name, version, source, architecture):
   # what an SBOM lists for it.
-  dpkg-query -W -f='Package: ${Package}\nStatus: ${Status}\nSource: ${Source}\nVersion: ${Version}\nArchitecture: ${Architecture}\nMaintainer: ${Maintainer}\nHomepage: ${Homepage}\nDescription: ${binary:Summary}\n' \
-    "$package_arch" \
-    >"$rootfs/var/lib/dpkg/status.d/$package"
+  dpkg-query -W -f="$record_format" "$package_arch" >"$rootfs/var/lib/dpkg/status.d/$package"
 done
