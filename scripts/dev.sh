@@ -187,9 +187,10 @@ PY
 # The images the container suite tests (runtime, slim and the release's arm64), built while the
 # other suites run: at nice 19 the compiler inside the build stage only takes the CPU those
 # tests leave idle (most of them wait on timers and peers), and the container suite, which runs
-# last, finds every layer cached. tests/e2e/pods.py takes the same lock before each scripts/dev.sh image or release, so it
-# waits for this build instead of racing it. flock -o: the lock stays with flock itself, never
-# with a process podman leaves behind. The log is meson-logs/image-prebuild.log.
+# last, finds every layer cached. tests/e2e/pods.py takes the same lock before each
+# scripts/dev.sh image or release, so it waits for this build instead of racing it. flock -o:
+# the lock stays with flock itself, never with a process podman leaves behind. The log is
+# meson-logs/image-prebuild.log.
 prebuild_image() {
   local log=$build_dir/meson-logs/image-prebuild.log
   mkdir -p "${log%/*}" "$here/build-podman"
@@ -310,13 +311,13 @@ build_image() {
 
 # --- the release -----------------------------------------------------------------------------
 # dist/ gets, for VERSION (scripts/version.sh):
-#   vipd-VERSION.oci.tar             one OCI image index: the runtime image for every
-#                                    release_arches entry, named localhost/vipd:VERSION
-#   vipd-VERSION.linux-ARCH.cdx.json each image's SBOM (CycloneDX, made by cdxgen)
-#   vipd-VERSION.signatures.tar      GPG simple-signing signatures of the index and each image
-#                                    manifest, named as skopeo's dir: transport keeps them
-#   vipd-release-key.gpg             the public key they verify with
-#   SHA256SUMS                       all of the above
+#   vipd-VERSION.oci.tar        one OCI image index: the runtime image for every
+#                               release_arches entry, named localhost/vipd:VERSION
+#   vipd-VERSION.linux-ARCH.sbom.cdx.json  each image's SBOM (CycloneDX, made by cdxgen)
+#   vipd-VERSION.signatures.tar GPG simple-signing signatures of the index and each image
+#                               manifest, named as skopeo's dir: transport keeps them
+#   vipd-release-key.gpg        the public key they verify with
+#   SHA256SUMS                  all of the above
 # Why simple signing, not sigstore: Debian 12's skopeo 1.9 signs with sigstore keys but cannot
 # make one (no generate-sigstore-key, no cosign in Debian), and a sigstore signature lives only
 # as a registry attachment, which an archive cannot carry. Simple-signing signatures are files:
@@ -346,7 +347,7 @@ release() {
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' RETURN
   for arch in "${release_arches[@]}"; do
-    sbom "$archive" "$arch" "$dist/vipd-$version.linux-$arch.cdx.json" "$tmp" "$version"
+    sbom "$archive" "$arch" "$dist/vipd-$version.linux-$arch.sbom.cdx.json" "$tmp" "$version"
   done
   sign "$archive" "$ref" "$dist/vipd-$version.signatures.tar" "$dist/vipd-release-key.gpg" "$tmp"
   (cd "$dist" && sha256sum -- vipd-* >SHA256SUMS)

@@ -22,8 +22,8 @@ Asserts:
 Release (issue 30), from the same `scripts/dev.sh release`:
 - the archive is one OCI image index with a linux/amd64 and a linux/arm64 image, each at most
   20 MB; the arm64 one holds aarch64 vipd and vipctl, the aarch64 loader and libraries;
-- each image's SBOM (vipd-VERSION.linux-ARCH.cdx.json, CycloneDX) lists exactly the Debian
-  packages whose records the image holds (/var/lib/dpkg/status.d), at their versions and
+- each image's SBOM (vipd-VERSION.linux-ARCH.sbom.cdx.json, CycloneDX) lists exactly the
+  Debian packages whose records the image holds (/var/lib/dpkg/status.d), at their versions and
   architecture, each with its licences, and their source packages; those are exactly the
   packages whose copyright files the image holds;
 - `scripts/dev.sh verify` passes on the archive; it refuses a copy with one byte of a layer
@@ -252,7 +252,7 @@ def check_release(L: lab.Lab, archive: str, version: str) -> None:
         size = sum(len(d) for d in files.values())
         lab.log(f"linux/{arch}: {len(files)} files, {mb(size)}")
         lab.check(size <= SIZE_GOAL_BYTES, f"linux/{arch} image files: {mb(size)}")
-        check_sbom(os.path.join(dist, f"vipd-{version}.linux-{arch}.cdx.json"), arch, files)
+        check_sbom(os.path.join(dist, f"vipd-{version}.linux-{arch}.sbom.cdx.json"), arch, files)
 
     def verify(path: str, *key: str) -> subprocess.CompletedProcess:
         return subprocess.run([pods.DEV_SH, "verify", path, *key], capture_output=True,
