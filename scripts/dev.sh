@@ -417,6 +417,8 @@ sign() {
     tar -cf "$signatures" -- *signature-1
   )
   gpg --batch --export "$key" >"$pubkey"
+  # Signing started a gpg-agent for this GnuPG home; it would outlive the release.
+  gpgconf --kill gpg-agent
 }
 
 # verify ARCHIVE [PUBKEY]: the release's own check, before `podman load` or `skopeo copy` to a

@@ -163,8 +163,10 @@ def lost_syns(f: benchlab.Fabric) -> None:
     only after 1 s (the check's timeout), so without the raced connect every check times out.
     Each check must ride it out with one extra connect and none may fail."""
     node, vipd = f.nodes[0], vipd_of(f, 0)
-    h0 = vipd.status()["health"]
+    # The metric first: a resend between the two reads then counts in neither difference, where
+    # the other order counted it in both and asked the metric for one resend more than it had.
     resends0 = vipd.metric("vipd_health_connect_resends_total") or 0
+    h0 = vipd.status()["health"]
     t0 = time.time()
     (dropped,) = drop_on_loopbacks(
         f, [node], "lostsyn", "iifname \"lo\" tcp dport 6443 tcp flags & (syn | ack) == syn "

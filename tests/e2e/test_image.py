@@ -26,6 +26,7 @@ Release (issue 30), from the same `scripts/dev.sh release`:
   Debian packages whose records the image holds (/var/lib/dpkg/status.d), at their versions and
   architecture, each with its licences, and their source packages; those are exactly the
   packages whose copyright files the image holds;
+- the release leaves no gpg-agent running;
 - `scripts/dev.sh verify` passes on the archive; it refuses a copy with one byte of a layer
   changed, a copy whose image manifests lost their signatures, and the archive checked against
   another key.
@@ -295,6 +296,7 @@ def check_release(L: lab.Lab, archive: str, version: str) -> None:
     env = dict(os.environ, GNUPGHOME=gnupg)
     lab.run(["gpg", "--batch", "--passphrase", "", "--quick-gen-key", "someone else", "ed25519",
              "sign", "never"], env=env, timeout=60)
+    L.on_cleanup(lambda: lab.run(["gpgconf", "--kill", "gpg-agent"], env=env, check=False))
     other = os.path.join(copies, "other.gpg")
     with open(other, "wb") as f:
         f.write(subprocess.run(["gpg", "--batch", "--export"], env=env, capture_output=True,
@@ -321,6 +323,10 @@ def test() -> None:
                   f"vipd-{version}.signatures.tar: OK" in sums.stdout,
                   f"dist/SHA256SUMS verifies: {sums.stdout}{sums.stderr}")
         check_release(L, archive, version)
+        agents = subprocess.run(["pgrep", "-af", "gpg-agent"], capture_output=True,
+                                text=True).stdout
+        lab.check(os.path.join(pods.SOURCE_DIR, "build-podman", "gnupg") not in agents,
+                  f"the release left no gpg-agent of its signing key running: {agents}")
 
         warm_ref, warm_s, warm_log = pods.image()
         lab.check(warm_ref == ref, f"scripts/dev.sh image prints {ref} last, not {warm_ref!r}")
