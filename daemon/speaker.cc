@@ -335,8 +335,9 @@ void Speaker::yieldSessions(bool toSuccessor,
   if (toSuccessor) {
     // The daemonset instance that replaces this one serves the node's control socket and the
     // ports from now on; this one keeps only its own socket (control.instanceSocket), which its
-    // pod's preStop hook and probes use.
-    control_.close();
+    // pod's preStop hook and probes use. The yield request in hand is answered all the same:
+    // its caller is that instance, and the answer tells it the sessions are closed.
+    control_.handOver();
     http_.close();
     if (healthHttp_) {
       healthHttp_->close();

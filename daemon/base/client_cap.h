@@ -74,6 +74,15 @@ class ClientCap {
     }
   }
 
+  // Closes the clients still waiting for their request; those being answered get the answer.
+  void closeWaiting() {
+    for (auto& weak : clients_) {
+      if (auto client = weak.lock(); client && client->waitingForRequest()) {
+        client->close();
+      }
+    }
+  }
+
  private:
   void prune() {
     clients_.remove_if([](const auto& weak) { return weak.expired(); });

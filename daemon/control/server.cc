@@ -164,8 +164,13 @@ ControlServer::ControlServer(asio::io_context& io, std::string path,
 ControlServer::~ControlServer() { close(); }
 
 void ControlServer::close() {
-  backoff_.cancel();
   clients_.closeAll();
+  handOver();
+}
+
+void ControlServer::handOver() {
+  backoff_.cancel();
+  clients_.closeWaiting();
   boost::system::error_code ignored;
   acceptor_.close(ignored);
   if (bound_) {

@@ -66,6 +66,9 @@ class ControlServer {
   // Stops accepting and removes the socket file (only if it is still the one this server bound:
   // a successor may have bound the path since); open() may be called again.
   void close();
+  // close() for a successor that takes the path over: the requests being answered still get
+  // their answers (the successor's own yield request is one of them); the rest are closed.
+  void handOver();
   const std::string& path() const { return path_; }
 
   // Lowers (or raises) the client cap, e.g. to fit the descriptor limit; at least 1.

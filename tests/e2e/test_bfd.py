@@ -147,16 +147,26 @@ class BfdEcmp:
 
     def check_jitter(self) -> dict:
         """RFC 5880 6.8.7: with Detect Mult > 1 the interval between two packets is 75-100% of
-        the negotiated transmit interval. Over >= 1.5 s of Up packets per node (tcpdump's
-        capture timestamps on the fabric bridge), the median gap must be within that range
-        (+-5 ms for capture timing) and no gap may reach the detection time; the spread is
-        printed. This is what "the transmit timer stays accurate" means for the peer."""
+        the negotiated transmit interval. Over at least 1.5 s and at least 10 gaps of Up
+        packets per node (tcpdump's capture timestamps on the fabric bridge), the median gap
+        must be within that range (+-5 ms for capture timing) and no gap may reach the
+        detection time; the spread is printed. This is what "the transmit timer stays
+        accurate" means for the peer."""
         tx = self.timers.tx_ms(self.timers)
-        t_end = time.time() + 1.5
         time.sleep(1.5)
+
+        def up_packets(n) -> list:
+            return [p for p in self.cap.from_addr(n.v4) if p["state"] == "Up"]
+        # How many packets 1.5 s holds depends on the interval and on when the capture began;
+        # wait (bounded) for 11 per node rather than count on it.
+        lab.wait_until(lambda: all(len(up_packets(n)) >= 11 for n in self.nodes()),
+                       11 * tx / 1000 + 3, 0.1,
+                       lambda: "11 Up packets from every node captured: "
+                       f"{[len(up_packets(n)) for n in self.nodes()]}")
+        t_end = time.time()
         out = {}
         for i, n in enumerate(self.nodes()):
-            pk = [p for p in self.cap.from_addr(n.v4) if p["state"] == "Up" and p["time"] <= t_end]
+            pk = [p for p in up_packets(n) if p["time"] <= t_end]
             gaps = sorted((b["time"] - a["time"]) * 1000 for a, b in zip(pk, pk[1:]))
             lab.check(len(gaps) >= 10, f"node {i + 1}: too few Up packets captured: {len(gaps)}")
             med, hi, lo = gaps[len(gaps) // 2], gaps[-1], gaps[0]

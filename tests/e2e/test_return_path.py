@@ -25,7 +25,12 @@ so that a client namespace behind the fabric spreads its new connections (20 a s
 timeout each, to an HTTP responder on the VIP on every node) over the three nodes. While node 1
 is filtered and still announced, the connections hashed to it fail (its answers are dropped);
 the test asserts none fails that started after node 1's path left the fabric (plus the client
-timeout) or after the rule was removed, and prints how many failed before.
+timeout) or after the rule was removed, and prints how many failed before. One exception, a
+property of the fabric and not of vipd: when node 1's path comes back, the kernel's
+hash-threshold ECMP maps some flows to another next hop, so a connection in flight at that
+instant can be reset by the node it moves to. Connections in flight then (started up to the
+client timeout before node 1's return, 0.3 s either side for the polling) may fail only with a
+reset, and at most a third of them; each one is printed.
 """
 import json
 import os
@@ -174,8 +179,18 @@ def test() -> None:
                 f"{len(failed(after))} of {len(after)} failed ({by_node(after)})")
         lab.check(not failed(before), f"no client failure before the filter: {failed(before)}")
         lab.check(by_node(before)["node1"] > 0, "node 1 answered clients before the filter")
-        lab.check(not failed(after), f"no client failure once node 1's path is gone: "
-                  f"{failed(after)[:5]}")
+        # Flows in flight when node 1's path returns may be rehashed to it (see the docstring).
+        rejoin = t_removed + back_s
+        moved = [r for r in after if rejoin - CLIENT_TIMEOUT_S - 0.3 <= r["t"] <= rejoin + 0.3]
+        steady = [r for r in after if r not in moved]
+        lab.log(f"clients in flight when node 1 came back: {len(failed(moved))} of {len(moved)} "
+                f"failed {failed(moved)}")
+        lab.check(not failed(steady), f"no client failure once node 1's path is gone: "
+                  f"{failed(steady)[:5]}")
+        lab.check(all("reset" in r["error"] for r in failed(moved))
+                  and len(failed(moved)) <= max(1, len(moved) // 3),
+                  f"connections in flight when node 1's path came back may only be reset by "
+                  f"the ECMP rehash, and only a few: {failed(moved)}")
         lab.check(any(r.get("node") == "node1" for r in requests if r["t"] > t_removed + back_s),
                   "node 1 answers clients again once it is back")
         print(f"FIGURES return_path leave_s={leave_s:.2f} back_s={back_s:.2f} "
