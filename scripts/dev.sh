@@ -15,6 +15,7 @@
 #                         SBOMs, signatures, public key and SHA256SUMS (see release() below)
 #   scripts/dev.sh verify ARCHIVE [PUBKEY]  check a release archive's digests and signatures
 #   scripts/dev.sh unit-arm64  the unit tests cross-compiled for arm64, run through qemu-user
+#   scripts/dev.sh qemu-user   register qemu-user for arm64 binaries (until the next reboot)
 # They share the install and build steps below, so the demo, CI and the image never drift apart.
 set -euo pipefail
 shopt -s inherit_errexit  # a failure inside $(...) stops the script too
@@ -479,6 +480,15 @@ print(" ".join(m["platform"]["os"] + "/" + m["platform"]["architecture"]
   echo "verified: $archive is $ref ($platforms); every manifest and layer is signed by $fingerprint"
 }
 
+# Lets this machine run arm64 binaries through qemu-user (qemu-user-static registers with
+# binfmt_misc's fix-binary flag, so containers need no qemu of their own). The registration
+# lasts until a reboot: a fresh machine needs it once. tests/e2e/pods.py calls it too.
+enable_qemu_user() {
+  [[ -e /proc/sys/fs/binfmt_misc/register ]] ||
+    mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+  [[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]] || update-binfmts --enable qemu-aarch64
+}
+
 # unit-arm64: the unit tests and fuzz corpus replays cross-compiled for arm64 and run through
 # qemu-user, in the image's arm64 build stage (its cross compiler and arm64 libraries) with
 # GoogleTest for arm64 added. The build is kept in build-arm64/. Not part of `test`, for CI's
@@ -487,9 +497,7 @@ print(" ".join(m["platform"]["os"] + "/" + m["platform"]["architecture"]
 unit_arm64() {
   podman_config
   build_image runtime arm64 >/dev/null
-  [[ -e /proc/sys/fs/binfmt_misc/register ]] ||
-    mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
-  [[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]] || update-binfmts --enable qemu-aarch64
+  enable_qemu_user
   mkdir -p "$here/build-arm64"
   # needs_exe_wrapper = false: binfmt_misc runs the arm64 tests (its fix-binary flag gives the
   # container the host's qemu), so meson runs them as it would natively.
@@ -554,8 +562,11 @@ case ${1:-} in
     install_packages
     unit_arm64
     ;;
+  qemu-user)
+    enable_qemu_user
+    ;;
   *)
-    echo "usage: $0 demo|test|build|unit|image|release|verify|unit-arm64" >&2
+    echo "usage: $0 demo|test|build|unit|image|release|verify|unit-arm64|qemu-user" >&2
     exit 2
     ;;
 esac

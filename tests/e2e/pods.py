@@ -109,14 +109,9 @@ def image(target: str = "runtime") -> tuple[str, float, str]:
 
 
 def enable_qemu_user() -> None:
-    """Lets this machine run arm64 binaries through qemu-user (qemu-user-static registers with
-    binfmt_misc's fix-binary flag, so containers need no qemu of their own). The registration
-    lasts until a reboot: a fresh machine needs it once."""
-    binfmt = "/proc/sys/fs/binfmt_misc"
-    if not os.path.exists(f"{binfmt}/register"):
-        lab.run(["mount", "-t", "binfmt_misc", "binfmt_misc", binfmt])
-    if not os.path.exists(f"{binfmt}/qemu-aarch64"):
-        lab.run(["update-binfmts", "--enable", "qemu-aarch64"])
+    """Lets this machine run arm64 binaries through qemu-user: scripts/dev.sh qemu-user, the
+    one place that knows how."""
+    lab.run([DEV_SH, "qemu-user"], timeout=60)
 
 
 def release_archive(version: str) -> str:
