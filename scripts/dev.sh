@@ -362,7 +362,15 @@ release() {
 # licences in its copyright files (scripts/image-rootfs.sh puts both there); the release
 # refuses an SBOM without the C library in it.
 sbom() {
-  local archive=$1 arch=$2 out=$3 tmp=$4 version=$5 layer
+  local archive=$1 arch=$2 out=$3 tmp=$4 version=$5 layer node_major
+  # cdxgen's engines field asks for Node.js 20 or newer; Debian 12's own nodejs is 18.
+  node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+  if ((node_major < 20)); then
+    echo "dev.sh release: the SBOM tool (cdxgen, scripts/sbom/package.json) needs Node.js 20" \
+      "or newer; this machine has $(node --version 2>/dev/null || echo none). Install Node.js" \
+      "20 (Debian 12's nodejs is 18) and run the release again." >&2
+    return 1
+  fi
   [[ -x $sbom_tool/node_modules/.bin/cdxgen ]] ||
     npm install --prefix "$sbom_tool" --no-save --no-audit --no-fund --loglevel=error >&2
   rm -rf "$tmp/$arch" "$tmp/$arch-root"
