@@ -135,7 +135,13 @@ run_tests() {
   meson introspect --tests "$build_dir" | python3 -c '
 import json, sys
 lists = {"waiting": [], "programs": [], "rest": []}
-for t in json.load(sys.stdin):
+tests = json.load(sys.stdin)
+all_names = [t["name"] for t in tests]
+twice = sorted({n for n in all_names if all_names.count(n) > 1})
+if twice:
+    # The passes name their tests, and a name runs every test that has it: each would run twice.
+    sys.exit(f"two tests share a name: {twice}; rename one test file (a test is named after its file)")
+for t in tests:
     if t["depends"] or "vipd:container" in t["suite"]:
         lists["rest"].append(t["name"])
     elif t["is_parallel"] and t["priority"] >= 5:
