@@ -1,4 +1,4 @@
-// control_server_test: ControlServer::handOver against close(): a daemonset instance that yields hands the node's
+// ControlServer::handOver against close(). A daemonset instance that yields hands the node's
 // control socket to its successor while it answers that successor's own yield request. The
 // request being answered must still get its answer (before handOver existed it got an EOF, and
 // every rollout logged "handoff interrupted"); a client that sent nothing yet is closed, and the
