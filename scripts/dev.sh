@@ -14,7 +14,8 @@
 #   scripts/dev.sh release  the images for amd64 and arm64 as one OCI archive in dist/, with their
 #                         SBOMs, signatures, public key and SHA256SUMS (see release() below)
 #   scripts/dev.sh verify ARCHIVE [PUBKEY]  check a release archive's digests and signatures
-#   scripts/dev.sh unit-arm64  the unit tests cross-compiled for arm64, run through qemu-user
+#   scripts/dev.sh unit-arm64 [build]  the unit tests cross-compiled for arm64, run through
+#                         qemu-user (build: compile only; `test` runs them as unit_arm64)
 #   scripts/dev.sh qemu-user   register qemu-user for arm64 binaries (until the next reboot)
 # They share the install and build steps below, so the demo, CI and the image never drift apart.
 set -euo pipefail
@@ -201,9 +202,11 @@ PY
 prebuild_image() {
   local log=$build_dir/meson-logs/image-prebuild.log
   mkdir -p "${log%/*}" "$here/build-podman"
-  nice -n 19 flock -o "$here/build-podman/image.lock" \
-    bash -c '"$0" image && "$0" image slim && "$0" image runtime arm64' "$here/scripts/dev.sh" \
-    >"$log" 2>&1 &
+  # Then the arm64 unit tests' cross build, outside the image lock (the pod tests need it), for
+  # the unit_arm64 test that runs last.
+  (nice -n 19 flock -o "$here/build-podman/image.lock" \
+    bash -c '"$0" image && "$0" image slim && "$0" image runtime arm64' "$here/scripts/dev.sh" &&
+    nice -n 19 "$here/scripts/dev.sh" unit-arm64 build) >"$log" 2>&1 &
 }
 
 # --- the container image ---------------------------------------------------------------------
@@ -509,13 +512,19 @@ enable_qemu_user() {
 # time budget (it compiles everything once more); CI runs the arm64 image itself
 # (e2e_pod_arm64). The Python suites need this machine's tools and are left out.
 unit_arm64() {
+  local only_build=0
+  [[ ${1:-} != build ]] || only_build=1
   podman_config
-  build_image runtime arm64 >/dev/null
+  mkdir -p "$here/build-podman" "$here/build-arm64"
+  flock -o "$here/build-podman/image.lock" "$0" image runtime arm64 >/dev/null
   enable_qemu_user
-  mkdir -p "$here/build-arm64"
   # needs_exe_wrapper = false: binfmt_misc runs the arm64 tests (its fix-binary flag gives the
-  # container the host's qemu), so meson runs them as it would natively.
-  podman run --rm --network host -v "$here:/src:ro" -v "$here/build-arm64:/build-arm64" \
+  # container the host's qemu), so meson runs them as it would natively. One build at a time in
+  # build-arm64/: `test` compiles it in the background (prebuild_image) while the unit_arm64
+  # test may already want it.
+  flock -o "$here/build-podman/unit-arm64.lock" \
+    podman run --rm --network host -v "$here:/src:ro" -v "$here/build-arm64:/build-arm64" \
+    -e ONLY_BUILD=$only_build \
     "${podman_limits[@]/#/--ulimit=}" localhost/vipd-build:cache-arm64 sh -euc '
       apt-get update -q >/dev/null
       DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
@@ -525,6 +534,7 @@ unit_arm64() {
         meson setup /build-arm64 /src --cross-file /cross.ini --cross-file /tmp/run.ini \
           -Doptimization=0 -Ddebug=false -Dunity=on -Dunity_size=4 -Dsystemdsystemunitdir=no
       ninja -C /build-arm64
+      [ "$ONLY_BUILD" = 0 ] || exit 0
       suites="--no-suite e2e --no-suite container --no-suite soak --no-suite bench
         --no-suite monitoring --no-suite contrib --no-suite manifests --no-suite unit"
       # ttl_test sets IP_MINTTL and IPV6_MINHOPCOUNT (GTSM), which qemu-user does not emulate
@@ -573,8 +583,9 @@ case ${1:-} in
     verify "$@"
     ;;
   unit-arm64)
+    [[ ${2:-build} == build ]] || { echo "usage: $0 unit-arm64 [build]" >&2; exit 2; }
     install_packages
-    unit_arm64
+    unit_arm64 "${2:-}"
     ;;
   qemu-user)
     enable_qemu_user
