@@ -508,9 +508,9 @@ enable_qemu_user() {
 
 # unit-arm64: the unit tests and fuzz corpus replays cross-compiled for arm64 and run through
 # qemu-user, in the image's arm64 build stage (its cross compiler and arm64 libraries) with
-# GoogleTest for arm64 added. The build is kept in build-arm64/. Not part of `test`, for CI's
-# time budget (it compiles everything once more); CI runs the arm64 image itself
-# (e2e_pod_arm64). The Python suites need this machine's tools and are left out.
+# GoogleTest for arm64 added. The build is kept in build-arm64/. `test` compiles it in the
+# background after the images (prebuild_image) and runs it as the unit_arm64 test, last. The
+# Python suites need this machine's tools and are left out.
 unit_arm64() {
   local only_build=0
   [[ ${1:-} != build ]] || only_build=1
