@@ -259,13 +259,15 @@ def add_client(L: lab.Lab, topo: lab.Topology, http: bool = True) -> lab.Namespa
 
 
 def run_load(L: lab.Lab, client: lab.Namespace, rate: float, duration: float, timeout: float,
-             out: str, port: int = HTTP_PORT, ca_file: Optional[str] = None) -> lab.Proc:
+             out: str, port: int = HTTP_PORT, ca_file: Optional[str] = None,
+             path: Optional[str] = None) -> lab.Proc:
     """load_client.py in client: RATE new connections a second to the VIP for DURATION s, each
     bounded by TIMEOUT s (HTTPS verified against ca_file when given); every request's outcome
     lands in out (JSON) when it exits."""
     return L.start(client, f"load-{os.path.basename(out)}", [
         sys.executable, os.path.join(HERE, "load_client.py"), VIP4_ADDR, str(port),
-        str(rate), str(duration), str(timeout), out] + ([ca_file] if ca_file else []))
+        str(rate), str(duration), str(timeout), out] + ([ca_file] if ca_file else []) +
+        ([path] if ca_file and path else []))
 
 
 class Feeder:

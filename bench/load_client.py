@@ -4,17 +4,21 @@ JSON document: every request's wall-clock start, latency, and the answering node
 With CAFILE each request is HTTPS (TLS verified against CAFILE, the server name being HOST), as a
 client of the apiserver behind the VIP makes it.
 
-Usage: load_client.py HOST PORT RATE DURATION TIMEOUT OUTFILE [CAFILE]
+With PATH, HTTPS requests GET PATH (a real apiserver's /readyz: anonymous, 200 "ok") instead of
+the stand-in apiservers' /bench-node. SIGTERM ends the load early; the document is still written.
+
+Usage: load_client.py HOST PORT RATE DURATION TIMEOUT OUTFILE [CAFILE [PATH]]
 """
 import concurrent.futures
 import json
+import signal
 import socket
 import ssl
 import sys
 import time
 
 
-def one(host: str, port: int, timeout: float, tls) -> dict:
+def one(host: str, port: int, timeout: float, tls, path: str = "/bench-node") -> dict:
     t0 = time.time()
     m0 = time.monotonic()
     try:
@@ -24,7 +28,7 @@ def one(host: str, port: int, timeout: float, tls) -> dict:
                 raw.settimeout(max(0.001, timeout - (time.monotonic() - m0)))
                 s = tls.wrap_socket(raw, server_hostname=host)
             s.settimeout(max(0.001, timeout - (time.monotonic() - m0)))
-            s.sendall(b"GET /bench-node HTTP/1.1\r\nHost: vip\r\nConnection: close\r\n\r\n"
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: vip\r\nConnection: close\r\n\r\n".encode()
                       if tls is not None else b"GET / HTTP/1.0\r\nHost: vip\r\n\r\n")
             data = b""
             while True:
@@ -47,6 +51,9 @@ def main() -> int:
     tls = None
     if len(sys.argv) > 7:
         tls = ssl.create_default_context(cafile=sys.argv[7])
+    path = sys.argv[8] if len(sys.argv) > 8 else "/bench-node"
+    stopped = []
+    signal.signal(signal.SIGTERM, lambda *_: stopped.append(True))
     count = int(rate * duration)
     start = time.monotonic() + 0.05
     futures = []
@@ -55,7 +62,9 @@ def main() -> int:
             delay = start + i / rate - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            futures.append(pool.submit(one, host, port, timeout, tls))
+            if stopped:
+                break
+            futures.append(pool.submit(one, host, port, timeout, tls, path))
         results = [f.result() for f in futures]
     with open(sys.argv[6], "w") as f:
         json.dump({"rate": rate, "duration": duration, "timeout": timeout, "requests": results}, f)

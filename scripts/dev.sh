@@ -17,6 +17,8 @@
 #   scripts/dev.sh unit-arm64 [build]  the unit tests cross-compiled for arm64, run through
 #                         qemu-user (build: compile only; `test` runs them as unit_arm64)
 #   scripts/dev.sh qemu-user   register qemu-user for arm64 binaries (until the next reboot)
+#   scripts/dev.sh tools  build the pinned tools (tools/go.mod: etcd, the Kubernetes programs, helm,
+#                         cosign) once into a cache outside the clone; last line: their folder
 # They share the install and build steps below, so the demo, CI and the image never drift apart.
 set -euo pipefail
 shopt -s inherit_errexit  # a failure inside $(...) stops the script too
@@ -70,6 +72,9 @@ packages=(
   # refuses these machines' hybrid cgroup layout), mmdebstrap for a base image without a registry;
   # containerd for its `ctr images import` of the release archive (a kubelet's runtime).
   podman runc mmdebstrap containerd
+  # The real-cluster lab (tests/e2e/cluster.py): its kubelets' runtime is Debian's containerd,
+  # which reports its network ready only with a CNI configuration and its plugins there.
+  containernetworking-plugins
   # contrib/vipd.service: systemd-analyze verify and security, and strace for the system calls
   # vipd makes under the unit's sandbox (tests/contrib/).
   systemd strace
@@ -143,7 +148,7 @@ if twice:
     # The passes name their tests, and a name runs every test that has it: each would run twice.
     sys.exit(f"two tests share a name: {twice}; rename one test file (a test is named after its file)")
 for t in tests:
-    if t["depends"] or "vipd:container" in t["suite"]:
+    if t["depends"] or "vipd:container" in t["suite"] or "vipd:cluster" in t["suite"]:
         lists["rest"].append(t["name"])
     elif t["is_parallel"] and t["priority"] >= 5:
         lists["waiting"].append(t["name"])
@@ -207,6 +212,18 @@ prebuild_image() {
   (nice -n 19 flock -o "$here/build-podman/image.lock" \
     bash -c '"$0" image && "$0" image slim && "$0" image runtime arm64' "$here/scripts/dev.sh" &&
     nice -n 19 "$here/scripts/dev.sh" unit-arm64 build) >"$log" 2>&1 &
+}
+
+# The pinned tools of the real-cluster suite (build_tools), built the same way: in the
+# background at nice 19 while the other suites run, under build-podman/tools.lock, which
+# tests/e2e/cluster.py takes before it asks for them. Cold (a fresh machine) the Kubernetes
+# programs compile for about half an hour of two cores' idle time; warm it is a stat. The log is
+# meson-logs/tools-prebuild.log.
+prebuild_tools() {
+  local log=$build_dir/meson-logs/tools-prebuild.log
+  mkdir -p "${log%/*}" "$here/build-podman"
+  (nice -n 19 flock -o "$here/build-podman/tools.lock" "$here/scripts/dev.sh" tools) \
+    >"$log" 2>&1 &
 }
 
 # --- the container image ---------------------------------------------------------------------
@@ -535,13 +552,75 @@ unit_arm64() {
           -Doptimization=0 -Ddebug=false -Dunity=on -Dunity_size=4 -Dsystemdsystemunitdir=no
       ninja -C /build-arm64
       [ "$ONLY_BUILD" = 0 ] || exit 0
-      suites="--no-suite e2e --no-suite container --no-suite soak --no-suite bench
+      suites="--no-suite e2e --no-suite container --no-suite cluster --no-suite soak --no-suite bench
         --no-suite monitoring --no-suite contrib --no-suite manifests --no-suite unit"
       # ttl_test sets IP_MINTTL and IPV6_MINHOPCOUNT (GTSM), which qemu-user does not emulate
       # (setsockopt fails with ENOPROTOOPT); the arm64 kernel has them as any other.
       meson test -C /build-arm64 --print-errorlogs --num-processes 2 --timeout-multiplier 4 \
         $(meson test -C /build-arm64 --list $suites 2>/dev/null | awk "{ print \$NF }" |
           grep -vx ttl_test)'
+}
+
+# --- the pinned tools of the real-cluster lab -------------------------------------------------
+# tools/go.mod pins etcd, the Kubernetes programs (one multicall binary, tools/kube), helm and
+# cosign. They are built with -trimpath into VIPD_TOOLS_CACHE (default /var/cache/vipd-tools),
+# in a folder named after a hash of what decides their bytes (go.mod, go.sum, the multicall
+# source, the pause image's maker, the Go version), so a second call costs a stat and a clone
+# never holds them. Debian's
+# containerd (with its runc shim) and runc are linked in beside them: kubelet 1.34 supports
+# containerd 1.6. The last line printed is the folder. Nothing is downloaded at run time, only
+# here (the Go module proxy).
+tool_names=(etcd etcdctl kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl
+            kubeadm helm cosign containerd containerd-shim-runc-v2 runc ctr pause pause.oci.tar)
+# The lab kubelets' sandbox image (scripts/pause_image.py): no registry can be reached here.
+pause_image=localhost/vipd-lab/pause:3.10
+
+tools_dir() {
+  local key
+  key=$(cat "$here/tools/go.mod" "$here/tools/go.sum" "$here/tools/kube/main.go" \
+          "$here/scripts/pause_image.py" <(go version) | sha256sum | cut -c1-16)
+  echo "${VIPD_TOOLS_CACHE:-/var/cache/vipd-tools}/$key"
+}
+
+build_tools() {
+  [[ -x /usr/local/go/bin/go ]] && PATH=$PATH:/usr/local/go/bin  # go.dev's Go, as these machines have it
+  command -v go >/dev/null ||
+    { echo "dev.sh tools: needs Go 1.25 or newer (go.dev's, or Debian's golang-1.25)" >&2; return 1; }
+  local dir tmp name missing=()
+  dir=$(tools_dir)
+  for name in "${tool_names[@]}"; do
+    [[ -e $dir/$name ]] || missing+=("$name")
+  done
+  if ((${#missing[@]})); then
+    echo "== building the pinned tools into $dir (missing: ${missing[*]})" >&2
+    mkdir -p "${dir%/*}"
+    tmp=$(mktemp -d "${dir%/*}/.build.XXXXXX")
+    trap 'rm -rf "$tmp"' RETURN
+    local started=$SECONDS
+    (
+      cd "$here/tools"
+      export GOFLAGS="-trimpath -mod=readonly" CGO_ENABLED=0
+      go build -o "$tmp/kube" ./kube
+      go build -o "$tmp/etcd" go.etcd.io/etcd/server/v3
+      go build -o "$tmp/etcdctl" go.etcd.io/etcd/etcdctl/v3
+      go build -o "$tmp/helm" helm.sh/helm/v3/cmd/helm
+      go build -o "$tmp/cosign" github.com/sigstore/cosign/v2/cmd/cosign
+      # Kubernetes' own pause, from the pinned module's source, static as its images ship it.
+      gcc -Os -static -DVERSION=vipd-lab -o "$tmp/pause" \
+        "$(go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
+    ) >&2
+    python3 "$here/scripts/pause_image.py" "$tmp/pause" "$tmp/pause.oci.tar" "$pause_image"
+    for name in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kubeadm; do
+      ln -s kube "$tmp/$name"
+    done
+    for name in containerd containerd-shim-runc-v2 runc ctr; do
+      ln -s "/usr/bin/$name" "$tmp/$name"
+    done
+    rm -rf "$dir"
+    mv "$tmp" "$dir"
+    echo "== built the pinned tools in $((SECONDS - started)) s" >&2
+  fi
+  echo "$dir"
 }
 
 case ${1:-} in
@@ -567,7 +646,7 @@ case ${1:-} in
     # podman or minutes (e2e, container, soak, bench) are left out.
     shift
     meson compile -C "$build_dir"
-    meson test -C "$build_dir" --print-errorlogs --no-suite e2e --no-suite container \
+    meson test -C "$build_dir" --print-errorlogs --no-suite e2e --no-suite container --no-suite cluster \
       --no-suite soak --no-suite bench "$@"
     ;;
   image)
@@ -590,8 +669,12 @@ case ${1:-} in
   qemu-user)
     enable_qemu_user
     ;;
+  tools)
+    install_packages
+    build_tools
+    ;;
   *)
-    echo "usage: $0 demo|test|build|unit|image|release|verify|unit-arm64|qemu-user" >&2
+    echo "usage: $0 demo|test|build|unit|image|release|verify|unit-arm64|qemu-user|tools" >&2
     exit 2
     ;;
 esac

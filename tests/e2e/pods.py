@@ -140,7 +140,7 @@ class NodeHost:
 
     PATHS = ("/run/vipd", "/var/lib/vipd", "/etc/vipd", "/etc/kubernetes")
 
-    def __init__(self, L: lab.Lab, node: lab.Node):
+    def __init__(self, L: lab.Lab, node: lab.Node, paths: tuple[str, ...] = PATHS):
         self.L, self.node = L, node
         self.root = L.path(f"n{node.index}-host")
         mine = os.readlink("/proc/self/ns/mnt")
@@ -150,7 +150,7 @@ class NodeHost:
                        "the node's mount namespace")
         self._made: list[str] = []
         L.on_cleanup(self._remove_mountpoints)
-        for path in self.PATHS:
+        for path in paths:
             if not os.path.isdir(path):
                 # A bind mount needs a mount point; on the machine it stays an empty directory
                 # until cleanup removes it.
