@@ -75,6 +75,11 @@ std::optional<std::pair<uint16_t, EchoData>> parseEcho(std::span<const uint8_t> 
   const uint8_t family = d[16];
   data.relayPort = bytes::load16(d, 18);
   if (family == 4) {
+    // The padding after an IPv4 address is zero in every echo we send (as in a witness query):
+    // anything else is garbled or forged, and would make two different echoes parse the same.
+    if (std::any_of(d.begin() + 24, d.begin() + kEchoDataSize, [](uint8_t b) { return b != 0; })) {
+      return std::nullopt;
+    }
     data.relayAddress = bgp::IpAddress::v4({d[20], d[21], d[22], d[23]});
   } else if (family == 6) {
     std::array<uint8_t, 16> bytes{};
