@@ -12,6 +12,8 @@
 #include <limits>
 #include <utility>
 
+#include "bytes/big_endian.h"
+
 namespace vipd::bfd {
 
 namespace {
@@ -22,18 +24,6 @@ constexpr microseconds kMaxWireInterval{std::numeric_limits<uint32_t>::max()};
 
 uint32_t wireMicroseconds(microseconds interval) {
   return static_cast<uint32_t>(std::clamp(interval, microseconds{0}, kMaxWireInterval).count());
-}
-
-void putU32(std::vector<uint8_t>& out, uint32_t value) {
-  out.push_back(static_cast<uint8_t>(value >> 24));
-  out.push_back(static_cast<uint8_t>(value >> 16));
-  out.push_back(static_cast<uint8_t>(value >> 8));
-  out.push_back(static_cast<uint8_t>(value));
-}
-
-uint32_t getU32(std::span<const uint8_t> bytes, size_t offset) {
-  return (uint32_t{bytes[offset]} << 24) | (uint32_t{bytes[offset + 1]} << 16) |
-         (uint32_t{bytes[offset + 2]} << 8) | uint32_t{bytes[offset + 3]};
 }
 
 // Flag bits of the second octet (section 4.1: Sta(2) P F C A D M).
@@ -112,10 +102,9 @@ std::string_view diagnosticName(Diagnostic diagnostic) {
 }
 
 std::vector<uint8_t> encode(const ControlPacket& packet) {
-  std::vector<uint8_t> out;
-  out.reserve(kControlPacketSize);
-  out.push_back(static_cast<uint8_t>(((packet.version & 0x07) << 5) |
-                                     (static_cast<uint8_t>(packet.diagnostic) & 0x1f)));
+  bytes::ByteWriter out;
+  out.u8(static_cast<uint8_t>(((packet.version & 0x07) << 5) |
+                              (static_cast<uint8_t>(packet.diagnostic) & 0x1f)));
   uint8_t flags = static_cast<uint8_t>((static_cast<uint8_t>(packet.state) & 0x03) << 6);
   flags |= packet.poll ? kPollBit : 0;
   flags |= packet.final ? kFinalBit : 0;
@@ -123,15 +112,15 @@ std::vector<uint8_t> encode(const ControlPacket& packet) {
   flags |= packet.authenticationPresent ? kAuthenticationBit : 0;
   flags |= packet.demand ? kDemandBit : 0;
   flags |= packet.multipoint ? kMultipointBit : 0;
-  out.push_back(flags);
-  out.push_back(packet.detectMult);
-  out.push_back(static_cast<uint8_t>(kControlPacketSize));
-  putU32(out, packet.myDiscriminator);
-  putU32(out, packet.yourDiscriminator);
-  putU32(out, wireMicroseconds(packet.desiredMinTxInterval));
-  putU32(out, wireMicroseconds(packet.requiredMinRxInterval));
-  putU32(out, wireMicroseconds(packet.requiredMinEchoRxInterval));
-  return out;
+  out.u8(flags);
+  out.u8(packet.detectMult);
+  out.u8(static_cast<uint8_t>(kControlPacketSize));
+  out.u32(packet.myDiscriminator);
+  out.u32(packet.yourDiscriminator);
+  out.u32(wireMicroseconds(packet.desiredMinTxInterval));
+  out.u32(wireMicroseconds(packet.requiredMinRxInterval));
+  out.u32(wireMicroseconds(packet.requiredMinEchoRxInterval));
+  return std::move(out).take();
 }
 
 tl::expected<ControlPacket, std::string> decode(std::span<const uint8_t> datagram) {
@@ -166,11 +155,11 @@ tl::expected<ControlPacket, std::string> decode(std::span<const uint8_t> datagra
   packet.demand = (flags & kDemandBit) != 0;
   packet.multipoint = (flags & kMultipointBit) != 0;
   packet.detectMult = datagram[2];
-  packet.myDiscriminator = getU32(datagram, 4);
-  packet.yourDiscriminator = getU32(datagram, 8);
-  packet.desiredMinTxInterval = microseconds{getU32(datagram, 12)};
-  packet.requiredMinRxInterval = microseconds{getU32(datagram, 16)};
-  packet.requiredMinEchoRxInterval = microseconds{getU32(datagram, 20)};
+  packet.myDiscriminator = bytes::load32(datagram, 4);
+  packet.yourDiscriminator = bytes::load32(datagram, 8);
+  packet.desiredMinTxInterval = microseconds{bytes::load32(datagram, 12)};
+  packet.requiredMinRxInterval = microseconds{bytes::load32(datagram, 16)};
+  packet.requiredMinEchoRxInterval = microseconds{bytes::load32(datagram, 20)};
   if (packet.detectMult == 0) {
     return tl::unexpected(std::string("detect mult is 0"));
   }

@@ -6,9 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "bgp/byte_reader.h"
-#include "bgp/byte_writer.h"
 #include "bgp/codec_internal.h"
+#include "bytes/big_endian.h"
 
 namespace vipd::bgp {
 
@@ -51,7 +50,7 @@ Result<MessageHeader> checkHeader(std::span<const uint8_t> header) {
                        "message header marker is not all ones; the stream is out of sync");
   }
   const std::vector<uint8_t> lengthField{header[kLengthOffset], header[kLengthOffset + 1]};
-  const uint16_t length = static_cast<uint16_t>((lengthField[0] << 8) | lengthField[1]);
+  const uint16_t length = bytes::load16(header, kLengthOffset);
   if (length < kHeaderSize || length > kMaxMessageSize) {
     return decodeError(
         ErrorCode::MessageHeader, subcode::kBadMessageLength, lengthField,
@@ -100,19 +99,19 @@ namespace {
 
 using internal::decodeError;
 
-void encodeNotificationBody(ByteWriter& out, const NotificationMessage& n) {
+void encodeNotificationBody(bytes::ByteWriter& out, const NotificationMessage& n) {
   out.u8(n.code);
   out.u8(n.subcode);
   out.bytes(n.data);
 }
 
-void encodeRouteRefreshBody(ByteWriter& out, const RouteRefreshMessage& r) {
+void encodeRouteRefreshBody(bytes::ByteWriter& out, const RouteRefreshMessage& r) {
   out.u16(static_cast<uint16_t>(r.family.afi));
   out.u8(r.reserved);
   out.u8(static_cast<uint8_t>(r.family.safi));
 }
 
-void encodeBody(ByteWriter& out, const Message& message, const CodecOptions& options) {
+void encodeBody(bytes::ByteWriter& out, const Message& message, const CodecOptions& options) {
   std::visit(
       [&](const auto& m) {
         using T = std::decay_t<decltype(m)>;
@@ -132,7 +131,7 @@ void encodeBody(ByteWriter& out, const Message& message, const CodecOptions& opt
 
 // The framer guarantees at least 2 body bytes (length >= 21).
 Result<DecodedMessage> decodeNotificationBody(std::span<const uint8_t> body) {
-  ByteReader reader(body);
+  bytes::ByteReader reader(body);
   NotificationMessage n;
   n.code = reader.u8().value_or(0);
   n.subcode = reader.u8().value_or(0);
@@ -144,7 +143,7 @@ Result<DecodedMessage> decodeNotificationBody(std::span<const uint8_t> body) {
 // Unknown AFI/SAFI values are kept: RFC 2918 section 4 says to ignore a refresh for a family we
 // did not advertise, which is the session's decision, not a decode error.
 Result<DecodedMessage> decodeRouteRefreshBody(std::span<const uint8_t> body) {
-  ByteReader reader(body);
+  bytes::ByteReader reader(body);
   RouteRefreshMessage r;
   r.family.afi = static_cast<Afi>(reader.u16().value_or(0));
   r.reserved = reader.u8().value_or(0);
@@ -178,7 +177,7 @@ Result<DecodedMessage> decodeBody(MessageType type, std::span<const uint8_t> bod
 }  // namespace
 
 std::vector<uint8_t> encode(const Message& message, const CodecOptions& options) {
-  ByteWriter out;
+  bytes::ByteWriter out;
   for (size_t i = 0; i < 16; ++i) {
     out.u8(0xFF);
   }

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "bgp/byte_writer.h"
 #include "bgp/codec.h"
+#include "bytes/big_endian.h"
 
 namespace vipd::bgp::internal {
 
@@ -37,10 +37,11 @@ struct MessageHeader {
                                              std::span<const uint8_t> message);
 
 // Message bodies (everything after the 19-byte header).
-void encodeOpenBody(ByteWriter& out, const OpenMessage& open);
+void encodeOpenBody(bytes::ByteWriter& out, const OpenMessage& open);
 [[nodiscard]] Result<OpenMessage> decodeOpenBody(std::span<const uint8_t> body);
 
-void encodeUpdateBody(ByteWriter& out, const UpdateMessage& update, const CodecOptions& options);
+void encodeUpdateBody(bytes::ByteWriter& out, const UpdateMessage& update,
+                      const CodecOptions& options);
 [[nodiscard]] Result<DecodedMessage> decodeUpdateBody(std::span<const uint8_t> body,
                                                       const CodecOptions& options);
 

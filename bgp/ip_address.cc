@@ -5,13 +5,14 @@
 #include <charconv>
 #include <cstring>
 
+#include "bytes/big_endian.h"
+
 namespace vipd::bgp {
 
 IpAddress IpAddress::v4(uint32_t hostOrder) {
-  return v4(std::array<uint8_t, 4>{static_cast<uint8_t>(hostOrder >> 24),
-                                   static_cast<uint8_t>(hostOrder >> 16),
-                                   static_cast<uint8_t>(hostOrder >> 8),
-                                   static_cast<uint8_t>(hostOrder)});
+  std::array<uint8_t, 4> b{};
+  vipd::bytes::store32(b, 0, hostOrder);
+  return v4(b);
 }
 
 IpAddress IpAddress::v4(std::array<uint8_t, 4> b) {
@@ -59,8 +60,8 @@ bool IpAddress::isZero() const {
 }
 
 uint32_t IpAddress::v4Value() const {
-  return (uint32_t{bytes[0]} << 24) | (uint32_t{bytes[1]} << 16) | (uint32_t{bytes[2]} << 8) |
-         uint32_t{bytes[3]};
+  // Qualified: inside IpAddress, `bytes` alone is the member array.
+  return vipd::bytes::load32(bytes, 0);
 }
 
 std::string IpAddress::toString() const {

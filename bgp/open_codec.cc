@@ -6,8 +6,8 @@
 // capability, and guessing at what the peer meant could mis-negotiate the session.
 #include <fmt/format.h>
 
-#include "bgp/byte_reader.h"
 #include "bgp/codec_internal.h"
+#include "bytes/big_endian.h"
 
 namespace vipd::bgp::internal {
 
@@ -32,14 +32,14 @@ tl::unexpected<DecodeError> malformed(std::string reason) {
 
 // ---- encode ----
 
-void writeCapability(ByteWriter& out, CapabilityCode code, std::span<const uint8_t> value) {
+void writeCapability(bytes::ByteWriter& out, CapabilityCode code, std::span<const uint8_t> value) {
   out.u8(static_cast<uint8_t>(code));
   out.u8(static_cast<uint8_t>(value.size()));
   out.bytes(value);
 }
 
 std::vector<uint8_t> gracefulRestartValue(const GracefulRestartCapability& gr) {
-  ByteWriter v;
+  bytes::ByteWriter v;
   uint16_t head = gr.restartTimeSeconds & kGrTimeMask;
   if (gr.restartState) {
     head |= uint16_t{kGrRestartState} << 8;
@@ -58,9 +58,9 @@ std::vector<uint8_t> gracefulRestartValue(const GracefulRestartCapability& gr) {
 
 // All capabilities go in one optional parameter, as BIRD does; every peer accepts that layout.
 std::vector<uint8_t> capabilitiesValue(const Capabilities& caps) {
-  ByteWriter out;
+  bytes::ByteWriter out;
   for (const auto& family : caps.multiprotocol) {
-    ByteWriter v;
+    bytes::ByteWriter v;
     v.u16(static_cast<uint16_t>(family.afi));
     v.u8(0);  // reserved
     v.u8(static_cast<uint8_t>(family.safi));
@@ -77,12 +77,12 @@ std::vector<uint8_t> capabilitiesValue(const Capabilities& caps) {
     writeCapability(out, CapabilityCode::GracefulRestart, value);
   }
   if (caps.fourOctetAs) {
-    ByteWriter v;
+    bytes::ByteWriter v;
     v.u32(*caps.fourOctetAs);
     writeCapability(out, CapabilityCode::FourOctetAs, v.data());
   }
   if (!caps.addPath.empty()) {
-    ByteWriter v;
+    bytes::ByteWriter v;
     for (const auto& tuple : caps.addPath) {
       v.u16(static_cast<uint16_t>(tuple.family.afi));
       v.u8(static_cast<uint8_t>(tuple.family.safi));
@@ -99,7 +99,7 @@ std::vector<uint8_t> capabilitiesValue(const Capabilities& caps) {
 // ---- decode ----
 
 Result<void> decodeMultiprotocol(std::span<const uint8_t> value, Capabilities& caps) {
-  ByteReader r(value);
+  bytes::ByteReader r(value);
   if (value.size() != 4) {
     return malformed(fmt::format("multiprotocol capability length {} is not 4", value.size()));
   }
@@ -117,7 +117,7 @@ Result<void> decodeGracefulRestart(std::span<const uint8_t> value, Capabilities&
     return malformed(fmt::format(
         "graceful restart capability length {} is not 2 plus a multiple of 4", value.size()));
   }
-  ByteReader r(value);
+  bytes::ByteReader r(value);
   const uint16_t head = *r.u16();
   GracefulRestartCapability gr;
   gr.restartState = (head >> 8) & kGrRestartState;
@@ -142,7 +142,7 @@ Result<void> decodeAddPath(uint8_t code, std::span<const uint8_t> value, Capabil
         fmt::format("ADD-PATH capability length {} is not a multiple of 4", value.size()));
   }
   std::vector<AddPathFamily> tuples;
-  ByteReader r(value);
+  bytes::ByteReader r(value);
   while (!r.atEnd()) {
     AddPathFamily tuple;
     tuple.family.afi = static_cast<Afi>(*r.u16());
@@ -180,7 +180,7 @@ Result<void> decodeCapability(uint8_t code, std::span<const uint8_t> value, Capa
       if (value.size() != 4) {
         return malformed(fmt::format("4-octet AS capability length {} is not 4", value.size()));
       }
-      ByteReader r(value);
+      bytes::ByteReader r(value);
       caps.fourOctetAs = *r.u32();
       return {};
     }
@@ -196,7 +196,7 @@ Result<void> decodeCapability(uint8_t code, std::span<const uint8_t> value, Capa
 // One capabilities parameter may hold any number of capabilities (BIRD puts all in one; FRR,
 // ExaBGP and GoBGP send one parameter each), so both layouts go through here.
 Result<void> decodeCapabilities(std::span<const uint8_t> param, Capabilities& caps) {
-  ByteReader r(param);
+  bytes::ByteReader r(param);
   while (!r.atEnd()) {
     const uint8_t code = *r.u8();
     auto length = r.u8();
@@ -220,7 +220,7 @@ Result<void> decodeCapabilities(std::span<const uint8_t> param, Capabilities& ca
 // layout with 2-byte parameter lengths.
 Result<void> decodeParameters(std::span<const uint8_t> params, bool wideLengths,
                               Capabilities& caps) {
-  ByteReader r(params);
+  bytes::ByteReader r(params);
   while (!r.atEnd()) {
     const uint8_t type = *r.u8();
     std::optional<uint16_t> length;
@@ -252,7 +252,7 @@ Result<void> decodeParameters(std::span<const uint8_t> params, bool wideLengths,
 }
 
 // Returns the optional parameters and whether they use RFC 9072 wide lengths.
-Result<std::pair<std::span<const uint8_t>, bool>> optionalParameters(ByteReader& r) {
+Result<std::pair<std::span<const uint8_t>, bool>> optionalParameters(bytes::ByteReader& r) {
   const uint8_t length = *r.u8();
   std::span<const uint8_t> rest = r.rest();
   bool wide = false;
@@ -263,7 +263,7 @@ Result<std::pair<std::span<const uint8_t>, bool>> optionalParameters(ByteReader&
     if (rest.size() < 3) {
       return malformed("extended optional parameters length is cut off");
     }
-    paramsLength = (size_t{rest[1]} << 8) | rest[2];
+    paramsLength = bytes::load16(rest, 1);
     start = 3;
     wide = true;
   }
@@ -277,7 +277,7 @@ Result<std::pair<std::span<const uint8_t>, bool>> optionalParameters(ByteReader&
 
 }  // namespace
 
-void encodeOpenBody(ByteWriter& out, const OpenMessage& open) {
+void encodeOpenBody(bytes::ByteWriter& out, const OpenMessage& open) {
   out.u8(open.version);
   out.u16(open.myAs);
   out.u16(open.holdTimeSeconds);
@@ -300,7 +300,7 @@ void encodeOpenBody(ByteWriter& out, const OpenMessage& open) {
 // Only what the codec can judge alone is checked here; hold time and peer AS need the config
 // and are the session's job (RFC 4271 section 6.2).
 Result<OpenMessage> decodeOpenBody(std::span<const uint8_t> body) {
-  ByteReader r(body);
+  bytes::ByteReader r(body);
   OpenMessage open;
   auto version = r.u8();
   auto myAs = r.u16();

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <bitset>
 
-#include "bgp/byte_reader.h"
 #include "bgp/codec_internal.h"
+#include "bytes/big_endian.h"
 
 namespace vipd::bgp::internal {
 
@@ -79,7 +79,7 @@ struct ParsedNlri {
 // RFC 7911 section 3: with ADD-PATH each prefix is preceded by its 4-octet Path Identifier.
 tl::expected<ParsedNlri, std::string> parsePrefixes(std::span<const uint8_t> data, Afi afi,
                                                     bool withPathIds) {
-  ByteReader r(data);
+  bytes::ByteReader r(data);
   ParsedNlri parsed;
   const uint8_t maxLength = afi == Afi::Ipv4 ? 32 : 128;
   while (!r.atEnd()) {
@@ -120,7 +120,7 @@ tl::expected<ParsedNlri, std::string> parsePrefixes(std::span<const uint8_t> dat
 
 // `pathIds` must match the options: one per prefix when `family` carries path identifiers,
 // none otherwise.
-void writePrefixes(ByteWriter& out, const std::vector<Prefix>& prefixes,
+void writePrefixes(bytes::ByteWriter& out, const std::vector<Prefix>& prefixes,
                    const std::vector<uint32_t>& pathIds, AfiSafi family,
                    const CodecOptions& options) {
   const bool withPathIds = options.carriesPathIds(family);
@@ -156,7 +156,7 @@ std::optional<AfiSafi> supportedFamily(uint16_t afi, uint8_t safi) {
 
 tl::expected<AsPath, std::string> parseAsPath(std::span<const uint8_t> value, size_t asnSize,
                                               std::string_view name) {
-  ByteReader r(value);
+  bytes::ByteReader r(value);
   AsPath path;
   while (!r.atEnd()) {
     const uint8_t type = *r.u8();
@@ -196,7 +196,7 @@ bool isConfed(const AsPathSegment& s) {
 
 // In 2-byte mode ASNs above 65535 become AS_TRANS (RFC 6793 section 4.2.2).
 std::vector<uint8_t> asPathValue(const AsPath& path, bool fourOctet) {
-  ByteWriter v;
+  bytes::ByteWriter v;
   for (const auto& s : path) {
     if (s.asns.empty() || s.asns.size() > 255) {
       encodeInvariantFailed(fmt::format("AS_PATH segment with {} ASNs", s.asns.size()));
@@ -314,7 +314,7 @@ const UpdateDecoder::Rule* UpdateDecoder::ruleFor(uint8_t type) {
 }
 
 Result<DecodedMessage> UpdateDecoder::decode(std::span<const uint8_t> body) {
-  ByteReader r(body);
+  bytes::ByteReader r(body);
   // RFC 4271 section 6.3: either length field overrunning the message is 3/1.
   auto withdrawnLength = r.u16();
   if (!withdrawnLength) {
@@ -361,7 +361,7 @@ Result<DecodedMessage> UpdateDecoder::decode(std::span<const uint8_t> body) {
 }
 
 Result<void> UpdateDecoder::decodeAttributes(std::span<const uint8_t> list) {
-  ByteReader r(list);
+  bytes::ByteReader r(list);
   while (!r.atEnd()) {
     const size_t start = r.position();
     auto flags = r.u8();
@@ -550,7 +550,7 @@ UpdateDecoder::Problem UpdateDecoder::parseMed(const Attribute& a) {
   if (auto p = checkLength(a, 4)) {
     return p;
   }
-  update_.attributes.med = *ByteReader(a.value).u32();
+  update_.attributes.med = *bytes::ByteReader(a.value).u32();
   return std::nullopt;
 }
 
@@ -558,7 +558,7 @@ UpdateDecoder::Problem UpdateDecoder::parseLocalPref(const Attribute& a) {
   if (auto p = checkLength(a, 4)) {
     return p;
   }
-  update_.attributes.localPref = *ByteReader(a.value).u32();
+  update_.attributes.localPref = *bytes::ByteReader(a.value).u32();
   return std::nullopt;
 }
 
@@ -582,7 +582,7 @@ UpdateDecoder::Problem UpdateDecoder::parseCommunities(const Attribute& a) {
   if (auto p = checkMultiple(a, 4)) {
     return p;
   }
-  ByteReader r(a.value);
+  bytes::ByteReader r(a.value);
   std::vector<uint32_t> communities;
   while (!r.atEnd()) {
     communities.push_back(*r.u32());
@@ -595,7 +595,7 @@ UpdateDecoder::Problem UpdateDecoder::parseOriginatorId(const Attribute& a) {
   if (auto p = checkLength(a, 4)) {
     return p;
   }
-  update_.attributes.originatorId = *ByteReader(a.value).u32();
+  update_.attributes.originatorId = *bytes::ByteReader(a.value).u32();
   return std::nullopt;
 }
 
@@ -603,7 +603,7 @@ UpdateDecoder::Problem UpdateDecoder::parseClusterList(const Attribute& a) {
   if (auto p = checkMultiple(a, 4)) {
     return p;
   }
-  ByteReader r(a.value);
+  bytes::ByteReader r(a.value);
   std::vector<uint32_t> clusterIds;
   while (!r.atEnd()) {
     clusterIds.push_back(*r.u32());
@@ -613,7 +613,7 @@ UpdateDecoder::Problem UpdateDecoder::parseClusterList(const Attribute& a) {
 }
 
 UpdateDecoder::Problem UpdateDecoder::parseMpReach(const Attribute& a) {
-  ByteReader r(a.value);
+  bytes::ByteReader r(a.value);
   auto afi = r.u16();
   auto safi = r.u8();
   auto nextHopLength = r.u8();
@@ -652,7 +652,7 @@ UpdateDecoder::Problem UpdateDecoder::parseMpReach(const Attribute& a) {
 }
 
 UpdateDecoder::Problem UpdateDecoder::parseMpUnreach(const Attribute& a) {
-  ByteReader r(a.value);
+  bytes::ByteReader r(a.value);
   auto afi = r.u16();
   auto safi = r.u8();
   if (!afi || !safi) {  // with 1 byte, the AFI read fails but the SAFI read succeeds
@@ -707,7 +707,7 @@ UpdateDecoder::Problem UpdateDecoder::parseLargeCommunities(const Attribute& a) 
   if (auto p = checkMultiple(a, 12)) {
     return p;
   }
-  ByteReader r(a.value);
+  bytes::ByteReader r(a.value);
   std::vector<LargeCommunity> communities;
   while (!r.atEnd()) {
     communities.push_back(LargeCommunity{*r.u32(), *r.u32(), *r.u32()});
@@ -724,7 +724,7 @@ void addAttribute(std::vector<RawAttribute>& list, uint8_t flags, AttributeType 
 }
 
 std::vector<uint8_t> u32Value(uint32_t v) {
-  ByteWriter w;
+  bytes::ByteWriter w;
   w.u32(v);
   return std::move(w).take();
 }
@@ -750,7 +750,7 @@ void addAsPaths(std::vector<RawAttribute>& list, const PathAttributes& attrs, bo
 }
 
 std::vector<uint8_t> mpReachValue(const MpReachNlri& mp, const CodecOptions& options) {
-  ByteWriter v;
+  bytes::ByteWriter v;
   v.u16(static_cast<uint16_t>(mp.family.afi));
   v.u8(static_cast<uint8_t>(mp.family.safi));
   if (mp.nextHop.size() > 255) {
@@ -764,7 +764,7 @@ std::vector<uint8_t> mpReachValue(const MpReachNlri& mp, const CodecOptions& opt
 }
 
 std::vector<uint8_t> mpUnreachValue(const MpUnreachNlri& mp, const CodecOptions& options) {
-  ByteWriter v;
+  bytes::ByteWriter v;
   v.u16(static_cast<uint16_t>(mp.family.afi));
   v.u8(static_cast<uint8_t>(mp.family.safi));
   writePrefixes(v, mp.withdrawn, mp.pathIds, mp.family, options);
@@ -795,14 +795,14 @@ std::vector<RawAttribute> attributeList(const PathAttributes& attrs, const Codec
   }
   // An empty COMMUNITIES or LARGE_COMMUNITIES is malformed on receipt (RFC 7606), so omit it.
   if (attrs.communities && !attrs.communities->empty()) {
-    ByteWriter v;
+    bytes::ByteWriter v;
     for (uint32_t c : *attrs.communities) {
       v.u32(c);
     }
     addAttribute(list, kOptionalTransitive, AttributeType::Communities, std::move(v).take());
   }
   if (attrs.largeCommunities && !attrs.largeCommunities->empty()) {
-    ByteWriter v;
+    bytes::ByteWriter v;
     for (const auto& c : *attrs.largeCommunities) {
       v.u32(c.globalAdministrator);
       v.u32(c.localData1);
@@ -816,7 +816,7 @@ std::vector<RawAttribute> attributeList(const PathAttributes& attrs, const Codec
     addAttribute(list, kOptional, AttributeType::OriginatorId, u32Value(*attrs.originatorId));
   }
   if (attrs.clusterList && !attrs.clusterList->empty()) {
-    ByteWriter v;
+    bytes::ByteWriter v;
     for (uint32_t id : *attrs.clusterList) {
       v.u32(id);
     }
@@ -836,7 +836,7 @@ std::vector<RawAttribute> attributeList(const PathAttributes& attrs, const Codec
   return list;
 }
 
-void writeAttribute(ByteWriter& out, const RawAttribute& a) {
+void writeAttribute(bytes::ByteWriter& out, const RawAttribute& a) {
   const bool extended = a.value.size() > 255;
   if (a.value.size() > 0xFFFF) {
     encodeInvariantFailed(
@@ -854,7 +854,7 @@ void writeAttribute(ByteWriter& out, const RawAttribute& a) {
 
 // Writes a 2-byte length, then whatever `body` writes, then patches the length.
 template <typename Body>
-void withLength16(ByteWriter& out, Body body) {
+void withLength16(bytes::ByteWriter& out, Body body) {
   const size_t at = out.size();
   out.u16(0);
   body();
@@ -867,7 +867,8 @@ void withLength16(ByteWriter& out, Body body) {
 
 }  // namespace
 
-void encodeUpdateBody(ByteWriter& out, const UpdateMessage& update, const CodecOptions& options) {
+void encodeUpdateBody(bytes::ByteWriter& out, const UpdateMessage& update,
+                      const CodecOptions& options) {
   withLength16(out, [&] {
     writePrefixes(out, update.withdrawn, update.withdrawnPathIds, kIpv4Unicast, options);
   });

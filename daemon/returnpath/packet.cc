@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "bytes/big_endian.h"
+
 namespace vipd::daemon {
 namespace {
 
@@ -18,42 +20,6 @@ constexpr uint8_t kIcmpV6EchoReply = 129;
 constexpr uint8_t kIpProtocolIcmp = 1;
 constexpr size_t kIcmpHeaderSize = 8;
 
-void put16(std::vector<uint8_t>& out, uint16_t v) {
-  out.push_back(static_cast<uint8_t>(v >> 8));
-  out.push_back(static_cast<uint8_t>(v));
-}
-
-uint16_t get16(std::span<const uint8_t> b, size_t at) {
-  return static_cast<uint16_t>((b[at] << 8) | b[at + 1]);
-}
-
-uint32_t get32(std::span<const uint8_t> b, size_t at) {
-  return (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) | (uint32_t{b[at + 2]} << 8) |
-         b[at + 3];
-}
-
-uint64_t get64(std::span<const uint8_t> b, size_t at) {
-  uint64_t out = 0;
-  for (size_t i = 0; i < 8; ++i) {
-    out = (out << 8) | b[at + i];
-  }
-  return out;
-}
-
-template <size_t N>
-void put32At(std::array<uint8_t, N>& out, size_t at, uint32_t v) {
-  for (size_t i = 0; i < 4; ++i) {
-    out[at + i] = static_cast<uint8_t>(v >> (24 - 8 * i));
-  }
-}
-
-template <size_t N>
-void put64At(std::array<uint8_t, N>& out, size_t at, uint64_t v) {
-  for (size_t i = 0; i < 8; ++i) {
-    out[at + i] = static_cast<uint8_t>(v >> (56 - 8 * i));
-  }
-}
-
 // The witness messages' common header: magic, version, type, nonce. nullopt when `datagram` is
 // not of `size` bytes with this header and `type`.
 std::optional<uint64_t> witnessNonce(std::span<const uint8_t> datagram, size_t size,
@@ -63,31 +29,28 @@ std::optional<uint64_t> witnessNonce(std::span<const uint8_t> datagram, size_t s
       datagram[6] != kEchoVersion || datagram[7] != type) {
     return std::nullopt;
   }
-  return get64(datagram, 8);
+  return bytes::load64(datagram, 8);
 }
 
 std::vector<uint8_t> buildEcho(uint8_t type, uint16_t id, uint16_t sequence,
                                const EchoData& data) {
-  std::vector<uint8_t> out;
-  out.reserve(kIcmpHeaderSize + kEchoDataSize);
-  out.push_back(type);
-  out.push_back(0);  // code
-  put16(out, 0);     // checksum, below
-  put16(out, id);
-  put16(out, sequence);
-  out.insert(out.end(), kEchoMagic.begin(), kEchoMagic.end());
-  out.push_back(kEchoVersion);
-  out.push_back(static_cast<uint8_t>(data.kind));
-  for (int shift = 56; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<uint8_t>(data.nonce >> shift));
-  }
-  out.push_back(data.relayAddress.isV4() ? 4 : 6);
-  out.push_back(0);
-  put16(out, data.relayPort);
+  bytes::ByteWriter out;
+  out.u8(type);
+  out.u8(0);   // code
+  out.u16(0);  // checksum, below
+  out.u16(id);
+  out.u16(sequence);
+  out.bytes(kEchoMagic);
+  out.u8(kEchoVersion);
+  out.u8(static_cast<uint8_t>(data.kind));
+  out.u64(data.nonce);
+  out.u8(data.relayAddress.isV4() ? 4 : 6);
+  out.u8(0);
+  out.u16(data.relayPort);
   std::array<uint8_t, 16> address{};
   std::copy_n(data.relayAddress.bytes.begin(), data.relayAddress.size(), address.begin());
-  out.insert(out.end(), address.begin(), address.end());
-  return out;
+  out.bytes(address);
+  return std::move(out).take();
 }
 
 // The echo reply's identifier and data, from the ICMP message (header included).
@@ -108,12 +71,15 @@ std::optional<std::pair<uint16_t, EchoData>> parseEcho(std::span<const uint8_t> 
   } else {
     return std::nullopt;
   }
-  for (size_t i = 0; i < 8; ++i) {
-    data.nonce = (data.nonce << 8) | d[8 + i];
-  }
+  data.nonce = bytes::load64(d, 8);
   const uint8_t family = d[16];
-  data.relayPort = get16(d, 18);
+  data.relayPort = bytes::load16(d, 18);
   if (family == 4) {
+    // The padding after an IPv4 address is zero in every echo we send (as in a witness query):
+    // anything else is garbled or forged, and would make two different echoes parse the same.
+    if (std::any_of(d.begin() + 24, d.begin() + kEchoDataSize, [](uint8_t b) { return b != 0; })) {
+      return std::nullopt;
+    }
     data.relayAddress = bgp::IpAddress::v4({d[20], d[21], d[22], d[23]});
   } else if (family == 6) {
     std::array<uint8_t, 16> bytes{};
@@ -125,7 +91,7 @@ std::optional<std::pair<uint16_t, EchoData>> parseEcho(std::span<const uint8_t> 
   if (d[17] != 0 || data.relayPort == 0) {
     return std::nullopt;
   }
-  return std::make_pair(get16(icmp, 4), data);
+  return std::make_pair(bytes::load16(icmp, 4), data);
 }
 
 }  // namespace
@@ -147,8 +113,7 @@ uint16_t internetChecksum(std::span<const uint8_t> bytes) {
 std::vector<uint8_t> buildEchoRequestV4(uint16_t id, uint16_t sequence, const EchoData& data) {
   auto out = buildEcho(kIcmpV4EchoRequest, id, sequence, data);
   const uint16_t sum = internetChecksum(out);
-  out[2] = static_cast<uint8_t>(sum >> 8);
-  out[3] = static_cast<uint8_t>(sum);
+  bytes::store16(out, 2, sum);
   return out;
 }
 
@@ -162,7 +127,7 @@ std::optional<EchoReply> parseEchoReplyV4(std::span<const uint8_t> packet) {
     return std::nullopt;
   }
   const size_t headerSize = size_t{packet[0] & 0x0Fu} * 4;
-  const size_t totalSize = get16(packet, 2);
+  const size_t totalSize = bytes::load16(packet, 2);
   if (headerSize < kMinIpv4Header || totalSize < headerSize || totalSize > packet.size() ||
       packet[9] != kIpProtocolIcmp) {
     return std::nullopt;
@@ -206,7 +171,7 @@ std::array<uint8_t, kRelaySize> buildRelay(uint64_t nonce) {
   std::array<uint8_t, kRelaySize> out{};
   std::copy(kRelayMagic.begin(), kRelayMagic.end(), out.begin());
   out[6] = kEchoVersion;
-  put64At(out, 8, nonce);
+  bytes::store64(out, 8, nonce);
   return out;
 }
 
@@ -216,7 +181,7 @@ std::optional<uint64_t> parseRelay(std::span<const uint8_t> datagram) {
       datagram[6] != kEchoVersion || datagram[7] != 0) {
     return std::nullopt;
   }
-  return get64(datagram, 8);
+  return bytes::load64(datagram, 8);
 }
 
 std::array<uint8_t, kWitnessQuerySize> buildWitnessQuery(const WitnessQuery& query) {
@@ -224,8 +189,8 @@ std::array<uint8_t, kWitnessQuerySize> buildWitnessQuery(const WitnessQuery& que
   std::copy(kWitnessMagic.begin(), kWitnessMagic.end(), out.begin());
   out[6] = kEchoVersion;
   out[7] = kWitnessQueryType;
-  put64At(out, 8, query.nonce);
-  put32At(out, 16, query.windowMs);
+  bytes::store64(out, 8, query.nonce);
+  bytes::store32(out, 16, query.windowMs);
   out[20] = query.target.isV4() ? 4 : 6;
   std::copy_n(query.target.bytes.begin(), query.target.size(), out.begin() + 24);
   return out;
@@ -236,9 +201,9 @@ std::array<uint8_t, kWitnessAnswerSize> buildWitnessAnswer(const WitnessAnswer& 
   std::copy(kWitnessMagic.begin(), kWitnessMagic.end(), out.begin());
   out[6] = kEchoVersion;
   out[7] = kWitnessAnswerType;
-  put64At(out, 8, answer.nonce);
-  put32At(out, 16, answer.answers);
-  put32At(out, 20, answer.dropped);
+  bytes::store64(out, 8, answer.nonce);
+  bytes::store32(out, 16, answer.answers);
+  bytes::store32(out, 20, answer.dropped);
   return out;
 }
 
@@ -247,7 +212,7 @@ std::optional<WitnessQuery> parseWitnessQuery(std::span<const uint8_t> datagram)
   if (!nonce || datagram[21] != 0 || datagram[22] != 0 || datagram[23] != 0) {
     return std::nullopt;
   }
-  WitnessQuery out{*nonce, get32(datagram, 16), {}};
+  WitnessQuery out{*nonce, bytes::load32(datagram, 16), {}};
   if (datagram[20] == 4) {
     if (std::any_of(datagram.begin() + 28, datagram.end(), [](uint8_t b) { return b != 0; })) {
       return std::nullopt;
@@ -268,7 +233,7 @@ std::optional<WitnessAnswer> parseWitnessAnswer(std::span<const uint8_t> datagra
   if (!nonce) {
     return std::nullopt;
   }
-  return WitnessAnswer{*nonce, get32(datagram, 16), get32(datagram, 20)};
+  return WitnessAnswer{*nonce, bytes::load32(datagram, 16), bytes::load32(datagram, 20)};
 }
 
 }  // namespace vipd::daemon

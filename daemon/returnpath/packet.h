@@ -7,7 +7,8 @@
 //   kind      1 byte: 1 node-sourced, 2 VIP-sourced
 //   nonce     8 bytes, random per echo: what the sender matches an answer against
 //   relay     1 byte family (4 or 6), 1 byte zero, 2 bytes port, 16 bytes address (IPv4 in the
-//             first 4): where whoever receives the answer sends it (the sender's node address)
+//             first 4, the rest zero): where whoever receives the answer sends it (the
+//             sender's node address)
 // 36 bytes in all. The echo reply carries the data back unchanged, so whichever node the fabric
 // delivers it to learns who asked.
 //
@@ -19,7 +20,7 @@
 // from the same target still reach it. Query (40 bytes):
 //   "vipdRW" 6 bytes magic, version 1 byte, type 1 byte (1 query), nonce 8 bytes (random, the
 //   answer must carry it back), window 4 bytes (milliseconds: how far back to count), family
-//   1 byte (4 or 6), zero 3 bytes, target address 16 bytes (IPv4 in the first 4).
+//   1 byte (4 or 6), zero 3 bytes, target address 16 bytes (IPv4 in the first 4, the rest zero).
 // Answer (24 bytes):
 //   "vipdRW", version, type (2 answer), the query's nonce, answers 4 bytes (VIP-sourced answers
 //   from the target that reached the witness within the window, for any sender), dropped

@@ -113,6 +113,28 @@ TEST(ReturnPathPacket, RejectsEverythingElse) {
   EXPECT_FALSE(parseEchoReplyV4(v6));
 }
 
+// Found by the returnpath_echo fuzz target (corpus repro-echo-relay-v4-padding): an IPv4 relay
+// address with non-zero padding was accepted, so bytes vipd never sends went unread. Refused now,
+// on both families' sockets, and counted as malformed (the magic is there).
+TEST(ReturnPathPacket, RejectsNonZeroPaddingAfterAnIpv4RelayAddress) {
+  for (size_t at = 8 + 24; at < 8 + kEchoDataSize; ++at) {
+    auto packet = exampleReplyPacket();
+    packet[20 + at] = 0x01;
+    packet[20 + 2] = 0;
+    packet[20 + 3] = 0;
+    const uint16_t sum = internetChecksum(std::span(packet).subspan(20));
+    packet[20 + 2] = static_cast<uint8_t>(sum >> 8);
+    packet[20 + 3] = static_cast<uint8_t>(sum);
+    EXPECT_FALSE(parseEchoReplyV4(packet)) << "padding byte " << at - 8 - 24;
+    EXPECT_TRUE(carriesEchoMagic(packet, true));
+
+    auto message = std::vector<uint8_t>(packet.begin() + 20, packet.end());
+    message[0] = 129;  // the same data in an ICMPv6 echo reply
+    EXPECT_FALSE(parseEchoReplyV6(message, v4("192.0.2.1"), v4("203.0.113.10")))
+        << "padding byte " << at - 8 - 24;
+  }
+}
+
 TEST(ReturnPathPacket, RelayRoundTripsAndRejectsGarbage) {
   auto relay = buildRelay(0x0102030405060708ull);
   const std::array<uint8_t, kRelaySize> expected = {'v', 'i', 'p', 'd', 'R', 'R', 1, 0,

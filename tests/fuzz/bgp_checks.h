@@ -3,10 +3,13 @@
 #pragma once
 
 #include <span>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "bgp/codec.h"
 #include "bgp/message_framer.h"
+#include "bytes/big_endian.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace vipd::fuzz {
@@ -130,12 +133,12 @@ inline void checkMessage(std::span<const uint8_t> wire) {
 inline std::vector<uint8_t> withHeader(bgp::MessageType type, std::span<const uint8_t> body) {
   body = body.first(std::min(body.size(), bgp::kMaxMessageSize - bgp::kHeaderSize));
   const size_t length = bgp::kHeaderSize + body.size();
-  std::vector<uint8_t> wire(16, 0xFF);
-  wire.push_back(static_cast<uint8_t>(length >> 8));
-  wire.push_back(static_cast<uint8_t>(length));
-  wire.push_back(static_cast<uint8_t>(type));
-  wire.insert(wire.end(), body.begin(), body.end());
-  return wire;
+  bytes::ByteWriter wire;
+  wire.bytes(std::vector<uint8_t>(16, 0xFF));  // marker
+  wire.u16(static_cast<uint16_t>(length));
+  wire.u8(static_cast<uint8_t>(type));
+  wire.bytes(body);
+  return std::move(wire).take();
 }
 
 }  // namespace vipd::fuzz

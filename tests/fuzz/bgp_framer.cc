@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bgp/message_framer.h"
+#include "bytes/big_endian.h"
 #include "tests/fuzz/bgp_checks.h"
 
 namespace {
@@ -39,7 +40,7 @@ bool drain(MessageFramer& framer, Outcome& outcome) {
     VIPD_FUZZ_CHECK(
         message.size() >= vipd::bgp::kHeaderSize && message.size() <= vipd::bgp::kMaxMessageSize,
         "a framed message is 19..4096 bytes");
-    VIPD_FUZZ_CHECK(((message[16] << 8) | message[17]) == static_cast<int>(message.size()),
+    VIPD_FUZZ_CHECK(vipd::bytes::load16(message, 16) == message.size(),
                     "a framed message is as long as its header says");
     outcome.messages.push_back(message);
   }

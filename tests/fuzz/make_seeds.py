@@ -4,13 +4,15 @@
 Seeds are real peer messages (tests/data/captures, BIRD/FRR/GoBGP/ExaBGP), the config and
 metadata files of tests/data and config/example.yaml, and hand-built messages for what the
 captures lack (every attribute type, 2-octet AS with AS4_PATH, graceful restart, ROUTE-REFRESH,
-ADD-PATH capabilities and path identifiers, malformations). Files that a fuzz run added (named by their SHA-1, kept by `run.sh`'s merge) and
+ADD-PATH capabilities and path identifiers, malformations), and the return path's echoes,
+relays and witness messages, intact and malformed. Files that a fuzz run added (named by their SHA-1, kept by `run.sh`'s merge) and
 reproducers ("repro-") are not touched. Rerun after changing a seed: python3 tests/fuzz/make_seeds.py
 """
 import hashlib
 import json
 import pathlib
 import struct
+import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -313,6 +315,83 @@ def bfd_seeds():
         write("bfd_packet", name, b"\x00" + pkt)
 
 
+# ---- the return path's ICMP echoes and relay-port datagrams, see returnpath_*.cc ----
+
+# The Internet checksum of the e2e suite's forger of return-path packets, not a second copy
+# (its other builders pick random IP identifiers: seeds must be the same bytes every run).
+sys.dont_write_bytecode = True  # no __pycache__ left in tests/e2e
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+from hostile_icmp import checksum  # noqa: E402
+
+
+def echo_data(kind=1, nonce=0x0102030405060708, family=4, port=4790,
+              address=bytes([192, 0, 2, 11]) + bytes(12), version=1):
+    return b"vipdRP" + bytes([version, kind]) + struct.pack("!QBBH", nonce, family, 0, port) + address
+
+
+def icmp_echo(icmp_type, data, ident=0x1234, seq=1, fix_checksum=True):
+    message = struct.pack("!BBHHH", icmp_type, 0, 0, ident, seq) + data
+    if fix_checksum:
+        message = message[:2] + struct.pack("!H", checksum(message)) + message[4:]
+    return message
+
+
+def ipv4(payload, src=bytes([198, 51, 100, 1]), dst=bytes([192, 0, 2, 11]), proto=1, options=b""):
+    ihl = 5 + len(options) // 4
+    return struct.pack("!BBHHHBBH", 0x40 | ihl, 0, 20 + len(options) + len(payload), 0, 0, 64,
+                       proto, 0) + src + dst + options + payload
+
+
+def returnpath_seeds():
+    v4reply = icmp_echo(0, echo_data())
+    v6relay = bytes.fromhex("20010db8000000000000000000000011")
+    vip6 = echo_data(kind=2, family=6, address=v6relay)
+    # Byte 0 of an echo input is the fix-up mask (bit 0 total length, bit 1 checksum).
+    for name, fixes, packet in [
+            ("v4-node-sourced", 0, ipv4(v4reply)),
+            ("v4-vip-sourced-v6-relay", 0, ipv4(icmp_echo(0, vip6))),
+            ("v4-ip-options", 0, ipv4(v4reply, options=b"\x01\x01\x01\x00")),
+            ("v4-longer-data", 0, ipv4(icmp_echo(0, echo_data() + b"pad!"))),
+            ("v4-trailing-bytes", 0, ipv4(v4reply) + b"\x00" * 6),
+            ("v4-bad-checksum", 0, ipv4(icmp_echo(0, echo_data(), fix_checksum=False))),
+            ("v4-fix-everything", 3, ipv4(icmp_echo(0, echo_data(), fix_checksum=False))[:2] +
+             b"\x00\x00" + ipv4(icmp_echo(0, echo_data(), fix_checksum=False))[4:]),
+            ("v4-request-not-reply", 0, ipv4(icmp_echo(8, echo_data()))),
+            ("v4-someone-elses-ping", 0, ipv4(icmp_echo(0, b"abcdefghijklmnopqrstuvwabcdefghi"))),
+            ("v4-truncated", 0, ipv4(v4reply)[:40]),
+            ("v4-udp", 0, ipv4(v4reply, proto=17)),
+            ("v4-kind-3", 2, ipv4(icmp_echo(0, echo_data(kind=3)))),
+            ("v4-family-5", 2, ipv4(icmp_echo(0, echo_data(family=5)))),
+            ("v4-port-0", 2, ipv4(icmp_echo(0, echo_data(port=0)))),
+            ("v4-version-2", 2, ipv4(icmp_echo(0, echo_data(version=2)))),
+            ("v6-node-sourced", 0, icmp_echo(129, echo_data(), fix_checksum=False)),
+            ("v6-vip-sourced", 0, icmp_echo(129, vip6, fix_checksum=False)),
+            ("v6-request-not-reply", 0, icmp_echo(128, vip6, fix_checksum=False)),
+            ("v6-short", 0, icmp_echo(129, vip6, fix_checksum=False)[:43]),
+            ("empty", 0, b"")]:
+        write("returnpath_echo", name, bytes([fixes]) + packet)
+
+    def witness(kind, nonce, tail, version=1):
+        return b"vipdRW" + bytes([version, kind]) + struct.pack("!Q", nonce) + tail
+
+    query4 = witness(1, 7, struct.pack("!IB3x", 3000, 4) + bytes([198, 51, 100, 1]) + bytes(12))
+    query6 = witness(1, 8, struct.pack("!IB3x", 3000, 6) + v6relay)
+    answer = witness(2, 7, struct.pack("!II", 5, 1))
+    relay = b"vipdRR" + bytes([1, 0]) + struct.pack("!Q", 0x0102030405060708)
+    for name, datagram in [
+            ("relay", relay), ("relay-version-2", relay[:6] + b"\x02" + relay[7:]),
+            ("relay-nonzero-reserved", relay[:7] + b"\x01" + relay[8:]),
+            ("relay-long", relay + b"\x00"), ("relay-short", relay[:15]),
+            ("query-v4", query4), ("query-v6", query6),
+            ("query-v4-padding", query4[:39] + b"\x01"),
+            ("query-family-5", query4[:20] + b"\x05" + query4[21:]),
+            ("query-reserved", query4[:21] + b"\x01" + query4[22:]),
+            ("query-as-answer-type", query4[:7] + b"\x02" + query4[8:]),
+            ("answer", answer), ("answer-as-query-type", answer[:7] + b"\x01" + answer[8:]),
+            ("answer-version-0", answer[:6] + b"\x00" + answer[7:]), ("empty", b"")]:
+        write("returnpath_relay", name, datagram)
+
+
 # ---- text inputs ----
 
 def text_seeds():
@@ -352,4 +431,5 @@ def text_seeds():
 if __name__ == "__main__":
     bgp_seeds()
     bfd_seeds()
+    returnpath_seeds()
     text_seeds()
