@@ -1,6 +1,6 @@
 // vipctl: talks to a running vipd over its control socket.
 //
-//   vipctl [--socket PATH] status [--json]
+//   vipctl [--socket PATH] [--deadline DUR] status [--json]
 //   vipctl [--socket PATH] withdraw [--wait] [--timeout DUR] [--reason TEXT] [--transient] [--force]
 //   vipctl [--socket PATH] announce
 //   vipctl [--socket PATH] ready
@@ -39,8 +39,9 @@ constexpr const char* kExitCodes =
     "  0  done (withdraw --wait: withdrawn, and every Established peer acknowledged it)\n"
     "  1  withdraw --wait: withdrawn, but the peers did not acknowledge in time\n"
     "  2  usage error\n"
-    "  3  vipd is not running, its socket cannot be reached or refused this user, or it\n"
-    "     closed the connection without an answer (the outcome is unknown)\n"
+    "  3  vipd is not running, its socket cannot be reached or refused this user, it\n"
+    "     closed the connection without an answer, or it did not answer within --deadline\n"
+    "     (the outcome is unknown)\n"
     "  4  withdraw refused by the guard: this node is among the last announcers of a VIP\n"
     "     (guard.minAnnouncers); it is still announcing (--force overrides)\n"
     "  5  refused for any other reason (the message says why); a refused withdraw leaves\n"
@@ -297,8 +298,20 @@ struct Options {
   bool transient = false;
   bool force = false;
   std::optional<std::chrono::milliseconds> timeout;
+  std::optional<std::chrono::milliseconds> deadline;
   std::optional<std::string> reason;
 };
+
+CLI::Validator positiveDuration() {
+  return CLI::Validator(
+      [](const std::string& text) {
+        auto duration = vipd::config::parseDuration(text);
+        return duration && duration->count() > 0
+                   ? std::string()
+                   : fmt::format("takes a duration such as 30s, not '{}'", text);
+      },
+      "");
+}
 
 // Returns an exit code when parsing ends the program (help, version, usage error).
 std::optional<int> parseOptions(int argc, char** argv, Options& options) {
@@ -316,6 +329,16 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
                  "whichever holds the node); else /run/vipd/vipd.sock")
       ->option_text("PATH")
       ->check(vipd::cli::nonEmpty());
+  app.add_option_function<std::string>(
+         "--deadline",
+         [&options](const std::string& text) {
+           options.deadline = vipd::config::parseDuration(text);
+         },
+         "how long to wait for vipd, connecting and answering, before giving up with exit 3 "
+         "(the outcome unknown; vipd then does not carry the request out). Default 10s; "
+         "withdraw --wait: --timeout plus 15s, or 2m without --timeout")
+      ->option_text("DUR")
+      ->check(positiveDuration());
   app.add_subcommand("status",
                      "sessions, VIPs, health gate and why each VIP is or is not announced")
       ->add_flag("--json", options.asJson, "vipd's reply as it is, in JSON");
@@ -335,14 +358,7 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
           "how long the drain waits for the peers to acknowledge the withdraw (default the "
           "config's drain.timeout)")
       ->option_text("DUR")
-      ->check(CLI::Validator(
-          [](const std::string& text) {
-            auto duration = vipd::config::parseDuration(text);
-            return duration && duration->count() > 0
-                       ? std::string()
-                       : fmt::format("takes a duration such as 30s, not '{}'", text);
-          },
-          ""));
+      ->check(positiveDuration());
   withdraw
       ->add_option("--reason", options.reason,
                    "why, for `vipctl status` and vipd's log: one line of printable text")
@@ -374,6 +390,105 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
   return std::nullopt;
 }
 
+
+// How long vipctl waits for vipd, connect and answer together (--deadline). A frozen or stuck vipd
+// accepts the connection (the kernel does, into the listen queue) and never answers: without a
+// deadline a script would wait forever, or its own `timeout` would kill vipctl with no exit code
+// of ours (issue 43). `withdraw --wait` answers after the drain's acknowledgement step: the
+// GRACEFUL_SHUTDOWN time (2 s by default) plus --timeout, hence the margin.
+constexpr std::chrono::seconds kDefaultDeadline{10};
+constexpr std::chrono::seconds kWaitMargin{15};
+constexpr std::chrono::minutes kWaitDeadline{2};  // withdraw --wait without --timeout
+
+std::chrono::milliseconds deadlineFor(const Options& options) {
+  if (options.deadline) {
+    return *options.deadline;
+  }
+  if (options.command == "withdraw" && options.wait) {
+    return options.timeout ? *options.timeout + kWaitMargin
+                           : std::chrono::milliseconds(kWaitDeadline);
+  }
+  return kDefaultDeadline;
+}
+
+std::string seconds(std::chrono::milliseconds d) {
+  return fmt::format("{:.3g}s", std::chrono::duration<double>(d).count());
+}
+
+// Sends `line` to the first of `paths` that accepts a connection and reads vipd's reply until it
+// closes, all within `deadline`. Returns what failed, for stderr (exit 3); nullopt with `reply`
+// set otherwise. When the deadline passes vipctl closes the connection: vipd does not carry out a
+// request whose client has gone (daemon/control/server.h), so a late withdraw is not done behind
+// the script's back.
+std::optional<std::string> exchange(const std::vector<std::string>& paths,
+                                    const std::string& line, std::chrono::milliseconds deadline,
+                                    std::string& reply) {
+  asio::io_context io;
+  asio::local::stream_protocol::socket socket(io);
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  // Runs one asynchronous step until it completes or the deadline passes (then: timed_out).
+  auto step = [&](auto start) {
+    boost::system::error_code result = asio::error::timed_out;
+    bool finished = false;
+    start([&](const boost::system::error_code& ec, auto&&...) {
+      result = ec;
+      finished = true;
+    });
+    io.restart();
+    io.run_until(until);
+    if (!finished) {
+      boost::system::error_code ignored;
+      socket.close(ignored);  // cancels the step; its handler runs with operation_aborted
+      io.restart();
+      io.run();
+      return boost::system::error_code(asio::error::timed_out);
+    }
+    return result;
+  };
+  const std::string later =
+      fmt::format("the outcome is unknown: check `vipctl status` (--deadline {})",
+                  seconds(deadline));
+  boost::system::error_code ec;
+  std::string tried;
+  for (const auto& path : paths) {
+    socket.close(ec);
+    ec = step([&](auto done) {
+      socket.async_connect(asio::local::stream_protocol::endpoint(path), done);
+    });
+    if (!ec) {
+      tried = path;
+      break;
+    }
+    if (ec == asio::error::timed_out) {
+      return fmt::format("vipd at {} did not accept the connection within {} (frozen or "
+                         "overloaded?); nothing was sent",
+                         path, seconds(deadline));
+    }
+    tried += fmt::format("{}{}: {}", tried.empty() ? "" : "; ", path, ec.message());
+  }
+  if (ec) {
+    return fmt::format("vipd is not running or not reachable at {}", tried);
+  }
+  ec = step([&](auto done) { asio::async_write(socket, asio::buffer(line), done); });
+  if (!ec) {
+    // withdraw --wait answers only once the drain's acknowledgement step is over.
+    ec = step([&](auto done) {
+      asio::async_read(socket, asio::dynamic_buffer(reply, 1 << 20), done);
+    });
+  }
+  if (ec == asio::error::timed_out) {
+    // A vipd that reads the request later finds its client gone and does not carry it out;
+    // one that had started it before the deadline finishes it: hence "unknown".
+    return fmt::format("no answer from vipd at {} within {} (frozen or overloaded?); vipctl gave "
+                       "up and closed the connection; {}",
+                       tried, seconds(deadline), later);
+  }
+  if (ec && ec != asio::error::eof) {
+    return fmt::format("talking to vipd at {} failed: {}; {}", tried, ec.message(), later);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -401,29 +516,10 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> candidates =
       !options.socketPath.empty() ? std::vector<std::string>{options.socketPath} : defaultSockets();
-  asio::io_context io;
-  asio::local::stream_protocol::socket socket(io);
-  boost::system::error_code ec;
-  std::string tried;
-  for (const auto& path : candidates) {
-    socket.close(ec);
-    socket.connect(asio::local::stream_protocol::endpoint(path), ec);
-    if (!ec) {
-      break;
-    }
-    tried += fmt::format("{}{}: {}", tried.empty() ? "" : "; ", path, ec.message());
-  }
-  if (ec) {
-    std::fprintf(stderr, "vipctl: vipd is not running or not reachable at %s\n", tried.c_str());
-    return kExitUnreachable;
-  }
-  std::string line = request.dump() + "\n";
-  asio::write(socket, asio::buffer(line), ec);
+  const auto deadline = deadlineFor(options);
   std::string reply;
-  // withdraw --wait answers only once the drain's acknowledgement step is over.
-  asio::read(socket, asio::dynamic_buffer(reply, 1 << 20), ec);
-  if (ec && ec != asio::error::eof) {
-    std::fprintf(stderr, "vipctl: reading vipd's reply failed: %s\n", ec.message().c_str());
+  if (auto failed = exchange(candidates, request.dump() + "\n", deadline, reply)) {
+    std::fprintf(stderr, "vipctl: %s\n", failed->c_str());
     return kExitUnreachable;
   }
   auto response = json::parse(reply, nullptr, false);

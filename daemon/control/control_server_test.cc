@@ -2,7 +2,8 @@
 // control socket to its successor while it answers that successor's own yield request. The
 // request being answered must still get its answer (before handOver existed it got an EOF, and
 // every rollout logged "handoff interrupted"); a client that sent nothing yet is closed, and the
-// path is free for the successor.
+// path is free for the successor. And a client that has gone before its request was read (issue
+// 43): a state-changing request is not carried out.
 #include "daemon/control/server.h"
 
 #include <grp.h>
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace vipd::daemon {
@@ -138,6 +140,36 @@ TEST_F(ControlServerHandOverTest, CloseCutsEveryClientOff) {
   EXPECT_EQ(readAll(waiting_), "");
   ::close(answering_);
   ::close(waiting_);
+}
+
+// Issue 43: a client that gave up (vipctl's deadline, a `timeout` wrapper) before vipd read its
+// request. A frozen vipd that wakes finds the request in the socket and the client gone: a
+// withdraw must not be carried out then. A client that only half-closes (done writing, still
+// reading: lab.control_exchange) is still there and is answered.
+TEST_F(ControlServerHandOverTest, AStateChangingRequestFromAClientThatHasGoneIsNotCarriedOut) {
+  for (const char* command : {"withdraw", "announce", "handoff-yield"}) {
+    int fd = connectTo(path_);
+    ASSERT_GE(fd, 0);
+    const std::string request = fmt::format(R"({{"command":"{}","identity":{{}}}})" "\n",
+                                            command);
+    ASSERT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+    ::close(fd);  // before vipd has read a byte, as if it were frozen
+  }
+  EXPECT_FALSE(runUntil([&] { return static_cast<bool>(pending_); }))
+      << pendingCommand_ << " was carried out for a client that had gone";
+  EXPECT_EQ(server_->stats().open, 0u);
+
+  int fd = connectTo(path_);
+  ASSERT_GE(fd, 0);
+  const std::string request = R"({"command":"withdraw"})" "\n";
+  ASSERT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  ::shutdown(fd, SHUT_WR);
+  ASSERT_TRUE(runUntil([&] { return static_cast<bool>(pending_); }))
+      << "a half-closed client is still waiting for its answer";
+  EXPECT_EQ(pendingCommand_, "withdraw");
+  answerAndFlush();
+  EXPECT_EQ(readAll(fd), "{\"ok\":true}\n");
+  ::close(fd);
 }
 
 }  // namespace

@@ -43,6 +43,16 @@ std::string knownCommands() {
   return out;
 }
 
+bool changesState(ControlCommand command) {
+  using enum ControlCommand;
+  return command == Withdraw || command == Announce || command == HandoffYield;
+}
+
+bool betweenInstances(ControlCommand command) {
+  using enum ControlCommand;
+  return command == HandoffCheck || command == HandoffYield;
+}
+
 std::optional<std::string> reasonProblem(std::string_view reason) {
   if (auto bad = unprintableIn(reason)) {
     return fmt::format("must be one line of printable text; it holds {}", *bad);

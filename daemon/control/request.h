@@ -28,6 +28,16 @@ enum class ControlCommand { Status, Withdraw, Announce, HandoffCheck, HandoffYie
 // "status, withdraw, announce, handoff-check, handoff-yield": for an unknown command's answer.
 [[nodiscard]] std::string knownCommands();
 
+// Whether `command` changes what the node announces or which instance speaks (withdraw, announce,
+// handoff-yield): the server logs who asked for each one (uid and pid), and does not carry one
+// out for a client that has gone (issue 43: a `timeout`-wrapped script gave up, and a frozen
+// vipd that woke later withdrew the node all the same).
+[[nodiscard]] bool changesState(ControlCommand command);
+// Whether `command` is one vipd instances send each other (the handoff: handoff-check,
+// handoff-yield), never an operator: the server takes it only from root or vipd's own user.
+// A `control.group` member could otherwise make the speaker close its sessions (issue 43).
+[[nodiscard]] bool betweenInstances(ControlCommand command);
+
 // Parses `line` (one JSON object; a trailing newline is allowed) and checks it: "command" is
 // required and a string; "persist" and "wait" are booleans, "reason" a string that passes
 // reasonProblem(), "timeoutMs" an unsigned integer, and "identity" an object (its contents are

@@ -38,6 +38,22 @@ TEST(ControlCommandTest, EveryCommandHasOneWireNameBothWays) {
   EXPECT_FALSE(commandNamed("").has_value());
 }
 
+// Which commands the server logs with their caller and skips for a client that has gone, and
+// which it takes only from another vipd instance (root or vipd's own user).
+TEST(ControlCommandTest, StateChangingAndInstanceOnlyCommands) {
+  using enum ControlCommand;
+  EXPECT_FALSE(changesState(Status));
+  EXPECT_TRUE(changesState(Withdraw));
+  EXPECT_TRUE(changesState(Announce));
+  EXPECT_FALSE(changesState(HandoffCheck));  // asks, changes nothing on either side
+  EXPECT_TRUE(changesState(HandoffYield));
+  EXPECT_FALSE(betweenInstances(Status));
+  EXPECT_FALSE(betweenInstances(Withdraw));
+  EXPECT_FALSE(betweenInstances(Announce));
+  EXPECT_TRUE(betweenInstances(HandoffCheck));
+  EXPECT_TRUE(betweenInstances(HandoffYield));
+}
+
 TEST(ControlRequestTest, AcceptsWhatVipctlSends) {
   auto request = parseControlRequest(
       R"({"command":"withdraw","wait":true,"persist":false,"timeoutMs":5000,"reason":"x"})"

@@ -2,6 +2,7 @@
 
 #include <grp.h>
 #include <pwd.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,23 +27,33 @@ namespace {
 
 using local = asio::local::stream_protocol;
 
-// Whether the peer on `socket` may use the control socket: root, or a member (primary or
-// supplementary) of the configured group. Returns the refusal reason otherwise.
-std::optional<std::string> refuse(local::socket& socket, std::optional<unsigned> groupId,
-                                  const std::optional<std::string>& groupName) {
+// Who is on the other end of `socket` (SO_PEERCRED, recorded by the kernel at connect()); nullopt
+// when it cannot be read.
+std::optional<ControlCaller> callerOf(local::socket& socket) {
   ucred cred{};
   socklen_t length = sizeof cred;
   if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) {
+    return std::nullopt;
+  }
+  return ControlCaller{cred.uid, cred.gid, cred.pid};
+}
+
+// Whether `caller` may use the control socket: root, or a member (primary or supplementary) of
+// the configured group. Returns the refusal reason otherwise.
+std::optional<std::string> refuse(const std::optional<ControlCaller>& caller,
+                                  std::optional<unsigned> groupId,
+                                  const std::optional<std::string>& groupName) {
+  if (!caller) {
     return "cannot read the caller's credentials (SO_PEERCRED)";
   }
-  if (cred.uid == 0) {
+  if (caller->uid == 0) {
     return std::nullopt;
   }
   if (groupId) {
-    if (cred.gid == *groupId) {
+    if (caller->gid == *groupId) {
       return std::nullopt;
     }
-    if (passwd* pw = ::getpwuid(cred.uid)) {
+    if (passwd* pw = ::getpwuid(caller->uid)) {
       int count = 64;
       std::vector<gid_t> groups(static_cast<size_t>(count));
       if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &count) >= 0) {
@@ -53,10 +64,20 @@ std::optional<std::string> refuse(local::socket& socket, std::optional<unsigned>
         }
       }
     }
-    return fmt::format("uid {} (pid {}) is not root and not in group {}", cred.uid, cred.pid,
-                       *groupName);
+    return fmt::format("uid {} (pid {}) is not root and not in group {}", caller->uid,
+                       caller->pid, *groupName);
   }
-  return fmt::format("uid {} (pid {}) is not root", cred.uid, cred.pid);
+  return fmt::format("uid {} (pid {}) is not root", caller->uid, caller->pid);
+}
+
+// Whether the client has closed its end (POLLHUP: a unix stream socket's peer is gone, not merely
+// done writing, which a half-close is): it gave up waiting, was killed by a `timeout` wrapper, or
+// exited. What it asked for is then not carried out: nobody would learn the outcome, and a
+// withdraw a frozen vipd reads when it wakes (the client long gone) would take the node out for a
+// script that has moved on believing it failed.
+bool clientGone(local::socket& socket) {
+  pollfd p{socket.native_handle(), 0, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) != 0;
 }
 
 }  // namespace
@@ -67,12 +88,14 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   // `refusal`: the caller is not allowed; its request is still read (closing a unix socket with
   // unread data resets it, and the caller would lose the refusal) and answered with it.
   ControlConnection(local::socket socket, const ControlServer::Handler& handler,
-                    std::optional<std::string> refusal, std::shared_ptr<ListenerStats> stats,
+                    std::optional<ControlCaller> caller, std::optional<std::string> refusal,
+                    std::shared_ptr<ControlServer::Shared> shared,
                     std::chrono::milliseconds readTimeout)
       : socket_(std::move(socket)),
         handler_(handler),
+        caller_(caller),
         refusal_(std::move(refusal)),
-        stats_(std::move(stats)),
+        shared_(std::move(shared)),
         readTimer_(socket_.get_executor()),
         readTimeout_(readTimeout) {}
 
@@ -81,7 +104,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
     readTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
       auto self = weak.lock();
       if (!ec && self && self->waitingForRequest_) {
-        ++self->stats_->idleTimeouts;
+        ++self->shared_->stats.idleTimeouts;
         self->close();
       }
     });
@@ -131,15 +154,55 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
       send({{"error", request.error()}});
       return;
     }
+    if (auto command = commandNamed((*request)["command"].get_ref<const std::string&>())) {
+      if (!admit(*command)) {
+        return;
+      }
+    }
     handler_(*request, [self = shared_from_this()](nlohmann::json response) {
       self->send(response);
     });
   }
 
+  // The checks that depend on what is asked, after the request is parsed. Returns whether the
+  // handler may have it; otherwise the client is answered (or closed) here.
+  bool admit(ControlCommand command) {
+    const auto name = commandName(command);
+    const auto& log = shared_->log;
+    const ControlCaller caller = caller_.value_or(ControlCaller{});
+    if (betweenInstances(command) && caller.uid != 0 && caller.uid != shared_->ownUid) {
+      ++shared_->stats.refused;
+      if (auto count = shared_->refusalWarnings.add(ThrottledCount::Clock::now())) {
+        log.warn("control", "refused {} from uid {} (pid {}) on {}: a request between vipd "
+                 "instances, taken from root or vipd's own user only; the speaker carries on "
+                 "({} refused since the last report)",
+                 name, caller.uid, caller.pid, shared_->path, *count);
+      }
+      send({{"error", fmt::format("permission denied: {} is vipd's own request between its "
+                                  "instances; only root (or vipd's own user) may send it",
+                                  name)}});
+      return false;
+    }
+    if (changesState(command) && clientGone(socket_)) {
+      log.warn("control", "not carrying out {} from uid {} (pid {}) on {}: the client closed the "
+               "connection before vipd read the request (it gave up waiting: was vipd frozen or "
+               "overloaded?); nothing changed",
+               name, caller.uid, caller.pid, shared_->path);
+      close();
+      return false;
+    }
+    if (changesState(command)) {
+      log.info("control", "{} requested by uid {} (pid {}) on {}", name, caller.uid, caller.pid,
+               shared_->path);
+    }
+    return true;
+  }
+
   local::socket socket_;
   const ControlServer::Handler& handler_;
+  std::optional<ControlCaller> caller_;
   std::optional<std::string> refusal_;
-  std::shared_ptr<ListenerStats> stats_;
+  std::shared_ptr<ControlServer::Shared> shared_;
   asio::steady_timer readTimer_;
   std::chrono::milliseconds readTimeout_;
   bool waitingForRequest_ = true;
@@ -157,7 +220,7 @@ ControlServer::ControlServer(asio::io_context& io, std::string path,
       log_(log),
       options_(options),
       acceptor_(io),
-      stats_(std::make_shared<ListenerStats>()),
+      shared_(std::make_shared<Shared>(log, path_, ::geteuid())),
       backoff_(io, log, "control socket " + path_),
       clients_(log, options_.maxClients) {}
 
@@ -191,7 +254,7 @@ bool ControlServer::answering(asio::io_context& io, const std::string& path) {
 }
 
 ListenerStats ControlServer::stats() const {
-  ListenerStats out = *stats_;
+  ListenerStats out = shared_->stats;
   out.open = clients_.open();
   out.limit = clients_.limit();
   out.limitHits = clients_.hits();
@@ -275,7 +338,7 @@ void ControlServer::acceptNext() {
       return;
     }
     if (ec) {
-      ++stats_->acceptFailures;
+      ++shared_->stats.acceptFailures;
       backoff_.failed(ec, [this] { acceptNext(); });
       return;
     }
@@ -284,16 +347,17 @@ void ControlServer::acceptNext() {
       boost::system::error_code ignored;
       socket.close(ignored);
     } else {
-      auto reason = refuse(socket, groupId_, group_);
+      const auto caller = callerOf(socket);
+      auto reason = refuse(caller, groupId_, group_);
       if (reason) {
-        ++stats_->refused;
-        if (auto count = refusalWarnings_.add(ThrottledCount::Clock::now())) {
+        ++shared_->stats.refused;
+        if (auto count = shared_->refusalWarnings.add(ThrottledCount::Clock::now())) {
           log_.warn("control", "refused a request on {}: {} ({} refused since the last report)",
                     path_, *reason, *count);
         }
       }
-      auto client = std::make_shared<ControlConnection>(std::move(socket), handler_,
-                                                        std::move(reason), stats_,
+      auto client = std::make_shared<ControlConnection>(std::move(socket), handler_, caller,
+                                                        std::move(reason), shared_,
                                                         options_.readTimeout);
       clients_.add(client);
       client->run();

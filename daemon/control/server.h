@@ -7,6 +7,10 @@
 // Clients are bounded (issue 17): each must send its request line within a read timeout (5 s),
 // at most maxClients are held at once (at the cap the longest-idle one makes room, with a
 // throttled warning and a counter), and accept() failures back off (AcceptBackoff).
+// Requests that change state (request.h's changesState: withdraw, announce, handoff-yield) are
+// logged with the caller's uid and pid, and are not carried out when the client has closed the
+// connection before vipd read them (it gave up; vipctl has a deadline of its own). The handoff's
+// requests (betweenInstances) are taken from root or vipd's own user only (issue 43).
 // Requests: {"command": NAME, ...}, NAME one of ControlCommand's (request.h).
 // Responses: the command's JSON object, or {"error":"..."}. Oversized (> kMaxControlRequestBytes)
 // or malformed requests get an error.
@@ -46,6 +50,13 @@ struct ControlServerOptions {
 
 class ControlConnection;
 
+// The process on the other end of a control connection, as SO_PEERCRED names it.
+struct ControlCaller {
+  unsigned uid = 0;
+  unsigned gid = 0;
+  int pid = 0;
+};
+
 class ControlServer {
  public:
   // Answers one request (already parsed and authorised) by calling `reply` exactly once, now or
@@ -76,6 +87,19 @@ class ControlServer {
   ListenerStats stats() const;
 
  private:
+  friend class ControlConnection;
+  // What the connections share with the server. Shared, not referenced: a connection that is
+  // answering may outlive the server (handOver()); never the log.
+  struct Shared {
+    Shared(const Logger& log, std::string path, unsigned ownUid)
+        : log(log), path(std::move(path)), ownUid(ownUid) {}
+    const Logger& log;
+    std::string path;
+    unsigned ownUid;  // vipd's own user: another instance of it may send the handoff's requests
+    ListenerStats stats;  // idle timeouts and refusals are counted by the connections
+    ThrottledCount refusalWarnings;
+  };
+
   void acceptNext();
 
   asio::io_context& io_;
@@ -88,10 +112,9 @@ class ControlServer {
   asio::local::stream_protocol::acceptor acceptor_;
   bool bound_ = false;
   ino_t boundInode_ = 0;  // the socket file this server created
-  std::shared_ptr<ListenerStats> stats_;  // shared with the clients, which count idle timeouts
+  std::shared_ptr<Shared> shared_;
   AcceptBackoff backoff_;
   ClientCap<ControlConnection> clients_;
-  ThrottledCount refusalWarnings_;
 };
 
 }  // namespace vipd::daemon

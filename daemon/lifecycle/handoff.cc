@@ -195,17 +195,44 @@ void Handoff::watchHolder() {
   for (const auto& p : config_.peers) {
     peers.push_back({p.address, p.port});
   }
-  if (!silence_.sample(anyBgpSessionEstablished(readKernelTcpTable(), peers), now)) {
-    return;
-  }
+  const bool changed =
+      silence_.sample(anyBgpSessionEstablished(readKernelTcpTable(), peers), now);
   if (silence_.silent()) {
-    log_.error("handoff", "{}; not taking over while it holds the speaker lock (two speakers "
-               "for the node once it wakes up); its pod's liveness probe restarts it, and this "
-               "instance takes the node back then",
-               *holderSilent());
-  } else {
+    fenceSilentHolder(changed);
+  } else if (changed) {
+    state_.lastFenceRefusal.clear();
     log_.info("handoff", "the instance holding the speaker lock has a BGP session again");
   }
+}
+
+// Issue 43: a stopped holder kept the node out of the fabric until the kubelet restarted its pod.
+// Killing it is the one safe way to take the node while it holds the lock: breaking the lock
+// instead would leave a second speaker the moment it woke (holder_watch.h).
+void Handoff::fenceSilentHolder(bool silentJustNow) {
+  auto holder = lock_ ? lock_->holder() : std::nullopt;
+  if (!holder) {
+    return;
+  }
+  auto fenced = fenceStoppedHolder(*holder, *lock_);
+  if (fenced) {
+    ++state_.fenced;
+    state_.lastFenceRefusal.clear();
+    state_.waitingFor = fmt::format("fenced the stopped holder ({}); taking the node once the "
+                                    "kernel frees the speaker lock",
+                                    *fenced);
+    log_.error("handoff", "{}; it is stopped: {}, so that it never wakes as a second speaker; "
+               "taking the node once the kernel frees the speaker lock",
+               holderSilent().value_or("the instance holding the speaker lock is silent"),
+               *fenced);
+    return;
+  }
+  if (silentJustNow || state_.lastFenceRefusal != fenced.error()) {
+    log_.error("handoff", "{}; not taking over: {}; its pod's liveness probe restarts it, and "
+               "this instance takes the node back then",
+               holderSilent().value_or("the instance holding the speaker lock is silent"),
+               fenced.error());
+  }
+  state_.lastFenceRefusal = fenced.error();
 }
 
 std::optional<std::string> Handoff::holderSilent() const {
@@ -425,9 +452,13 @@ nlohmann::json Handoff::status() const {
                    {"refusals", state_.refusals},
                    {"gracefulRestart", state_.lastRestarting},
                    {"lastYieldPeers", state_.lastYieldPeers},
-                   {"holderSilent", holderSilent().has_value()}};
+                   {"holderSilent", holderSilent().has_value()},
+                   {"fenced", state_.fenced}};
   if (auto silent = holderSilent()) {
     h["holderSilentReason"] = *silent;
+    if (!state_.lastFenceRefusal.empty()) {
+      h["notFencedBecause"] = state_.lastFenceRefusal;
+    }
   }
   if (lock_) {
     h["dir"] = lock_->dir();

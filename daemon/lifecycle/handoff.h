@@ -3,9 +3,11 @@
 // instance takes over from a static-pod one (day 0 to day 2) or from the daemonset pod it
 // replaces (a rollout with maxSurge, issue 29) through the control socket, with graceful restart
 // so the node's path never leaves the fabric, and an instance on standby takes the node back
-// when the lock comes free (the instance it yielded to went away: a failed rollout rolls back). Owns: the role, the lock, the lock poll's timer and the handoff's
-// counters. The protocol's values and checks are handoff_protocol.h's; the lock is host_lock.h's;
-// what speaking and yielding do to the sessions is the HandoffHost's.
+// when the lock comes free (the instance it yielded to went away: a failed rollout rolls back);
+// a waiting instance fences a holder that is stopped and silent (holder_watch.h), then takes the
+// node the same way. Owns: the role, the lock, the lock poll's timer and the handoff's counters.
+// The protocol's values and checks are handoff_protocol.h's; the lock is host_lock.h's; what
+// speaking and yielding do to the sessions is the HandoffHost's.
 #pragma once
 
 #include <chrono>
@@ -93,6 +95,7 @@ class Handoff {
   void pollLock();
   bool acquireLock();
   void watchHolder();
+  void fenceSilentHolder(bool silentJustNow);
   void attemptTakeover(const LockHolder& holder);
   void onCheckAnswer(const LockHolder& holder, tl::expected<nlohmann::json, std::string> answer);
   void onYieldAnswer(tl::expected<nlohmann::json, std::string> answer);
@@ -121,6 +124,8 @@ class Handoff {
     std::string takingOverFrom;  // the mode of the instance this one is taking over from
     uint64_t tookBack = 0;   // took the lock after its holder went away
     uint64_t refusals = 0;
+    uint64_t fenced = 0;          // stopped holders killed (holder_watch.h)
+    std::string lastFenceRefusal;  // why the silent holder was not fenced, when it was not
     bool lastRestarting = false;  // the last takeover reopened the sessions as a graceful restart
     std::vector<nlohmann::json> lastYieldPeers;
   } state_;

@@ -1,8 +1,10 @@
 // The handoff between a node's two vipd instances: the identity check both sides run (pure), and
-// the speaker lock and yield marker on a real directory.
+// the speaker lock and yield marker on a real directory, and the watch on a silent holder (and its
+// fence: a stopped holder is killed, issue 43).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <csignal>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -335,6 +337,90 @@ TEST(HolderWatch, SilentOnlyAfterTheHoldTimeWithNoSession) {
   EXPECT_TRUE(late.sample(false, t0 + 10s));
   late.reset();
   EXPECT_FALSE(late.silent());
+}
+
+// Issue 43: fencing a silent holder. The pure parts first: /proc/PID/stat's state letter and
+// /proc/locks' holders.
+TEST(HolderFence, ReadsTheProcessStateAfterTheLastParenthesis) {
+  EXPECT_EQ(processState("4711 (vipd) T 1 4711 4711 0 -1"), 'T');
+  EXPECT_EQ(processState("4711 (gdb) attached) t 1 2 3"), 't');  // a ')' in the name
+  EXPECT_EQ(processState("4711 (vipd) S 1"), 'S');
+  EXPECT_EQ(processState(""), std::nullopt);
+  EXPECT_EQ(processState("4711 (vipd)"), std::nullopt);
+  EXPECT_EQ(processState("garbage"), std::nullopt);
+}
+
+TEST(HolderFence, OnlyTheHolderOfThatFileHoldsTheLock) {
+  const std::string locks =
+      "1: POSIX  ADVISORY  WRITE 300 fd:01:99 0 EOF\n"
+      "2: FLOCK  ADVISORY  WRITE 4711 00:2d:1234 0 EOF\n"
+      "2: -> FLOCK  ADVISORY  WRITE 4712 00:2d:1234 0 EOF\n"
+      "3: FLOCK  ADVISORY  WRITE 4713 00:2d:5678 0 EOF\n";
+  EXPECT_TRUE(holdsFlock(locks, 4711, "00:2d:1234"));
+  EXPECT_FALSE(holdsFlock(locks, 4712, "00:2d:1234")) << "a waiter holds nothing";
+  EXPECT_FALSE(holdsFlock(locks, 4713, "00:2d:1234")) << "another file";
+  EXPECT_FALSE(holdsFlock(locks, 300, "fd:01:99")) << "a POSIX lock is not the speaker lock";
+  EXPECT_FALSE(holdsFlock(locks, 471, "00:2d:1234"));
+  EXPECT_FALSE(holdsFlock("", 4711, "00:2d:1234"));
+}
+
+TEST(HolderFence, KillsOnlyAStoppedHolderItCanSeeThatHoldsTheLock) {
+  EXPECT_EQ(fenceRefusal({true, 'T', true}), std::nullopt);
+  EXPECT_EQ(fenceRefusal({true, 't', true}), std::nullopt);  // stopped by a debugger
+  EXPECT_THAT(fenceRefusal({false, 'T', true}).value_or(""), HasSubstr("another PID namespace"));
+  EXPECT_THAT(fenceRefusal({true, std::nullopt, true}).value_or(""), HasSubstr("cannot be found"));
+  EXPECT_THAT(fenceRefusal({true, 'S', true}).value_or(""), HasSubstr("not stopped"));
+  EXPECT_THAT(fenceRefusal({true, 'R', true}).value_or(""), HasSubstr("not stopped"));
+  EXPECT_THAT(fenceRefusal({true, 'T', false}).value_or(""), HasSubstr("does not hold"));
+}
+
+// The real thing on processes: a child takes the lock and stops (SIGSTOP); the fence kills it and
+// the lock comes free. A child that holds the lock and runs is left alone.
+TEST_F(HostLockTest, AStoppedHolderIsKilledAndARunningOneIsNot) {
+  auto lock = HostLock::open(dir_);
+  ASSERT_TRUE(lock);
+  ASSERT_FALSE(lock->fileId().empty());
+  for (bool stop : {false, true}) {
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      auto mine = HostLock::open(dir_);
+      if (!mine || !mine->tryAcquire(thisProcess("daemonset", "/x.sock")).value_or(false)) {
+        std::_Exit(1);
+      }
+      if (stop) {
+        ::raise(SIGSTOP);
+      }
+      ::pause();
+      std::_Exit(0);
+    }
+    std::optional<LockHolder> holder;
+    for (int i = 0; i < 500 && !(holder && holder->pid == child); ++i) {
+      holder = lock->holder();
+      ::usleep(10000);
+    }
+    ASSERT_TRUE(holder && holder->pid == child);
+    int status = 0;
+    if (stop) {
+      ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);
+      ASSERT_TRUE(WIFSTOPPED(status));
+    }
+    auto fenced = fenceStoppedHolder(*holder, *lock);
+    if (!stop) {
+      ASSERT_FALSE(fenced);
+      EXPECT_THAT(fenced.error(), HasSubstr("not stopped"));
+      EXPECT_EQ(lock->tryAcquire({1, "static-pod", "/y.sock"}), false) << "it still holds it";
+      ::kill(child, SIGKILL);
+      ::waitpid(child, &status, 0);
+      continue;
+    }
+    ASSERT_TRUE(fenced) << fenced.error();
+    EXPECT_THAT(*fenced, HasSubstr(fmt::format("killed pid {}", child)));
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    EXPECT_EQ(lock->tryAcquire({1, "static-pod", "/y.sock"}), true);
+    lock->release();
+  }
 }
 
 }  // namespace

@@ -6,11 +6,15 @@
 // announces nothing, and the instance that watches says so: not ready, with the reason, and
 // vipd_handoff_holder_silent (an alert fires).
 //
-// It never takes over: the frozen holder still holds the lock, and breaking the lock would leave
-// two speakers for the node the moment it wakes up (its sessions and timers resume where they
-// stopped). What ends it is the holder's own pod: the DaemonSet's and the static pod's liveness
-// probe (`vipctl status`) fails on a frozen vipd and the kubelet restarts it; the lock is then
-// free and a standby takes the node back within 100 ms.
+// It never breaks the lock: the frozen holder would wake up as a second speaker for the node (its
+// sessions and timers resume where they stopped; a second session from the same router ID is a
+// collision at every peer). It fences the holder instead (issue 43): when the silent holder is a
+// process it can see (the same PID namespace: hostPID pods, systemd units, the lab) that is
+// stopped (SIGSTOP, a debugger: state T or t) and holds the lock, it is killed with SIGKILL
+// through a pidfd, so it never wakes; the kernel frees the lock and the watcher takes the node
+// the usual way. A holder it cannot see, or one that runs (its fabric may be down: killing it
+// would change nothing), is left alone: the watcher says so, and the holder's own pod ends it
+// (the liveness probe, `vipctl status`, fails on a frozen vipd and the kubelet restarts it).
 #pragma once
 
 #include <chrono>
@@ -20,8 +24,11 @@
 #include <string_view>
 #include <vector>
 
+#include <tl/expected.hpp>
+
 #include "bgp/ip_address.h"
 #include "daemon/base/tcp_table.h"  // TcpEntry, readKernelTcpTable()
+#include "daemon/lifecycle/host_lock.h"
 
 namespace vipd::daemon {
 
@@ -56,5 +63,29 @@ class HolderSilence {
   std::optional<Clock::time_point> since_;  // when the last Established session was last seen
   bool silent_ = false;
 };
+
+// The state letter of a /proc/PID/stat line ("4711 (vipd) T 1 ..."): after the last ')', since
+// the command name may hold one. nullopt when the line is not one. Pure.
+std::optional<char> processState(std::string_view procStat);
+
+// Whether /proc/locks (its text) shows `pid` holding the flock on the file `fileId`
+// (HostLock::fileId()), not merely waiting for it ("->" lines). Pure.
+bool holdsFlock(std::string_view procLocks, int pid, std::string_view fileId);
+
+// What the watcher knows about a silent holder, and the judgement over it (pure): nullopt when it
+// may be fenced (killed), else why not, for the log and status.
+struct SilentHolder {
+  bool samePidNamespace = false;  // sharesPidNamespace(): its pid means this process here
+  std::optional<char> state;      // processState(); nullopt: no such process (or unreadable)
+  bool holdsLock = false;         // holdsFlock(): that process really holds the speaker lock
+};
+std::optional<std::string> fenceRefusal(const SilentHolder& holder);
+
+// Fences the silent `holder` of `lock` when fenceRefusal() allows it: opens a pidfd for it (so a
+// reused pid cannot be hit), checks what fenceRefusal() needs through /proc, and sends SIGKILL.
+// Returns what was done ("killed pid 4711 (stopped, state T)"), or why not (an error: the holder
+// is left alone). Not pure: /proc and a signal.
+tl::expected<std::string, std::string> fenceStoppedHolder(const LockHolder& holder,
+                                                          const HostLock& lock);
 
 }  // namespace vipd::daemon

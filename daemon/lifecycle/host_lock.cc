@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,6 +67,11 @@ LockHolder thisProcess(std::string mode, std::string controlSocket) {
   return {::getpid(), std::move(mode), std::move(controlSocket), ownPidNamespace()};
 }
 
+bool sharesPidNamespace(const LockHolder& holder) {
+  static const std::string mine = ownPidNamespace();
+  return !holder.pidNamespace.empty() && holder.pidNamespace == mine;
+}
+
 std::string describe(const LockHolder& holder) {
   static const std::string mine = ownPidNamespace();
   if (holder.pidNamespace.empty() || holder.pidNamespace == mine) {
@@ -110,6 +117,15 @@ HostLock& HostLock::operator=(HostLock&& other) noexcept {
     held_ = std::exchange(other.held_, false);
   }
   return *this;
+}
+
+std::string HostLock::fileId() const {
+  struct stat st {};
+  if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
+    return {};
+  }
+  // As fs/locks.c prints it: "%02x:%02x:%lu".
+  return fmt::format("{:02x}:{:02x}:{}", major(st.st_dev), minor(st.st_dev), st.st_ino);
 }
 
 HostLock::~HostLock() {

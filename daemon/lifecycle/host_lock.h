@@ -33,6 +33,10 @@ struct LockHolder {
 // The record this process writes when it takes the lock.
 LockHolder thisProcess(std::string mode, std::string controlSocket);
 
+// Whether `holder`'s pid means the same process here: it recorded its PID namespace and that is
+// this process's own (an instance of another container, or of an older vipd, is not).
+bool sharesPidNamespace(const LockHolder& holder);
+
 // "pid 4711", or "pid 1 in PID namespace pid:[4026532801] (another container)" when the holder
 // does not share this process's PID namespace, for status and log lines.
 std::string describe(const LockHolder& holder);
@@ -65,6 +69,9 @@ class HostLock {
 
   // The holder's record; nullopt if it cannot be read (not written yet, or malformed).
   std::optional<LockHolder> holder() const;
+  // The lock file as /proc/locks names it ("fd:01:123456": device major and minor in hex, inode),
+  // to tell which process holds the lock; empty if it cannot be read.
+  std::string fileId() const;
 
   // Planned yield: written before release().
   [[nodiscard]] tl::expected<void, std::string> writeYieldMarker(const YieldMarker& marker);
