@@ -565,12 +565,12 @@ unit_arm64() {
 # tools/go.mod pins etcd, the Kubernetes programs (one multicall binary, tools/kube), helm and
 # cosign. They are built with -trimpath into VIPD_TOOLS_CACHE (default /var/cache/vipd-tools),
 # in a folder named after a hash of what decides their bytes (go.mod, go.sum, the multicall
-# source, the pause image's maker, the Go version), so a second call costs a stat and a clone
-# never holds them. Debian's
+# source, the pause image's maker, the Go version, the build steps below), so a second call costs a
+# stat and a clone never holds them. Debian's
 # containerd (with its runc shim) and runc are linked in beside them: kubelet 1.34 supports
 # containerd 1.6. The last line printed is the folder. Nothing is downloaded at run time, only
 # here (the Go module proxy).
-tool_names=(etcd etcdctl kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl
+tool_names=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl
             kubeadm helm cosign containerd containerd-shim-runc-v2 runc ctr pause pause.oci.tar)
 # The lab kubelets' sandbox image (scripts/pause_image.py): no registry can be reached here.
 pause_image=localhost/vipd-lab/pause:3.10
@@ -578,7 +578,8 @@ pause_image=localhost/vipd-lab/pause:3.10
 tools_dir() {
   local key
   key=$(cat "$here/tools/go.mod" "$here/tools/go.sum" "$here/tools/kube/main.go" \
-          "$here/scripts/pause_image.py" <(go version) | sha256sum | cut -c1-16)
+          "$here/scripts/pause_image.py" <(go version) <(declare -f build_tools) |
+        sha256sum | cut -c1-16)
   echo "${VIPD_TOOLS_CACHE:-/var/cache/vipd-tools}/$key"
 }
 
@@ -600,9 +601,17 @@ build_tools() {
     (
       cd "$here/tools"
       export GOFLAGS="-trimpath -mod=readonly" CGO_ENABLED=0
-      go build -o "$tmp/kube" ./kube
+      # The version Kubernetes' own build stamps in (hack/lib/version.sh): without it every
+      # program says v0.0.0-master, which kubeadm refuses to deploy and nodes report.
+      local version pkg flags=()
+      version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+      for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+        flags+=("-X $pkg.gitVersion=$version" "-X $pkg.gitMajor=$(cut -d. -f1 <<<"${version#v}")"
+                "-X $pkg.gitMinor=$(cut -d. -f2 <<<"$version")" "-X $pkg.gitTreeState=clean"
+                "-X $pkg.buildDate=1970-01-01T00:00:00Z")
+      done
+      go build -ldflags "${flags[*]}" -o "$tmp/kube" ./kube
       go build -o "$tmp/etcd" go.etcd.io/etcd/server/v3
-      go build -o "$tmp/etcdctl" go.etcd.io/etcd/etcdctl/v3
       go build -o "$tmp/helm" helm.sh/helm/v3/cmd/helm
       go build -o "$tmp/cosign" github.com/sigstore/cosign/v2/cmd/cosign
       # Kubernetes' own pause, from the pinned module's source, static as its images ship it.

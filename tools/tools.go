@@ -6,7 +6,6 @@ package tools
 
 import (
 	_ "github.com/sigstore/cosign/v2/cmd/cosign"
-	_ "go.etcd.io/etcd/etcdctl/v3"
 	_ "go.etcd.io/etcd/server/v3"
 	_ "helm.sh/helm/v3/cmd/helm"
 )

@@ -47,7 +47,10 @@ CGROUP_ROOT = "/sys/fs/cgroup"
 
 def tools() -> str:
     """The folder of the pinned tools (`scripts/dev.sh tools`, its last line). Holds
-    TOOLS_LOCK meanwhile, as `scripts/dev.sh test` does while it builds them in the background."""
+    TOOLS_LOCK meanwhile, as `scripts/dev.sh test` does while it builds them in the background.
+    VIPD_TOOLS_DIR names a folder to use as it is instead (a developer's own build)."""
+    if os.environ.get("VIPD_TOOLS_DIR"):
+        return os.environ["VIPD_TOOLS_DIR"]
     os.makedirs(os.path.dirname(TOOLS_LOCK), exist_ok=True)
     with open(TOOLS_LOCK, "a") as lock:
         lab.wait_until(lambda: pods._try_lock(lock), TOOLS_TIMEOUT_S, 1.0,
@@ -71,7 +74,7 @@ class Pki:
         self.shared = L.path("pki-shared")
         os.makedirs(self.shared)
 
-    def config(self, node: lab.Node, name: str) -> str:
+    def config(self, node: lab.Node, name: str, pki: str) -> str:
         """The kubeadm InitConfiguration + ClusterConfiguration of one node."""
         path = self.L.path(f"kubeadm-{name}.yaml")
         with open(path, "w") as f:
@@ -87,6 +90,7 @@ apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
 kubernetesVersion: {KUBERNETES_VERSION}
 clusterName: vipd-lab
+certificatesDir: {pki}
 controlPlaneEndpoint: "{VIP}:{APISERVER_PORT}"
 apiServer:
   certSANs: ["{VIP}"]
@@ -106,11 +110,10 @@ networking:
         if have_shared:
             for f in shared:
                 _copy(os.path.join(self.shared, f), os.path.join(pki, f))
-        conf = self.config(node, name)
-        lab.run([self.kubeadm, "init", "phase", "certs", "all", "--config", conf,
-                 "--cert-dir", pki], timeout=60)
+        conf = self.config(node, name, pki)
+        lab.run([self.kubeadm, "init", "phase", "certs", "all", "--config", conf], timeout=60)
         lab.run([self.kubeadm, "init", "phase", "kubeconfig", "all", "--config", conf,
-                 "--cert-dir", pki, "--kubeconfig-dir", etc_kubernetes], timeout=60)
+                 "--kubeconfig-dir", etc_kubernetes], timeout=60)
         if not have_shared:
             os.makedirs(os.path.join(self.shared, "etcd"), exist_ok=True)
             for f in shared:
