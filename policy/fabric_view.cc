@@ -143,7 +143,8 @@ struct Group {
 
 void addPath(std::vector<Group>& groups, const std::set<std::string>& identities,
              const SessionView& s, const FabricPath& p) {
-  Group merged{identities, {{&s, &p}}, {s.peer}};
+  // The first path seen stays first: it is what the status shows for the node.
+  Group merged{identities, {}, {s.peer}};
   std::vector<Group> rest;
   for (auto& g : groups) {
     const bool shares = std::any_of(g.identities.begin(), g.identities.end(),
@@ -156,6 +157,7 @@ void addPath(std::vector<Group>& groups, const std::set<std::string>& identities
     merged.paths.insert(merged.paths.end(), g.paths.begin(), g.paths.end());
     merged.sessions.insert(g.sessions.begin(), g.sessions.end());
   }
+  merged.paths.emplace_back(&s, &p);
   rest.push_back(std::move(merged));
   groups = std::move(rest);
 }

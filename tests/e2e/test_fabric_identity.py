@@ -5,19 +5,22 @@
    with each other), both `next hop self` and `add paths tx`, every node (AS 65001-65003)
    dual-homed to both. Each ToR sends node 1 the other nodes' paths directly and through the
    other ToR, and node 1's own path through the other ToR (AS paths 65000 65100 65001 and
-   65100 65000 65001): main counted 7 on node 1. Every node counts 3 (itself and the two others,
-   each named by its AS), each session's list in the status names the same two nodes, and
-   after node 3 stops the others count 2.
+   65100 65000 65001): main counted 11 on every node. Every node counts 3 (itself and the two
+   others, each named by its AS), each session's list in the status names the same two nodes,
+   and after node 3 stops the others count 2.
 2. A hostile session. Node 1 peers with a BIRD ToR (AS 65000, next hop kept, `add paths tx`) and
    with an iBGP neighbour (ExaBGP, ADD-PATH send) that sends the two real nodes' paths, five
    paths from next hops that do not exist, and one from another next hop carrying node 1's
-   router ID as ORIGINATOR_ID. Node 1 counts 3 (main: 9), lists the five under notCounted,
+   router ID as ORIGINATOR_ID. Node 1 counts 3 (main: 11), lists the five under notCounted,
    reports the duplicate router ID (status, log, vipd_fabric_duplicate_router_id) and stays
    ready: one session alone does not fail /readyz (main failed it).
 3. Nodes sharing one AS (65001 on every node, `guard.nodesShareAsn: true`) behind a BIRD ToR
    that keeps the next hop: every node counts 3 by next hop. The ToR then rewrites the next hop
    (`next hop self`): the paths name no node, and every node's view is unavailable, with the
    reason, never a guess.
+4. A pair of route reflectors (BIRD, iBGP AS 65000, `rr client`, `add paths tx`; the reflectors
+   exchange every path): every node counts 3, each other node once, by ORIGINATOR_ID, via both
+   reflectors; after node 3 stops, 2.
 """
 import re
 
@@ -236,10 +239,55 @@ def shared_as() -> None:
         lab.check("cannot tell the nodes apart" in vipds[0].vipctl("status"), "vipctl status")
 
 
+def rr_pair() -> None:
+    with lab.Lab("fabric-identity-rr-pair") as L:
+        topo = L.fabric_with_nodes(3)
+        nodes = topo.nodes
+        rr2 = L.namespace("rr2")
+        rr2.add_veth("eth0", topo.fabric, "rr2", peer_bridge=topo.fabric_if)
+        rr2.add_address("eth0", f"{TOR2_V4}/24")
+        for ns, rid, ifname, other in ((topo.fabric, topo.fabric_v4, topo.fabric_if, TOR2_V4),
+                                       (rr2, TOR2_V4, "eth0", topo.fabric_v4)):
+            neighbors = [lab.Neighbor(n.v4, lab.FABRIC_ASN, passive=True,
+                                      bird_options=["rr client;"], add_paths_tx=True,
+                                      families=["ipv4"]) for n in nodes]
+            neighbors.append(lab.Neighbor(other, lab.FABRIC_ASN, passive=rid < other,
+                                          name="reflector", add_paths_tx=True,
+                                          families=["ipv4"]))
+            rr = lab.Bird(L, ns, rid, lab.FABRIC_ASN, neighbors, interfaces=[ifname],
+                          name=f"bird-rr-{rid}")
+            rr.configure(lambda text: re.sub(r"(protocol bgp reflector \{.*?)add paths tx; ",
+                                             r"\1add paths on; ", text, flags=re.S))
+        vipds = []
+        for n in nodes:
+            c = ipv4_only(lab.vipd_config(L, n, lab.FABRIC_ASN, topo.fabric_v4, lab.FABRIC_ASN,
+                                          f"vipd-n{n.index}"))
+            second_peer(c, TOR2_V4, lab.FABRIC_ASN)
+            vipds.append(lab.Vipd(L, n.ns, c, name=f"vipd-n{n.index}"))
+
+        def both_used() -> bool:
+            return all(len([s for s in fabric(v).get("sessions", []) if s.get("used")]) == 2
+                       for v in vipds)
+
+        lab.wait_until(lambda: counts(vipds) == [3, 3, 3] and both_used(), 60, 0.2,
+                       lambda: f"every node to count 3 through both reflectors: {counts(vipds)}; "
+                       f"{[fabric(v) for v in vipds]}")
+        f1 = fabric(vipds[0])
+        lab.log(f"node 1's view through two reflectors: {f1}")
+        others = [a for a in f1["announcers"] if not a["self"]]
+        lab.check(sorted(a["node"] for a in others) ==
+                  [f"router {nodes[1].v4}", f"router {nodes[2].v4}"] and
+                  all(sorted(a["via"]) == [topo.fabric_v4, TOR2_V4] for a in others),
+                  f"each other node once, via both reflectors: {others}")
+        vipds[2].stop()
+        wait_counts(vipds[:2], [2, 2], "after node 3 stopped")
+
+
 def test() -> None:
     two_tors()
     hostile_session()
     shared_as()
+    rr_pair()
 
 
 if __name__ == "__main__":
