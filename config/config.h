@@ -260,6 +260,12 @@ struct Guard {
   // How many nodes should announce each VIP (the control-plane size): exported as
   // vipd_fabric_expected_announcers, so an alert fires when fewer do. 0: not set.
   uint32_t expectedAnnouncers = 0;
+  // The control-plane nodes share this node's localAsn on eBGP (one AS for all of them, behind
+  // ToRs of their own AS). Then an origin AS names no node, and the fabric view tells nodes apart
+  // only by next hop or ORIGINATOR_ID (a ToR that rewrites the next hop leaves the view
+  // unavailable). false: each node has an AS of its own, and a path whose origin AS is this
+  // node's is this node's own path (issue 40). iBGP paths carry no AS either way.
+  bool nodesShareAsn = false;
   auto operator<=>(const Guard&) const = default;
 };
 

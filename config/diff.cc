@@ -249,6 +249,7 @@ void walkFields(Visitor& d, const Config& a, B& b) {
   d.field("guard.minAnnouncers", a.guard.minAnnouncers, b.guard.minAnnouncers, kLive);
   d.field("guard.expectedAnnouncers", a.guard.expectedAnnouncers, b.guard.expectedAnnouncers,
           kLive);
+  d.field("guard.nodesShareAsn", a.guard.nodesShareAsn, b.guard.nodesShareAsn, kLive);
   diffList(
       d, "peers", a.peers, b.peers, [](const Peer& p) { return p.address; },
       [](const Peer& p) { return p.address.toString(); },

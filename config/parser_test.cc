@@ -1142,6 +1142,10 @@ TEST(ConfigParse, RelayNetworksAndTheGuard) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->guard.minAnnouncers, 1u) << "the guard is on by default";
   EXPECT_EQ(ok->guard.expectedAnnouncers, 0u);
+  EXPECT_FALSE(ok->guard.nodesShareAsn) << "an AS per node by default (issue 40)";
+  ok = parseConfig(withPeer("guard:\n  nodesShareAsn: true\n"), "vipd.yaml");
+  ASSERT_TRUE(ok) << ok.error().front().toString();
+  EXPECT_TRUE(ok->guard.nodesShareAsn);
 }
 
 TEST(ConfigErrors, RelayNetworksAndTheGuard) {

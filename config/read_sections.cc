@@ -125,7 +125,7 @@ void ConfigReader::readDrain(const Field& f, Drain& drain) {
 }
 
 void ConfigReader::readGuard(const Field& f, Guard& guard) {
-  auto m = readMapping(f.value, f.path, {"minAnnouncers", "expectedAnnouncers"});
+  auto m = readMapping(f.value, f.path, {"minAnnouncers", "expectedAnnouncers", "nodesShareAsn"});
   if (!m) {
     return;
   }
@@ -137,6 +137,11 @@ void ConfigReader::readGuard(const Field& f, Guard& guard) {
   if (const Field* n = m->find("expectedAnnouncers")) {
     if (auto v = readUnsigned(*n, 0, 64)) {
       guard.expectedAnnouncers = static_cast<uint32_t>(*v);
+    }
+  }
+  if (const Field* n = m->find("nodesShareAsn")) {
+    if (auto v = readBool(*n)) {
+      guard.nodesShareAsn = *v;
     }
   }
   if (guard.expectedAnnouncers != 0 && guard.minAnnouncers >= guard.expectedAnnouncers) {

@@ -473,6 +473,7 @@ std::map<bgp::Prefix, policy::VipView> Speaker::fabricView() const {
     s.established = peer->state() == bgp::SessionState::Established;
     s.settled = s.established && peer->inState() >= kFabricSettle;
     if (auto status = peer->negotiated()) {
+      s.peerAsn = status->peerAsn;
       for (const auto& family : status->addPathReceive) {
         s.addPath.insert(family.afi);
       }
@@ -495,7 +496,8 @@ std::map<bgp::Prefix, policy::VipView> Speaker::fabricView() const {
       self.insert(vip.prefix);
     }
   }
-  policy::FabricIdentity identity{config_.routerId.v4Value(), {}};
+  policy::FabricIdentity identity{config_.routerId.v4Value(), {}, config_.localAsn,
+                                  config_.guard.nodesShareAsn};
   for (const auto& c : config_.health.degrade.communities) {
     identity.degradeCommunities.push_back(c.wire());
   }
@@ -769,8 +771,9 @@ SpeakerIntent Speaker::intent() const {
     out.speakerChecks.push_back({"return-path", returnPath_.readinessFailure()});
   }
   if (handoff_.active()) {
-    // The never-zero rule's holds and unchecked withdrawals, and duplicate router IDs: /readyz
-    // names them (a held node is unhealthy or broken anyway; this says why it still announces).
+    // The never-zero rule's holds and unchecked withdrawals, and duplicates of this node's router
+    // ID that two sessions confirm (one alone may be a forgery, issue 40): /readyz names them (a
+    // held node is unhealthy or broken anyway; this says why it still announces).
     std::vector<std::string> fabric;
     for (const auto& [vip, v] : d.vips) {
       if (v.heldByNeverZero) {
@@ -778,7 +781,8 @@ SpeakerIntent Speaker::intent() const {
       }
     }
     for (const auto& [vip, view] : fabricView()) {
-      fabric.insert(fabric.end(), view.duplicateRouterId.begin(), view.duplicateRouterId.end());
+      fabric.insert(fabric.end(), view.duplicateRouterIdConfirmed.begin(),
+                    view.duplicateRouterIdConfirmed.end());
     }
     out.speakerChecks.push_back(
         {"fabric", fabric.empty() ? std::nullopt
@@ -836,40 +840,9 @@ nlohmann::json Speaker::status() const {
 nlohmann::json Speaker::fabricStatus(const policy::Decision& decision) const {
   nlohmann::json vips = nlohmann::json::object();
   std::vector<std::string> duplicates;
+  std::vector<std::string> confirmed;
   for (const auto& [vip, view] : fabricView()) {
-    nlohmann::json v{{"available", view.available}, {"count", view.count()}};
-    if (!view.available) {
-      v["reason"] = view.unavailableReason;
-    } else {
-      nlohmann::json announcers = nlohmann::json::array();
-      for (const auto& a : view.announcers) {
-        nlohmann::json one{{"node", a.key}, {"self", a.self}};
-        if (!a.self || !a.via.empty()) {
-          std::vector<std::string> via;
-          for (const auto& peer : a.via) {
-            via.push_back(peer.toString());
-          }
-          one["nextHop"] = a.nextHop.toString();
-          one["via"] = via;
-          one["pathIds"] = std::vector<uint32_t>(a.pathIds.begin(), a.pathIds.end());
-          if (a.originatorId) {
-            one["originatorId"] = bgp::IpAddress::v4(*a.originatorId).toString();
-          }
-          std::vector<std::string> asPath;
-          for (const auto& segment : a.asPath) {
-            for (uint32_t asn : segment.asns) {
-              asPath.push_back(std::to_string(asn));
-            }
-          }
-          one["asPath"] = fmt::format("{}", fmt::join(asPath, " "));
-          one["degraded"] = a.degraded;
-          one["draining"] = a.draining;
-        }
-        announcers.push_back(std::move(one));
-      }
-      v["announcers"] = std::move(announcers);
-      v["othersServing"] = view.othersServing();
-    }
+    nlohmann::json v = fabricVipJson(view);
     if (auto d = decision.vips.find(vip); d != decision.vips.end()) {
       v["announce"] = std::string(policy::announceName(d->second.announce));
       v["heldByNeverZero"] = d->second.heldByNeverZero;
@@ -879,14 +852,18 @@ nlohmann::json Speaker::fabricStatus(const policy::Decision& decision) const {
     }
     duplicates.insert(duplicates.end(), view.duplicateRouterId.begin(),
                       view.duplicateRouterId.end());
+    confirmed.insert(confirmed.end(), view.duplicateRouterIdConfirmed.begin(),
+                     view.duplicateRouterIdConfirmed.end());
     vips[vip.toString()] = std::move(v);
   }
   nlohmann::json out{{"vips", std::move(vips)},
                      {"duplicateRouterId", duplicates},
+                     {"duplicateRouterIdConfirmed", confirmed},
                      {"guard", {{"minAnnouncers", config_.guard.minAnnouncers}}}};
   if (config_.guard.expectedAnnouncers != 0) {
     out["guard"]["expectedAnnouncers"] = config_.guard.expectedAnnouncers;
   }
+  out["guard"]["nodesShareAsn"] = config_.guard.nodesShareAsn;
   return out;
 }
 

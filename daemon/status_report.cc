@@ -393,4 +393,71 @@ std::string verboseReadiness(const std::vector<ReadinessCheck>& checks) {
   return out;
 }
 
+namespace {
+
+std::vector<std::string> addressTexts(const std::set<bgp::IpAddress>& addresses) {
+  std::vector<std::string> out;
+  for (const auto& a : addresses) {
+    out.push_back(a.toString());
+  }
+  return out;
+}
+
+nlohmann::json announcerJson(const policy::Announcer& a) {
+  nlohmann::json one{{"node", a.key}, {"self", a.self}};
+  if (a.self && a.via.empty()) {
+    return one;
+  }
+  one["nextHop"] = a.nextHop.toString();
+  one["via"] = addressTexts(a.via);
+  one["pathIds"] = std::vector<uint32_t>(a.pathIds.begin(), a.pathIds.end());
+  one["identities"] = std::vector<std::string>(a.identities.begin(), a.identities.end());
+  if (a.originatorId) {
+    one["originatorId"] = bgp::IpAddress::v4(*a.originatorId).toString();
+  }
+  std::vector<std::string> asPath;
+  for (const auto& segment : a.asPath) {
+    for (uint32_t asn : segment.asns) {
+      asPath.push_back(std::to_string(asn));
+    }
+  }
+  one["asPath"] = fmt::format("{}", fmt::join(asPath, " "));
+  one["degraded"] = a.degraded;
+  one["draining"] = a.draining;
+  return one;
+}
+
+}  // namespace
+
+nlohmann::json fabricVipJson(const policy::VipView& view) {
+  nlohmann::json v{{"available", view.available}, {"count", view.count()}};
+  nlohmann::json sessions = nlohmann::json::array();
+  for (const auto& s : view.sessions) {
+    nlohmann::json one{{"peer", s.peer.toString()}, {"used", s.used}};
+    if (s.used) {
+      one["paths"] = s.paths;
+      one["self"] = s.self;
+      one["others"] = s.others;
+    } else {
+      one["reason"] = s.reason;
+    }
+    sessions.push_back(std::move(one));
+  }
+  v["sessions"] = std::move(sessions);
+  if (!view.available) {
+    v["reason"] = view.unavailableReason;
+    return v;
+  }
+  nlohmann::json announcers = nlohmann::json::array();
+  for (const auto& a : view.announcers) {
+    announcers.push_back(announcerJson(a));
+  }
+  v["announcers"] = std::move(announcers);
+  v["othersServing"] = view.othersServing();
+  if (!view.notCounted.empty()) {
+    v["notCounted"] = view.notCounted;
+  }
+  return v;
+}
+
 }  // namespace vipd::daemon

@@ -23,6 +23,7 @@
 #include "daemon/lifecycle/handoff.h"
 #include "daemon/session/peer_session.h"
 #include "daemon/vip/binder.h"
+#include "policy/fabric_view.h"
 
 namespace vipd::daemon {
 
@@ -83,6 +84,11 @@ class StatusReport {
   const Handoff& handoff_;
   std::map<bgp::IpAddress, std::chrono::steady_clock::time_point> lastStuckWarning_;
 };
+
+// One VIP's fabric view as `vipctl status --json` shows it under fabric.vips: the count, each
+// announcer counted and the sessions that sent it, and what each session said (issue 40: which
+// session said what, and why a session is not used).
+nlohmann::json fabricVipJson(const policy::VipView& view);
 
 // The apiserver's verbose /readyz format: "[+]name ok" or "[-]name failed: why" per check, then
 // "readyz check passed" or "readyz check failed".

@@ -141,6 +141,24 @@ void printDoctor(const json& d) {
   }
 }
 
+// What the fabric view left out (issue 40): the nodes some sessions hold and others do not, and
+// the sessions not used for the VIP with the reason. The JSON lists what each session said.
+void printFabricDisagreement(const json& view) {
+  if (view.contains("notCounted") && view["notCounted"].is_array()) {
+    for (const auto& n : view["notCounted"]) {
+      fmt::print("  not counted: {}\n",
+                 n.is_string() ? vipd::daemon::printable(n.get<std::string>()) : n.dump());
+    }
+  }
+  if (view.contains("sessions") && view["sessions"].is_array()) {
+    for (const auto& session : view["sessions"]) {
+      if (session.is_object() && !session.value("used", true)) {
+        fmt::print("  session {} not used: {}\n", str(session, "peer"), str(session, "reason"));
+      }
+    }
+  }
+}
+
 void printStatus(const json& s) {
   fmt::print("vipd {}  router-id {}  AS{}  mode {}  ready {}\n", str(s, "version"),
              str(s, "routerId"), str(s, "localAsn"), str(s, "mode"), str(s, "ready"));
@@ -206,6 +224,7 @@ void printStatus(const json& s) {
                  view.value("heldByNeverZero", false)
                      ? "  HELD ANNOUNCED (degraded) by the never-zero rule"
                      : "");
+      printFabricDisagreement(view);
     }
     if (s["fabric"].contains("duplicateRouterId") && s["fabric"]["duplicateRouterId"].is_array()) {
       for (const auto& line : s["fabric"]["duplicateRouterId"]) {

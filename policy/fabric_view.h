@@ -1,20 +1,33 @@
-// The fabric's view of each VIP (issue 28): which nodes the fabric holds a path from, built from
-// the paths the peers send back. Pure: sessions' received paths in, one view per VIP out.
+// The fabric's view of each VIP (issues 28, 40): which nodes the fabric holds a path from, built
+// from the paths the peers send back. Pure: sessions' received paths in, one view per VIP out.
 //
 // vipd advertises ADD-PATH receive (RFC 7911) for its session families; a fabric that sends every
 // path for the VIP prefixes back (BIRD `add paths tx`, FRR `addpath-tx-all-paths`, GoBGP
 // add-paths send) lets each node count the announcers. vipd keeps those paths (bgp::SessionFsm's
 // watched paths) and never installs them.
 //
-// Who announced a path: its ORIGINATOR_ID when it has one (a route reflector keeps the
-// originating node's router ID there, RFC 4456); else its next hop, unless the next hop is the
-// sending peer's own address (an eBGP ToR that rewrote it), in which case the path is known only
-// as "that peer's path N". A path whose next hop is one this node announces is this node's own.
-// A path from another next hop carrying this node's router ID as ORIGINATOR_ID is a duplicate
-// router ID (a cloned node that rendered the same one).
+// An announcer is a node, not a path. What names the node behind a path (its identities):
+// - its next hop, when the path kept it: not the sending peer's (or any peer's) address, and
+//   either an iBGP path from this AS (empty AS path) or an eBGP path that crossed one AS only
+//   (the peer's, then the origin). A path that crossed two routers carries the first one's
+//   next hop, not the node's;
+// - its ORIGINATOR_ID (a route reflector keeps the originating node's router ID, RFC 4456),
+//   unless two kept next hops carry the same one (two nodes rendered one router ID);
+// - its origin AS on eBGP when every node has an AS of its own (FabricIdentity::sharedAsn false).
+// Paths of one node seen through two routers or two sessions share an identity and are one
+// announcer. A path is this node's own when it carries this node's router ID as ORIGINATOR_ID,
+// one of this node's addresses as next hop, or, on eBGP with per-node ASes, this node's AS as
+// origin. A path with none of these identities (next hop rewritten, no ORIGINATOR_ID, shared
+// AS) cannot be told from another node's: the session that sent it is not used for that VIP.
 //
-// Without an Established, settled session that negotiated ADD-PATH for the VIP's family the view
-// is unavailable: nothing is guessed from a single best path or a half-received table.
+// Errs low, never high: counting high switches off the withdraw guard and the never-zero rule;
+// counting low only holds a node a little longer. So another node counts only when every used
+// session (Established, settled, ADD-PATH for the VIP's family, every path identified) holds a
+// path from it: one session inventing paths cannot raise the count above what the others see.
+// Every session's own list is kept (VipView::sessions) for the status.
+//
+// Without a used session the view is unavailable, with the reason: nothing is guessed from a
+// single best path, a half-received table or paths that cannot be told apart.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +56,8 @@ struct FabricPath {
 // What one session contributes.
 struct SessionView {
   bgp::IpAddress peer;
+  // The peer's AS from its OPEN; iBGP when it is this node's (FabricIdentity::localAsn).
+  uint32_t peerAsn = 0;
   bool established = false;
   // Established long enough for the peer to have sent what it holds (the paths arrive right
   // after the session opens): until then the view from this session is not trusted as complete.
@@ -56,7 +71,10 @@ struct SessionView {
 };
 
 struct Announcer {
-  std::string key;  // "router 192.0.2.12", "next hop 192.0.2.12", "peer 192.0.2.1 path 7"
+  // What names it in the status: "router 192.0.2.12", "next hop 192.0.2.12", "AS 65002",
+  // "this node".
+  std::string key;
+  std::set<std::string> identities;  // every identity its paths carried (see the file comment)
   bgp::IpAddress nextHop;
   std::optional<uint32_t> originatorId;
   bgp::AsPath asPath;
@@ -70,12 +88,32 @@ struct Announcer {
   bool serving() const { return !degraded && !draining; }
 };
 
+// What one session said about a VIP, for the status.
+struct SessionSays {
+  bgp::IpAddress peer;
+  bool used = false;
+  std::string reason;  // when !used, one sentence
+  size_t paths = 0;    // paths it holds for the VIP
+  bool self = false;   // it sent this node's own path back
+  std::vector<std::string> others;  // the other nodes it holds a path from, by key
+};
+
 struct VipView {
   bool available = false;
   std::string unavailableReason;  // when !available, one sentence
-  std::vector<Announcer> announcers;  // every announcer the fabric holds, this node included
-  // Paths from another next hop that carry this node's router ID as ORIGINATOR_ID.
+  // Every announcer counted, this node included: another node only when every used session
+  // holds a path from it.
+  std::vector<Announcer> announcers;
+  // Nodes some used sessions hold a path from and others do not: not counted (errs low).
+  std::vector<std::string> notCounted;
+  std::vector<SessionSays> sessions;  // one per configured session, in the given order
+  // Duplicate router IDs: paths from a next hop not this node's that carry this node's router
+  // ID as ORIGINATOR_ID, and router IDs carried by two nodes' paths. Reported (status, log,
+  // metric), and counted low: such a path counts as this node's own.
   std::vector<std::string> duplicateRouterId;
+  // The reports of this node's router ID that more than one session confirms: /readyz fails on
+  // these only (one session alone may be a forgery; readiness says whether this node can serve).
+  std::vector<std::string> duplicateRouterIdConfirmed;
 
   // Announcers other than this node.
   size_t others() const;
@@ -91,6 +129,10 @@ struct FabricIdentity {
   uint32_t routerId = 0;  // host order
   // health.degrade.communities: a path carrying any of them is a degraded one.
   std::vector<uint32_t> degradeCommunities;
+  uint32_t localAsn = 0;
+  // guard.nodesShareAsn: the other nodes use this node's AS too, so an origin AS names no node
+  // (false: every node has an AS of its own, and this node's AS as origin means its own path).
+  bool sharedAsn = false;
 };
 
 // The view of every VIP in `vips`. `selfAnnounced`: the VIPs this node advertises to at least
