@@ -756,9 +756,7 @@ void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply 
 }
 
 void Speaker::handleWithdraw(const nlohmann::json& request, ControlServer::Reply reply) {
-  const auto check = checkWithdraw(policy::GuardMoment::Request);
-  const auto& refusal = check.refusal;
-  const std::string note = check.note;
+  auto [refusal, note] = checkWithdraw(policy::GuardMoment::Request);
   const bool force = request.value("force", false);
   if (refusal && !force) {
     log_.warn("control", "vipctl withdraw {}", *refusal);
@@ -777,7 +775,7 @@ void Speaker::handleWithdraw(const nlohmann::json& request, ControlServer::Reply
   if (!force) {
     guard = [this] { return checkWithdraw(policy::GuardMoment::Effect).refusal; };
   }
-  drainer_.handleWithdraw(request, [reply = std::move(reply), note](nlohmann::json answer) {
+  drainer_.handleWithdraw(request, [reply = std::move(reply), note = note](nlohmann::json answer) {
     if (!note.empty() && answer.is_object()) {
       answer["guard"] = note;
     }
