@@ -138,6 +138,9 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
                          return out;
                        }}),
       fabricSettleTimer_(io),
+      withdrawConfirmation_(policy::kWithdrawConfirmBase, policy::kWithdrawConfirmJitter,
+                            config_.routerId.v4Value()),
+      withdrawConfirmTimer_(io),
       doctor_(io, log),
       bfd_(io, log, bfdPeers(), [this](const BfdStateChange& change) { onBfdChange(change); }),
       deferredStartTimer_(io),
@@ -459,8 +462,10 @@ policy::Decision Speaker::decision() const {
       in.returnPathBlocks.insert(vip);
     }
   }
+  const auto now = std::chrono::steady_clock::now();
   for (const auto& [vip, view] : fabricView()) {
-    in.fabric[vip] = {view.available, view.othersServing()};
+    in.fabric[vip] = {view.available, view.othersServing(),
+                      withdrawConfirmation_.confirmed(vip, now)};
   }
   return policy::decide(in);
 }
@@ -581,6 +586,17 @@ bool Speaker::announced(const bgp::Prefix& vip) const {
 
 void Speaker::pushAnnouncements() {
   const auto d = decision();
+  const auto now = std::chrono::steady_clock::now();
+  withdrawConfirmation_.observe(d.wantingWithdrawal(), now);
+  if (auto next = withdrawConfirmation_.nextDeadline(now); next && !shuttingDown_) {
+    withdrawConfirmTimer_.expires_at(*next);
+    withdrawConfirmTimer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec && !shuttingDown_) {
+        pushAnnouncements();  // the withdrawal goes out before any unbind waits for its ack
+        followHealthBinding();
+      }
+    });
+  }
   logDecisionChanges(d);
   const auto announce = d.announced();
   const auto degraded = d.degraded();
@@ -742,9 +758,9 @@ void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply 
 }
 
 void Speaker::handleWithdraw(const nlohmann::json& request, ControlServer::Reply reply) {
-  std::string note;
-  auto refusal = withdrawRefusal(note);
-  if (refusal && !request.value("force", false)) {
+  auto [refusal, note] = checkWithdraw(policy::GuardMoment::Request);
+  const bool force = request.value("force", false);
+  if (refusal && !force) {
     log_.warn("control", "vipctl withdraw {}", *refusal);
     reply({{"error", *refusal}, {"refused", "guard"}});
     return;
@@ -756,12 +772,17 @@ void Speaker::handleWithdraw(const nlohmann::json& request, ControlServer::Reply
   if (!note.empty()) {
     log_.info("control", "vipctl withdraw: guard {}", note);
   }
-  drainer_.handleWithdraw(request, [reply = std::move(reply), note](nlohmann::json answer) {
+  // Checked again when the withdrawal would take effect (the others' drains visible by then).
+  Drainer::Guard guard;
+  if (!force) {
+    guard = [this] { return checkWithdraw(policy::GuardMoment::Effect).refusal; };
+  }
+  drainer_.handleWithdraw(request, [reply = std::move(reply), note = note](nlohmann::json answer) {
     if (!note.empty() && answer.is_object()) {
       answer["guard"] = note;
     }
     reply(std::move(answer));
-  });
+  }, std::move(guard));
 }
 
 SpeakerIntent Speaker::intent() const {
@@ -867,39 +888,17 @@ nlohmann::json Speaker::fabricStatus(const policy::Decision& decision) const {
   return out;
 }
 
-std::optional<std::string> Speaker::withdrawRefusal(std::string& note) const {
-  policy::GuardInputs in;
-  in.minAnnouncers = config_.guard.minAnnouncers;
-  in.announced = intendedAnnouncements();
-  const auto views = fabricView();
-  std::vector<std::string> unchecked;
-  for (const auto& vip : in.announced) {
-    auto it = views.find(vip);
-    if (it != views.end() && it->second.available) {
-      in.othersStaying[vip] = it->second.othersStaying();
-    } else {
-      unchecked.push_back(vip.toString());
+policy::GuardCheck Speaker::checkWithdraw(policy::GuardMoment moment) const {
+  policy::GuardSelf self{config_.routerId.v4Value(), {}};
+  for (const auto& peer : config_.peers) {
+    for (const auto& hop : {peer.sourceAddress, peer.nextHopIpv6}) {
+      if (hop) {
+        self.nextHops.insert(*hop);
+      }
     }
   }
-  if (!unchecked.empty() && in.minAnnouncers > 0) {
-    note = fmt::format("not checked for {}: fabric view unavailable (the peers send no paths "
-                       "back), so the guard cannot see who else announces",
-                       fmt::join(unchecked, ", "));
-  }
-  auto refusal = policy::withdrawGuard(in);
-  if (!refusal) {
-    return std::nullopt;
-  }
-  std::vector<std::string> parts;
-  for (const auto& [vip, remaining] : refusal->remaining) {
-    const auto& view = views.at(vip);
-    parts.push_back(fmt::format("{}: {} other node(s) would remain ({})", vip.toString(),
-                                remaining, describeAnnouncers(view, false)));
-  }
-  return fmt::format("refused: fewer than guard.minAnnouncers ({}) other nodes would remain "
-                     "announcing: {}; the node is still announcing. `vipctl withdraw --force` "
-                     "withdraws it anyway",
-                     config_.guard.minAnnouncers, fmt::join(parts, "; "));
+  return policy::checkWithdraw(fabricView(), intendedAnnouncements(),
+                               config_.guard.minAnnouncers, self, moment);
 }
 
 // Every capped listener gets its share of the descriptor limit (raised to the hard limit by
@@ -1013,6 +1012,7 @@ void Speaker::stopPeers(std::string shutdownCommunication, std::function<void()>
   health_.stop();
   healthUnbind_.cancel();
   fabricSettleTimer_.cancel();
+  withdrawConfirmTimer_.cancel();
   returnPath_.stop();
   listener_.close();
   deferredStartTimer_.cancel();

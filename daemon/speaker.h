@@ -62,6 +62,8 @@
 #include "netlink/address_table.h"
 #include "policy/announce_policy.h"
 #include "policy/fabric_view.h"
+#include "policy/withdraw_confirmation.h"
+#include "policy/withdraw_guard.h"
 
 namespace vipd::daemon {
 
@@ -131,9 +133,9 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   nlohmann::json fabricStatus(const policy::Decision& decision) const;
   // A session changed state or the paths a peer holds for the VIPs changed: re-decide.
   void onFabricChange();
-  // vipctl withdraw's guard (guard.minAnnouncers): the refusal, or nullopt to go ahead; `note`
-  // says when the guard could not check.
-  std::optional<std::string> withdrawRefusal(std::string& note) const;
+  // vipctl withdraw's guard (guard.minAnnouncers, policy::checkWithdraw()) at the request or at
+  // the end of the drain's GRACEFUL_SHUTDOWN phase.
+  policy::GuardCheck checkWithdraw(policy::GuardMoment moment) const;
   void logDecisionChanges(const policy::Decision& decision);
   void scheduleHousekeeping(std::chrono::steady_clock::duration after);
   void onHealthChange(bool healthy);
@@ -278,6 +280,10 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   std::set<bgp::IpAddress> ownAddresses_;
   // Re-decides once a newly Established session has had time to send its paths (kFabricSettle).
   asio::steady_timer fabricSettleTimer_;
+  // Never zero at the same instant (issue 40): how long each automatic withdrawal has been
+  // announced degraded; pushAnnouncements() feeds it and re-decides when a clock runs out.
+  policy::WithdrawConfirmation withdrawConfirmation_;
+  asio::steady_timer withdrawConfirmTimer_;
   // The health check has passed at least once since start (the never-zero rule holds only a
   // node that proved it can serve).
   bool healthEverPassed_ = false;

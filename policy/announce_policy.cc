@@ -44,6 +44,16 @@ bool Decision::anyHeldByNeverZero() const {
                      [](const auto& entry) { return entry.second.heldByNeverZero; });
 }
 
+std::set<bgp::Prefix> Decision::wantingWithdrawal() const {
+  std::set<bgp::Prefix> out;
+  for (const auto& [vip, d] : vips) {
+    if (d.wantsWithdrawal) {
+      out.insert(vip);
+    }
+  }
+  return out;
+}
+
 Decision decide(const PolicyInputs& in) {
   Decision out;
   const bool speaking = in.active && !in.shuttingDown;
@@ -69,6 +79,7 @@ Decision decide(const PolicyInputs& in) {
       auto fabric = in.fabric.find(vip);
       const bool viewed = fabric != in.fabric.end() && fabric->second.available;
       const auto why = fmt::format("{}", fmt::join(automatic, "; "));
+      d.wantsWithdrawal = viewed;
       if (viewed && fabric->second.othersServing == 0) {
         d.announce = Announce::Degraded;
         d.heldByNeverZero = true;
@@ -76,6 +87,13 @@ Decision decide(const PolicyInputs& in) {
                                "fabric, and withdrawing would leave it no path (withdrawn as "
                                "soon as another node does)",
                                why);
+      } else if (viewed && !fabric->second.withdrawConfirmed) {
+        d.announce = Announce::Degraded;
+        d.confirmingWithdrawal = true;
+        d.reason = fmt::format("{}; announced degraded first, withdrawn once the fabric has seen "
+                               "that and still shows another node serving it (now {}): nodes "
+                               "failing together must not all leave on each other's old paths",
+                               why, fabric->second.othersServing);
       } else {
         d.reason = viewed ? fmt::format("{}; withdrawn ({} other node(s) serve it)", why,
                                         fabric->second.othersServing)
@@ -94,7 +112,11 @@ Decision decide(const PolicyInputs& in) {
       // Never a path to a node that lacks the address; the binder says why it is not bound.
       d.announce = Announce::None;
       d.heldByNeverZero = false;
+      d.confirmingWithdrawal = false;
       d.reason = "not bound on its interface";
+    }
+    if (in.bound.count(vip) == 0) {
+      d.wantsWithdrawal = false;  // nothing announced to confirm a withdrawal with
     }
     out.vips.emplace(vip, std::move(d));
   }
@@ -103,18 +125,18 @@ Decision decide(const PolicyInputs& in) {
     out.vips[vip] = VipDecision{Announce::None,
                                 "removed from the config: withdrawn, and unbound once the peers "
                                 "have acknowledged that",
-                                false, false};
+                                false, false, false, false};
   }
-  // Binding: a never-zero hold needs the VIP bound even while the health check unbinds. A drain
-  // before its withdraw step holds like anything else (its VIPs are still announced); once it
-  // has withdrawn, the drain unbinds them itself.
+  // Binding: a never-zero hold, or a withdrawal still being confirmed, needs the VIP bound even
+  // while the health check unbinds. A drain before its withdraw step holds like anything else
+  // (its VIPs are still announced); once it has withdrawn, the drain unbinds them itself.
   bool held = false;
   if (speaking && !operatorOff && healthWithdraws && in.healthEverPassed) {
     for (const auto& vip : in.vips) {
       auto fabric = in.fabric.find(vip);
       held = held || (in.removing.count(vip) == 0 && fabric != in.fabric.end() &&
                       fabric->second.available &&
-                      fabric->second.othersServing == 0);
+                      (fabric->second.othersServing == 0 || !fabric->second.withdrawConfirmed));
     }
   }
   const bool healthUnbinds = healthWithdraws && in.unbindWhenUnhealthy && !held;

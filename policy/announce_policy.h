@@ -15,9 +15,17 @@
 //      announces a path that is neither degraded nor draining), withdrawing would leave the VIP
 //      without a path while this node can still answer, so the VIP stays announced, degraded
 //      (the health.degrade attributes), and is withdrawn as soon as another node serves again.
+//      Never zero at the same instant (issue 40): a view that shows others serving may be one
+//      taken before they failed too (a shared cause fails every node within milliseconds, and
+//      each would withdraw on the strength of the others' stale paths). So a node first
+//      announces the VIP degraded, and withdraws only once that has been announced for the
+//      confirmation time (FabricCount::withdrawConfirmed, kept by WithdrawConfirmation) and the
+//      view, then, still shows another node serving: nodes failing together all see each
+//      other degraded by then, and all stay, held.
 //      Without a fabric view the rule cannot be applied: today's behaviour (withdraw), and the
-//      decision says so. A node whose health check has not passed since start is not announced
-//      at all: nothing says it can serve.
+//      decision says so (nothing tells a shared cause from this node's own failure, and a
+//      failing node must leave: docs/config.md). A node whose health check has not passed since
+//      start is not announced at all: nothing says it can serve.
 //   4. Otherwise announced: degraded while the health check fails with health.onFailure
 //      degrade, else normally.
 // A VIP removed from the config (a live reload, issue 29) is never announced: it stays in the
@@ -44,6 +52,10 @@ std::string_view announceName(Announce announce);
 struct FabricCount {
   bool available = false;
   size_t othersServing = 0;  // other nodes announcing a path neither degraded nor draining
+  // This node has wanted an automatic withdrawal of the VIP, and announced it degraded, for at
+  // least the confirmation time (WithdrawConfirmation): the fabric, and the other nodes, have
+  // seen that, so othersServing now counts only nodes that did not fail with this one.
+  bool withdrawConfirmed = false;
 };
 
 struct PolicyInputs {
@@ -74,6 +86,11 @@ struct VipDecision {
   bool heldByNeverZero = false;
   // An automatic withdrawal that the never-zero rule could not check (no fabric view).
   bool unguardedWithdrawal = false;
+  // An automatic reason to withdraw, with a fabric view: held, confirming, or withdrawn. The
+  // caller's WithdrawConfirmation runs its clock while this holds.
+  bool wantsWithdrawal = false;
+  // Announced degraded until the withdrawal is confirmed (FabricCount::withdrawConfirmed).
+  bool confirmingWithdrawal = false;
 };
 
 struct Decision {
@@ -85,6 +102,8 @@ struct Decision {
   std::set<bgp::Prefix> announced() const;  // Normal or Degraded
   std::set<bgp::Prefix> degraded() const;
   bool anyHeldByNeverZero() const;
+  // The VIPs with wantsWithdrawal (WithdrawConfirmation::observe()).
+  std::set<bgp::Prefix> wantingWithdrawal() const;
 };
 
 Decision decide(const PolicyInputs& in);

@@ -107,8 +107,9 @@ TEST(AnnouncePolicy, AnAutomaticWithdrawalNeverLeavesTheFabricWithoutAPath) {
         in.returnPathBlocks = {kVip4};
       }
       if (view > 0) {
-        in.fabric[kVip4] = {true, view == 2 ? 1u : 0u};
-        in.fabric[kVip6] = {true, view == 2 ? 1u : 0u};
+        // Confirmed: announced degraded long enough (the unconfirmed case has its own test).
+        in.fabric[kVip4] = {true, view == 2 ? 1u : 0u, true};
+        in.fabric[kVip6] = {true, view == 2 ? 1u : 0u, true};
       }
       auto d = decide(in);
       const auto& v4 = d.vips.at(kVip4);
@@ -165,9 +166,49 @@ TEST(AnnouncePolicy, OnlyServingNodesCountAsAnotherPath) {
   in.healthy = false;
   in.fabric[kVip4] = {true, 0};
   EXPECT_EQ(decide(in).vips.at(kVip4).announce, Announce::Degraded);
-  // A healthy node comes back: this one withdraws.
-  in.fabric[kVip4] = {true, 1};
+  // A healthy node comes back: this one withdraws (its degraded path has long been seen).
+  in.fabric[kVip4] = {true, 1, true};
   EXPECT_EQ(decide(in).vips.at(kVip4).announce, Announce::None);
+}
+
+// Issue 40: never zero at the same instant. A view showing others serving may predate their
+// failure; until the withdrawal is confirmed (this node announced degraded for the confirmation
+// time) the VIP stays announced, degraded, and bound, for every automatic cause.
+TEST(AnnouncePolicy, AnAutomaticWithdrawalIsAnnouncedDegradedUntilConfirmed) {
+  for (int cause : {0, 1, 2}) {  // health, return path, both
+    auto in = healthyNode();
+    in.unbindWhenUnhealthy = true;
+    in.healthy = cause == 1;
+    if (cause != 0) {
+      in.returnPathBlocks = {kVip4, kVip6};
+    }
+    in.fabric[kVip4] = {true, 2, false};
+    in.fabric[kVip6] = {true, 2, false};
+    auto d = decide(in);
+    SCOPED_TRACE(testing::Message() << "cause " << cause << ": " << d.vips.at(kVip4).reason);
+    const auto& v4 = d.vips.at(kVip4);
+    EXPECT_EQ(v4.announce, Announce::Degraded);
+    EXPECT_TRUE(v4.confirmingWithdrawal);
+    EXPECT_FALSE(v4.heldByNeverZero);
+    EXPECT_TRUE(v4.wantsWithdrawal);
+    EXPECT_NE(v4.reason.find("announced degraded first"), std::string::npos);
+    EXPECT_TRUE(d.mayBind) << "announced, so bound, even with unbindWhenUnhealthy";
+    EXPECT_FALSE(d.unbindForHealth);
+    EXPECT_EQ(d.wantingWithdrawal(), (std::set{kVip4, kVip6}));
+    in.fabric[kVip4].withdrawConfirmed = true;
+    in.fabric[kVip6].withdrawConfirmed = true;
+    d = decide(in);
+    EXPECT_EQ(d.vips.at(kVip4).announce, Announce::None);
+    EXPECT_TRUE(d.vips.at(kVip4).wantsWithdrawal) << "the clock keeps running while withdrawn";
+    EXPECT_EQ(d.unbindForHealth, cause != 1);
+  }
+  // Without a view nothing is confirmed or held: withdrawn at once, unguarded, as before.
+  auto in = healthyNode();
+  in.healthy = false;
+  auto d = decide(in);
+  EXPECT_EQ(d.vips.at(kVip4).announce, Announce::None);
+  EXPECT_TRUE(d.vips.at(kVip4).unguardedWithdrawal);
+  EXPECT_TRUE(d.wantingWithdrawal().empty());
 }
 
 TEST(AnnouncePolicy, HealthDegradeModeAnnouncesDegradedAndTheReturnPathStillHoldsBack) {
@@ -195,7 +236,7 @@ TEST(AnnouncePolicy, UnbindWhenUnhealthyUnbindsOnlyWithoutAHold) {
   in.fabric[kVip6] = {true, 0};
   EXPECT_TRUE(decide(in).mayBind);
   // Once bound again the held VIP is announced degraded; the other one (others serve) is not.
-  in.fabric[kVip4] = {true, 3};
+  in.fabric[kVip4] = {true, 3, true};
   auto d = decide(in);
   EXPECT_EQ(d.vips.at(kVip6).announce, Announce::Degraded);
   EXPECT_EQ(d.vips.at(kVip4).announce, Announce::None);
@@ -256,7 +297,7 @@ TEST(AnnouncePolicy, ARemovedVipIsNoReasonToKeepTheVipsBound) {
   in.unbindWhenUnhealthy = true;
   in.removing = {kVip4};
   in.fabric[kVip4] = {true, 0};  // the last announcer, but the operator removed it
-  in.fabric[kVip6] = {true, 1};
+  in.fabric[kVip6] = {true, 1, true};
   auto d = decide(in);
   EXPECT_TRUE(d.unbindForHealth);
   EXPECT_FALSE(d.mayBind);
@@ -297,6 +338,7 @@ struct Case {
   PolicyInputs in;
   bool bound, removing, returnPathBlocks;
   enum class Fabric { None, Unavailable, NoOtherServes, OthersServe } fabric;
+  bool confirmed;  // FabricCount::withdrawConfirmed
 };
 
 std::string describe(const Case& c) {
@@ -304,19 +346,19 @@ std::string describe(const Case& c) {
   return fmt::format(
       "active {} shuttingDown {} operatorWithdrawn {} draining {} drainWithdrawSent {} healthy {} "
       "healthEverPassed {} degradeOnFailure {} unbindWhenUnhealthy {} bound {} removing {} "
-      "returnPathBlocks {} fabric {}",
+      "returnPathBlocks {} fabric {} confirmed {}",
       in.active, in.shuttingDown, in.operatorWithdrawn, in.draining, in.drainWithdrawSent,
       in.healthy, in.healthEverPassed, in.degradeOnFailure, in.unbindWhenUnhealthy, c.bound,
-      c.removing, c.returnPathBlocks, static_cast<int>(c.fabric));
+      c.removing, c.returnPathBlocks, static_cast<int>(c.fabric), c.confirmed);
 }
 
 std::vector<Case> everyCase() {
   std::vector<Case> out;
-  for (unsigned bits = 0; bits < (1u << 12); ++bits) {
+  for (unsigned bits = 0; bits < (1u << 13); ++bits) {
     for (auto fabric : {Case::Fabric::None, Case::Fabric::Unavailable, Case::Fabric::NoOtherServes,
                         Case::Fabric::OthersServe}) {
       auto bit = [&](unsigned i) { return ((bits >> i) & 1u) != 0; };
-      Case c{{}, bit(9), bit(10), bit(11), fabric};
+      Case c{{}, bit(9), bit(10), bit(11), fabric, bit(12)};
       PolicyInputs& in = c.in;
       in.active = bit(0);
       in.shuttingDown = bit(1);
@@ -333,7 +375,8 @@ std::vector<Case> everyCase() {
       if (c.returnPathBlocks) in.returnPathBlocks = {kVip4};
       if (fabric != Case::Fabric::None) {
         in.fabric[kVip4] = FabricCount{fabric != Case::Fabric::Unavailable,
-                                       fabric == Case::Fabric::OthersServe ? 2u : 0u};
+                                       fabric == Case::Fabric::OthersServe ? 2u : 0u,
+                                       c.confirmed};
       }
       out.push_back(c);
     }
@@ -343,8 +386,8 @@ std::vector<Case> everyCase() {
 
 TEST(AnnouncePolicy, EveryCombinationOfInputsKeepsTheStatedRules) {
   const auto cases = everyCase();
-  ASSERT_EQ(cases.size(), 16384u);
-  size_t normal = 0, degraded = 0, held = 0, unguarded = 0;
+  ASSERT_EQ(cases.size(), 32768u);
+  size_t normal = 0, degraded = 0, held = 0, unguarded = 0, confirming = 0;
   for (const Case& c : cases) {
     const PolicyInputs& in = c.in;
     const Decision decision = decide(in);
@@ -387,6 +430,11 @@ TEST(AnnouncePolicy, EveryCombinationOfInputsKeepsTheStatedRules) {
       if (c.fabric == Case::Fabric::NoOtherServes) {
         EXPECT_EQ(d.announce, Announce::Degraded);
         EXPECT_TRUE(d.heldByNeverZero);
+      } else if (c.fabric == Case::Fabric::OthersServe && !c.confirmed) {
+        // Never zero at the same instant: degraded first, withdrawn once confirmed.
+        EXPECT_EQ(d.announce, Announce::Degraded);
+        EXPECT_TRUE(d.confirmingWithdrawal);
+        EXPECT_FALSE(d.heldByNeverZero);
       } else {
         EXPECT_EQ(d.announce, Announce::None);
         EXPECT_EQ(d.unguardedWithdrawal, !viewed);
@@ -398,6 +446,12 @@ TEST(AnnouncePolicy, EveryCombinationOfInputsKeepsTheStatedRules) {
     if (d.unguardedWithdrawal) {
       EXPECT_FALSE(viewed);
     }
+    // The confirmation clock runs exactly while an automatic cause meets a fabric view.
+    EXPECT_EQ(d.wantsWithdrawal, eligible && automatic && viewed);
+    if (d.confirmingWithdrawal) {
+      EXPECT_EQ(d.announce, Announce::Degraded);
+      EXPECT_FALSE(c.confirmed);
+    }
     // Normal exactly when there is nothing to explain.
     EXPECT_EQ(d.announce == Announce::Normal, d.reason.empty());
 
@@ -406,9 +460,11 @@ TEST(AnnouncePolicy, EveryCombinationOfInputsKeepsTheStatedRules) {
     if (decision.unbindForHealth) {
       EXPECT_TRUE(healthWithdraws && in.unbindWhenUnhealthy);
       EXPECT_FALSE(decision.anyHeldByNeverZero());
+      EXPECT_FALSE(d.confirmingWithdrawal) << "announced degraded, so it must stay bound";
       EXPECT_FALSE(decision.mayBind);
     }
-    if (healthWithdraws && in.unbindWhenUnhealthy && c.fabric != Case::Fabric::NoOtherServes) {
+    if (healthWithdraws && in.unbindWhenUnhealthy && c.fabric != Case::Fabric::NoOtherServes &&
+        !(c.fabric == Case::Fabric::OthersServe && !c.confirmed)) {
       EXPECT_TRUE(decision.unbindForHealth);
     }
     if (speaking && !in.operatorWithdrawn && !in.draining && !decision.unbindForHealth) {
@@ -418,12 +474,14 @@ TEST(AnnouncePolicy, EveryCombinationOfInputsKeepsTheStatedRules) {
     degraded += d.announce == Announce::Degraded;
     held += d.heldByNeverZero;
     unguarded += d.unguardedWithdrawal;
+    confirming += d.confirmingWithdrawal;
   }
   // Every outcome occurs, so no rule above was checked only vacuously.
   EXPECT_GT(normal, 0u);
   EXPECT_GT(degraded, 0u);
   EXPECT_GT(held, 0u);
   EXPECT_GT(unguarded, 0u);
+  EXPECT_GT(confirming, 0u);
 }
 
 }  // namespace

@@ -5,16 +5,19 @@ namespace vipd::daemon {
 using Kind = DrainAction::Kind;
 
 DrainSequence::DrainSequence(milliseconds gracefulShutdownTime, milliseconds ackTimeout,
-                             milliseconds unbindDelay)
+                             milliseconds unbindDelay, bool guarded)
     : gracefulShutdownTime_(gracefulShutdownTime),
       ackTimeout_(ackTimeout),
-      unbindDelay_(unbindDelay) {}
+      unbindDelay_(unbindDelay),
+      guarded_(guarded) {}
 
 std::vector<DrainAction> DrainSequence::start() {
   if (step_ != DrainStep::NotStarted) {
     return {};
   }
   if (gracefulShutdownTime_.count() == 0) {
+    // No phase for the others' draining paths to show in: the check at the request was the
+    // only one possible (docs/config.md says so).
     return withdraw();
   }
   step_ = DrainStep::GracefulShutdown;
@@ -37,6 +40,10 @@ std::vector<DrainAction> DrainSequence::withdraw() {
 std::vector<DrainAction> DrainSequence::onTimer() {
   switch (step_) {
     case DrainStep::GracefulShutdown:
+      if (guarded_) {
+        step_ = DrainStep::CheckingGuard;
+        return {{Kind::CheckGuard}};
+      }
       return withdraw();
     case DrainStep::WaitingForAcks:
       return {{Kind::CheckAcks}};
@@ -44,10 +51,23 @@ std::vector<DrainAction> DrainSequence::onTimer() {
       step_ = DrainStep::Done;
       return {{Kind::Unbind}, {Kind::Finished}};
     case DrainStep::NotStarted:
+    case DrainStep::CheckingGuard:
     case DrainStep::Done:
+    case DrainStep::Refused:
       return {};
   }
   return {};
+}
+
+std::vector<DrainAction> DrainSequence::onGuard(bool allowed) {
+  if (step_ != DrainStep::CheckingGuard) {
+    return {};
+  }
+  if (!allowed && guarded_) {
+    step_ = DrainStep::Refused;
+    return {{Kind::Refused}};
+  }
+  return withdraw();
 }
 
 std::vector<DrainAction> DrainSequence::onAcks(bool allAcknowledged, milliseconds sinceWithdraw) {

@@ -1,5 +1,8 @@
 // The order of a drain (SIGTERM or `vipctl withdraw`), as a pure state machine:
 //   (1) re-announce with GRACEFUL_SHUTDOWN (RFC 8326) for gracefulShutdownTime (skipped if 0),
+//   (1b) a guarded drain (`vipctl withdraw` without --force) checks the withdraw guard again,
+//       now that the others' draining paths are visible (issue 40): refused, the drain ends
+//       there and the node keeps announcing; allowed, it goes on,
 //   (2) withdraw,
 //   (3) wait until every Established peer has acknowledged the withdraw (its socket's send queue
 //       is empty), bounded by `timeout`,
@@ -25,18 +28,29 @@ struct DrainAction {
     Unbind,                // remove the addresses vipd added
     AcksSettled,           // step (3) is over: `acknowledged` says how (vipctl --wait answers)
     Finished,              // the drain is complete
+    CheckGuard,            // report onGuard(): does the withdraw guard still allow it?
+    Refused,               // the guard refused at (1b): nothing was withdrawn; undo the drain
   };
   Kind kind;
   milliseconds after{0};
   bool acknowledged = false;
 };
 
-enum class DrainStep { NotStarted, GracefulShutdown, WaitingForAcks, UnbindDelay, Done };
+enum class DrainStep {
+  NotStarted,
+  GracefulShutdown,
+  CheckingGuard,
+  WaitingForAcks,
+  UnbindDelay,
+  Done,
+  Refused,
+};
 
 class DrainSequence {
  public:
+  // `guarded`: check the withdraw guard again before withdrawing (1b).
   DrainSequence(milliseconds gracefulShutdownTime, milliseconds ackTimeout,
-                milliseconds unbindDelay);
+                milliseconds unbindDelay, bool guarded = false);
 
   std::vector<DrainAction> start();
   // Steps (3) and (4) alone, for a withdrawal the caller has already sent (the health gate's
@@ -48,6 +62,10 @@ class DrainSequence {
   // Result of a CheckAcks: `allAcknowledged` when every Established peer's send queue is empty;
   // `sinceWithdraw` is how long ago the withdraw was sent.
   std::vector<DrainAction> onAcks(bool allAcknowledged, milliseconds sinceWithdraw);
+  // Result of a CheckGuard: `allowed` goes on to withdraw, else Refused and the drain is over.
+  std::vector<DrainAction> onGuard(bool allowed);
+  // The guard no longer applies (SIGTERM during a guarded drain: the node leaves anyway).
+  void unguard() { guarded_ = false; }
 
   DrainStep step() const { return step_; }
   // How step (3) ended; meaningful once step() is UnbindDelay or Done.
@@ -63,6 +81,7 @@ class DrainSequence {
   milliseconds gracefulShutdownTime_;
   milliseconds ackTimeout_;
   milliseconds unbindDelay_;
+  bool guarded_;
   DrainStep step_ = DrainStep::NotStarted;
   bool acknowledged_ = false;
 };

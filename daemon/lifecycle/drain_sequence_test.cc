@@ -52,6 +52,46 @@ TEST(DrainSequence, GracefulShutdownThenWithdrawThenAcksThenUnbind) {
   EXPECT_TRUE(drain.onTimer().empty());
 }
 
+// Issue 40: a guarded drain (vipctl withdraw without --force) checks the guard again at the end
+// of the GRACEFUL_SHUTDOWN phase; refused, it ends there with nothing withdrawn.
+TEST(DrainSequence, AGuardedDrainChecksTheGuardAgainBeforeWithdrawing) {
+  DrainSequence drain(2000ms, 10000ms, 1000ms, true);
+  EXPECT_EQ(kinds(drain.start()), (std::vector<Kind>{Kind::MarkGracefulShutdown, Kind::Wait}));
+  EXPECT_EQ(kinds(drain.onTimer()), (std::vector<Kind>{Kind::CheckGuard}));
+  EXPECT_EQ(drain.step(), DrainStep::CheckingGuard);
+  EXPECT_TRUE(drain.onTimer().empty()) << "a stray timer neither withdraws nor checks again";
+  EXPECT_EQ(kinds(drain.onGuard(true)), (std::vector<Kind>{Kind::Withdraw, Kind::CheckAcks}));
+  EXPECT_EQ(drain.step(), DrainStep::WaitingForAcks);
+  EXPECT_TRUE(drain.onGuard(false).empty()) << "the answer comes once";
+}
+
+TEST(DrainSequence, AGuardRefusalAtTheEndOfGracefulShutdownEndsTheDrainWithoutAWithdraw) {
+  DrainSequence drain(2000ms, 10000ms, 1000ms, true);
+  (void)drain.start();
+  (void)drain.onTimer();
+  EXPECT_EQ(kinds(drain.onGuard(false)), (std::vector<Kind>{Kind::Refused}));
+  EXPECT_EQ(drain.step(), DrainStep::Refused);
+  EXPECT_TRUE(drain.onTimer().empty());
+  EXPECT_TRUE(drain.onAcks(true, 0ms).empty());
+}
+
+TEST(DrainSequence, UnguardedDrainsAndSigtermDuringAGuardedOneDoNotCheck) {
+  DrainSequence plain(2000ms, 10000ms, 1000ms);
+  (void)plain.start();
+  EXPECT_EQ(kinds(plain.onTimer()), (std::vector<Kind>{Kind::Withdraw, Kind::CheckAcks}));
+  // SIGTERM arrives during the GRACEFUL_SHUTDOWN phase: the node leaves whatever the guard says.
+  DrainSequence guarded(2000ms, 10000ms, 1000ms, true);
+  (void)guarded.start();
+  guarded.unguard();
+  EXPECT_EQ(kinds(guarded.onTimer()), (std::vector<Kind>{Kind::Withdraw, Kind::CheckAcks}));
+  // ... or while the check is being made: a refusal no longer holds the node.
+  DrainSequence checking(2000ms, 10000ms, 1000ms, true);
+  (void)checking.start();
+  (void)checking.onTimer();
+  checking.unguard();
+  EXPECT_EQ(kinds(checking.onGuard(false)), (std::vector<Kind>{Kind::Withdraw, Kind::CheckAcks}));
+}
+
 TEST(DrainSequence, ZeroGracefulShutdownTimeWithdrawsAtOnce) {
   DrainSequence drain(0ms, 10000ms, 1000ms);
   EXPECT_EQ(kinds(drain.start()), (std::vector<Kind>{Kind::Withdraw, Kind::CheckAcks}));

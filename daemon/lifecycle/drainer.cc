@@ -44,19 +44,25 @@ void Drainer::loadWithdrawn() {
 }
 
 void Drainer::start(std::string why, std::optional<std::chrono::milliseconds> ackTimeout,
-                    Settled onSettled, std::function<void()> onFinished) {
-  log_.info("drain", "{}: GRACEFUL_SHUTDOWN for {}ms, then withdraw, wait up to {}ms for every "
+                    Settled onSettled, std::function<void()> onFinished, Guard guard,
+                    std::function<void(std::string)> onRefused) {
+  log_.info("drain", "{}: GRACEFUL_SHUTDOWN for {}ms, {}then withdraw, wait up to {}ms for every "
             "peer to acknowledge, then unbind after {}ms",
             why, settings_.gracefulShutdownTime.count(),
+            guard ? "check the withdraw guard again, " : "",
             ackTimeout.value_or(settings_.timeout).count(), settings_.unbindDelay.count());
+  const bool guarded = guard != nullptr;
   drain_.emplace(Drain{DrainSequence(settings_.gracefulShutdownTime,
                                      ackTimeout.value_or(settings_.timeout),
-                                     settings_.unbindDelay),
-                       false, {}, std::move(onSettled), std::move(onFinished)});
+                                     settings_.unbindDelay, guarded),
+                       false, {}, std::move(onSettled), std::move(onFinished), std::move(guard),
+                       std::move(onRefused), {}});
   run(drain_->sequence.start());
 }
 
 void Drainer::thenRun(std::function<void()> then) {
+  drain_->guard = nullptr;
+  drain_->sequence.unguard();
   drain_->onFinished = [previous = std::move(drain_->onFinished),
                         then = std::move(then)]() mutable {
     if (previous) {
@@ -106,6 +112,19 @@ void Drainer::run(std::vector<DrainAction> actions) {
       case Kind::Finished:
         finish();
         return;
+      case Kind::CheckGuard: {
+        // CheckGuard ends its batch too: what follows comes from onGuard.
+        auto refusal = drain_->guard ? drain_->guard() : std::nullopt;
+        if (!refusal) {
+          log_.info("drain", "step 1b: the withdraw guard still allows the withdrawal");
+        }
+        drain_->refusal = refusal.value_or("");
+        run(drain_->sequence.onGuard(!refusal));
+        return;
+      }
+      case Kind::Refused:
+        refuse(drain_->refusal);
+        return;
     }
   }
 }
@@ -138,7 +157,35 @@ void Drainer::finish() {
   }
 }
 
-void Drainer::handleWithdraw(const nlohmann::json& request, ControlServer::Reply reply) {
+// The guard refused at the end of the GRACEFUL_SHUTDOWN phase: nothing was withdrawn, so the
+// node goes back to announcing unmarked, and is not left withdrawn in memory or on disk.
+void Drainer::refuse(const std::string& refusalText) {
+  const std::string refusal = refusalText;  // it may live in drain_, reset below
+  log_.warn("control", "vipctl withdraw {}", refusal);
+  if (withdrawnPersisted_) {
+    if (auto cleared = state_.clear(); !cleared) {
+      log_.error("drain", "{}; a restart would come back withdrawn until `vipctl announce`",
+                 cleared.error());
+    }
+  }
+  withdrawn_.reset();
+  lastResult_ = refusal;
+  auto refused = std::move(drain_->onRefused);
+  auto finished = std::move(drain_->onFinished);
+  drain_.reset();
+  timer_.cancel();
+  host_.setGracefulShutdown(false);
+  host_.pushAnnouncements();
+  if (refused) {
+    refused(refusal);
+  }
+  if (finished) {
+    finished();
+  }
+}
+
+void Drainer::handleWithdraw(const nlohmann::json& request, ControlServer::Reply reply,
+                             Guard guard) {
   std::string reason = request.value("reason", std::string("vipctl withdraw"));
   bool wait = request.value("wait", false);
   std::optional<std::chrono::milliseconds> ackTimeout;
@@ -202,7 +249,12 @@ void Drainer::handleWithdraw(const nlohmann::json& request, ControlServer::Reply
              {"acknowledged", false}});
     }
   };
-  start("vipctl withdraw", ackTimeout, settled, nullptr);
+  auto refused = [reply, wait](const std::string& refusal) {
+    if (wait) {
+      reply({{"error", refusal}, {"refused", "guard"}});
+    }
+  };
+  start("vipctl withdraw", ackTimeout, settled, nullptr, std::move(guard), refused);
   if (!wait) {
     reply({{"ok", true}, {"draining", true}});
   }

@@ -48,6 +48,9 @@ class Drainer {
  public:
   // Called once the peers acknowledged the withdraw, or the wait for them timed out.
   using Settled = std::function<void(bool acknowledged, std::string detail)>;
+  // The withdraw guard, checked again when the withdrawal would take effect (the end of the
+  // GRACEFUL_SHUTDOWN phase, issue 40): the refusal, or nullopt to go on.
+  using Guard = std::function<std::optional<std::string>()>;
 
   Drainer(asio::io_context& io, const config::Drain& settings, std::string stateDir,
           const Logger& log, DrainHost& host);
@@ -59,13 +62,21 @@ class Drainer {
   void loadWithdrawn();
 
   // Runs the drain's steps; `onFinished` after the last one. `ackTimeout` overrides drain.timeout.
+  // `guard` (null: not guarded) is checked again at the end of the GRACEFUL_SHUTDOWN phase;
+  // `onRefused` is called with its refusal, and the drain ends there (nothing withdrawn).
   void start(std::string why, std::optional<std::chrono::milliseconds> ackTimeout,
-             Settled onSettled, std::function<void()> onFinished);
-  // Runs `then` once the drain in progress has finished (SIGTERM during `vipctl withdraw`).
+             Settled onSettled, std::function<void()> onFinished, Guard guard = nullptr,
+             std::function<void(std::string)> onRefused = nullptr);
+  // Runs `then` once the drain in progress has finished (SIGTERM during `vipctl withdraw`); the
+  // drain is no longer guarded: the node is leaving anyway.
   void thenRun(std::function<void()> then);
 
-  // The control commands `withdraw` and `announce`.
-  void handleWithdraw(const nlohmann::json& request, ControlServer::Reply reply);
+  // The control commands `withdraw` and `announce`. `guard` (null with --force): checked again
+  // at the end of the GRACEFUL_SHUTDOWN phase; a refusal then ends the drain, clears the
+  // withdrawn state, keeps the node announcing, and answers (with --wait) as a refusal at the
+  // request would: {"error", "refused": "guard"}.
+  void handleWithdraw(const nlohmann::json& request, ControlServer::Reply reply,
+                      Guard guard = nullptr);
   void handleAnnounce(ControlServer::Reply reply);
 
   bool draining() const { return drain_.has_value(); }
@@ -83,6 +94,7 @@ class Drainer {
   void run(std::vector<DrainAction> actions);
   void settle(bool acknowledged);
   void finish();
+  void refuse(const std::string& refusal);
 
   const config::Drain& settings_;
   const Logger& log_;
@@ -98,6 +110,9 @@ class Drainer {
     std::chrono::steady_clock::time_point withdrawSentAt;
     Settled onSettled;
     std::function<void()> onFinished;
+    Guard guard;                                 // null: not guarded
+    std::function<void(std::string)> onRefused;  // the guard refused at the end of GS
+    std::string refusal;                         // what it said
   };
   std::optional<Drain> drain_;
   asio::steady_timer timer_;

@@ -59,9 +59,10 @@ class DrainerTest : public ::testing::Test {
   }
 
   // Sends one control request and runs the event loop until the drain has nothing left to do.
-  std::vector<nlohmann::json> withdraw(nlohmann::json request) {
+  std::vector<nlohmann::json> withdraw(nlohmann::json request, Drainer::Guard guard = nullptr) {
     std::vector<nlohmann::json> replies;
-    drainer_->handleWithdraw(request, [&](nlohmann::json r) { replies.push_back(std::move(r)); });
+    drainer_->handleWithdraw(
+        request, [&](nlohmann::json r) { replies.push_back(std::move(r)); }, std::move(guard));
     io_.restart();
     io_.run();
     return replies;
@@ -99,6 +100,77 @@ TEST_F(DrainerTest, GracefulShutdownComesBeforeTheWithdraw) {
   withdraw({{"command", "withdraw"}, {"wait", true}});
   EXPECT_EQ(host_.calls, (std::vector<std::string>{"mark graceful shutdown", "push (withdrawn)",
                                                    "unbind", "unmark graceful shutdown"}));
+}
+
+// Issue 40: the guard is checked again at the end of the GRACEFUL_SHUTDOWN phase. Refused then:
+// nothing was withdrawn, the GS mark is lifted, the node announces again, the withdrawn state is
+// cleared (memory and disk), and `--wait` answers as a refusal at the request does.
+TEST_F(DrainerTest, AGuardRefusalAtTheEndOfGracefulShutdownUndoesTheWithdraw) {
+  auto& drainer = make({1ms, 10000ms, 0ms});
+  int checks = 0;
+  auto replies = withdraw({{"command", "withdraw"}, {"reason", "fleet script"}, {"wait", true}},
+                          [&]() -> std::optional<std::string> {
+                            ++checks;
+                            EXPECT_TRUE(drainer.draining());
+                            EXPECT_FALSE(drainer.withdrawSent());
+                            return "refused: fewer than guard.minAnnouncers (1) ...";
+                          });
+  EXPECT_EQ(checks, 1);
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0]["refused"], "guard") << "vipctl's exit 4";
+  EXPECT_EQ(replies[0]["error"], "refused: fewer than guard.minAnnouncers (1) ...");
+  EXPECT_EQ(host_.calls, (std::vector<std::string>{"mark graceful shutdown",
+                                                   "unmark graceful shutdown", "push"}));
+  EXPECT_FALSE(drainer.draining());
+  EXPECT_FALSE(drainer.withdrawn());
+  EXPECT_FALSE(std::filesystem::exists(stateFile())) << "a restart must not come back withdrawn";
+  EXPECT_EQ(drainer.lastResult(), "refused: fewer than guard.minAnnouncers (1) ...");
+}
+
+TEST_F(DrainerTest, AGuardThatStillAllowsGoesOnToWithdraw) {
+  auto& drainer = make({1ms, 10000ms, 0ms});
+  int checks = 0;
+  auto replies = withdraw({{"command", "withdraw"}, {"wait", true}},
+                          [&]() -> std::optional<std::string> {
+                            ++checks;
+                            return std::nullopt;
+                          });
+  EXPECT_EQ(checks, 1);
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0]["acknowledged"], true);
+  EXPECT_EQ(host_.calls, (std::vector<std::string>{"mark graceful shutdown", "push (withdrawn)",
+                                                   "unbind", "unmark graceful shutdown"}));
+  EXPECT_TRUE(drainer.withdrawn());
+}
+
+TEST_F(DrainerTest, WithoutWaitTheRefusalIsOnlyLoggedAndTheNodeAnnouncesAgain) {
+  auto& drainer = make({1ms, 10000ms, 0ms});
+  auto replies = withdraw({{"command", "withdraw"}, {"wait", false}, {"persist", false}},
+                          []() -> std::optional<std::string> { return "refused: ..."; });
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0]["draining"], true);
+  EXPECT_FALSE(drainer.withdrawn());
+  EXPECT_FALSE(drainer.draining());
+}
+
+TEST_F(DrainerTest, SigtermDuringAGuardedWithdrawLeavesWhateverTheGuardSays) {
+  auto& drainer = make({1ms, 10000ms, 0ms});
+  int checks = 0;
+  bool stopped = false;
+  std::vector<nlohmann::json> replies;
+  drainer.handleWithdraw(
+      {{"command", "withdraw"}, {"wait", true}},
+      [&](nlohmann::json r) { replies.push_back(std::move(r)); },
+      [&]() -> std::optional<std::string> {
+        ++checks;
+        return "refused";
+      });
+  drainer.thenRun([&] { stopped = true; });
+  io_.run();
+  EXPECT_EQ(checks, 0);
+  EXPECT_TRUE(stopped);
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0]["acknowledged"], true);
 }
 
 TEST_F(DrainerTest, UnacknowledgedWithdrawAnswersWithAnErrorNamingThePeerAndStillUnbinds) {

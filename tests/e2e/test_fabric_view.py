@@ -133,6 +133,12 @@ def test() -> None:
                        lambda: f"nodes 1 and 2 back: {topo.fabric.route_show(lab.VIP4)}")
 
         # ---- 4. exit codes 5 and 1 ----
+        # Node 1 must see node 2 serve both VIPs (the route above shows only the IPv4 one): else
+        # the guard, not the state directory, refuses the next withdraw.
+        for vip in (lab.VIP4, lab.VIP6):
+            lab.wait_until(lambda vip=vip: count(vipds[0], vip) == 2, 20, 0.05,
+                           lambda vip=vip: f"node 1 to count 2 announcers of {vip}: "
+                           f"{fabric(vipds[0], vip)}")
         state = vipds[0].status()  # noqa: F841 (vipd answers)
         state_dir = L.path("vipd-n1-state")
         os.makedirs(os.path.join(state_dir, "withdrawn.json"), exist_ok=True)
