@@ -426,6 +426,8 @@ Result<InstanceMetadata> parseMetadata(std::string_view text, std::string_view f
       return tl::unexpected(reader.takeErrors());
     }
     return metadata;
+  } catch (const config::YamlTooLarge& e) {
+    reader.error(e.mark, "", e.msg);
   } catch (const YAML::Exception& e) {
     // Reading uses only const lookups, so this is a syntax error from LoadAll().
     reader.error(e.mark, "", fmt::format("YAML/JSON syntax error: {}", e.msg));

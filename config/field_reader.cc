@@ -14,6 +14,7 @@ namespace vipd::config {
 
 using internal::isAllDigits;
 using internal::parseDecimal;
+using internal::shortKey;
 using internal::unknownKeyMessage;
 
 namespace {
@@ -102,11 +103,11 @@ std::optional<Mapping> FieldReader::readMapping(const YAML::Node& node, const st
       continue;
     }
     const std::string& name = key.Scalar();
-    std::string keyPath = joinPath(path, name);
     if (std::find(known.begin(), known.end(), name) == known.end()) {
-      error(key.Mark(), keyPath, unknownKeyMessage(name, known));
+      error(key.Mark(), joinPath(path, shortKey(name)), unknownKeyMessage(name, known));
       continue;
     }
+    std::string keyPath = joinPath(path, name);
     // yaml-cpp keeps every duplicate in the node, and lookups would silently pick one of them.
     if (const Field* first = m.find(name)) {
       error(key.Mark(), keyPath,

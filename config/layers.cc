@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "config/diff.h"
+#include "config/file_reader.h"
 #include "config/reader.h"
 #include "config/yaml_documents.h"
 
@@ -232,6 +233,8 @@ std::optional<YAML::Node> loadDocument(const ConfigFile& file, std::string_view 
                                            documents.size()));
     }
     return documents[0];
+  } catch (const YamlTooLarge& e) {
+    add(e.mark, e.msg);
   } catch (const YAML::Exception& e) {
     add(e.mark, fmt::format("YAML syntax error: {}", e.msg));
   } catch (const std::exception& e) {
@@ -291,37 +294,20 @@ Result<LoadedConfig> parseConfigLayers(const ConfigFile& cluster,
 
 namespace {
 
-// Larger than any sane config; stops `vipd --config /dev/zero` from eating memory.
+// Larger than any sane config; stops `vipd --config /dev/zero` from eating memory. The text's
+// nodes are bounded apart (kMaxYamlNodes), so what a refused file can make vipd allocate is a
+// few times this.
 constexpr size_t kMaxFileSize = size_t{4} << 20;
 
-// The text of `path`, or the error saying why there is none.
+// The text of `path`, or the error saying why there is none (config/file_reader.h: a regular
+// file only, never waited on, no symlink out of its directory).
 tl::expected<std::string, ConfigError> readConfigText(const std::string& path,
                                                       std::string_view what) {
-  auto fail = [&](std::string message) {
-    return tl::unexpected(ConfigError{path, 0, 0, "", std::move(message)});
-  };
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       &std::fclose);
-  if (!file) {
-    return fail(fmt::format("cannot open the {}: {}", what, std::strerror(errno)));
+  auto text = readBoundedFile(path, what, kMaxFileSize);
+  if (!text) {
+    return tl::unexpected(ConfigError{path, 0, 0, "", std::move(text.error())});
   }
-  std::string text;
-  char buffer[8192];
-  while (true) {
-    size_t n = std::fread(buffer, 1, sizeof buffer, file.get());
-    text.append(buffer, n);
-    if (text.size() > kMaxFileSize) {
-      return fail(fmt::format("the {} is larger than {} MiB; is this the right file?", what,
-                              kMaxFileSize >> 20));
-    }
-    if (n < sizeof buffer) {
-      if (std::ferror(file.get())) {
-        return fail(fmt::format("cannot read the {}: {}", what, std::strerror(errno)));
-      }
-      break;
-    }
-  }
-  return text;
+  return std::move(*text);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 // is refused with the same words as the speaker's.
 #include "config/probe_config.h"
 
+#include "config/file_reader.h"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -300,7 +302,7 @@ Result<ProbeConfig> parseProbeConfig(std::string_view yamlText, std::string_view
     } else {
       reader.read(documents[0], config);
     }
-  } catch (const YAML::Exception& e) {
+  } catch (const YAML::Exception& e) {  // YamlTooLarge included: its message says why
     reader.error(e.mark, "", e.msg);
   }
   auto errors = reader.takeErrors();
@@ -315,25 +317,11 @@ Result<ProbeConfig> loadProbeConfigFile(const std::string& path,
   auto fail = [&path](std::string message) {
     return tl::unexpected(std::vector<ConfigError>{ConfigError{path, 0, 0, "", std::move(message)}});
   };
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       &std::fclose);
-  if (!file) {
-    return fail(fmt::format("cannot open it: {}", std::strerror(errno)));
+  auto text = readBoundedFile(path, "probe config", kMaxProbeFileBytes);
+  if (!text) {
+    return fail(std::move(text.error()));
   }
-  std::string text;
-  char chunk[8192];
-  size_t n = 0;
-  while ((n = std::fread(chunk, 1, sizeof chunk, file.get())) > 0) {
-    text.append(chunk, n);
-    if (text.size() > kMaxProbeFileBytes) {
-      return fail(fmt::format("larger than {} KiB; is it a probe config?",
-                              kMaxProbeFileBytes / 1024));
-    }
-  }
-  if (std::ferror(file.get())) {
-    return fail(fmt::format("cannot read it: {}", std::strerror(errno)));
-  }
-  return parseProbeConfig(text, path, overrides);
+  return parseProbeConfig(*text, path, overrides);
 }
 
 }  // namespace vipd::config

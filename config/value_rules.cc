@@ -148,6 +148,17 @@ size_t editDistance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+std::string shortKey(std::string_view key) {
+  std::string out;
+  for (char c : key.substr(0, kMaxKeyShown)) {
+    out += c >= 0x20 && c < 0x7f ? c : '?';
+  }
+  if (key.size() > kMaxKeyShown) {
+    out += "...";
+  }
+  return out;
+}
+
 std::string unknownKeyMessage(std::string_view key, std::initializer_list<std::string_view> known) {
   // Case is ignored when measuring so that "holdtime" and "HoldTime" point at "holdTime".
   std::string lowerKey = lowercase(key);
@@ -162,14 +173,14 @@ std::string unknownKeyMessage(std::string_view key, std::initializer_list<std::s
   }
   size_t threshold = std::max<size_t>(2, best.size() / 3);
   if (!best.empty() && bestDistance <= threshold) {
-    return fmt::format("unknown key '{}' (did you mean '{}'?)", key, best);
+    return fmt::format("unknown key '{}' (did you mean '{}'?)", shortKey(key), best);
   }
   std::string list;
   for (std::string_view candidate : known) {
     list += list.empty() ? "" : ", ";
     list += candidate;
   }
-  return fmt::format("unknown key '{}'; expected one of: {}", key, list);
+  return fmt::format("unknown key '{}'; expected one of: {}", shortKey(key), list);
 }
 
 bool isMulticast(const bgp::IpAddress& a) {

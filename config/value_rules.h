@@ -47,6 +47,13 @@ size_t editDistance(std::string_view a, std::string_view b);
 // enough (case ignored, so "holdtime" points at "holdTime"), else lists them all.
 std::string unknownKeyMessage(std::string_view key, std::initializer_list<std::string_view> known);
 
+// An unknown key as errors show it (issue 43): at most kMaxKeyShown characters, then "...", and
+// anything outside printable ASCII as '?'. A key vipd does not know is whatever the file holds
+// (a line of /etc/shadow once, renamed over the config), and its errors go to the log and to
+// `vipctl status`; a typo is short, so nothing an operator needs is lost.
+inline constexpr size_t kMaxKeyShown = 24;
+std::string shortKey(std::string_view key);
+
 // Address classes that can never be a VIP, a peer or a next hop.
 bool isMulticast(const bgp::IpAddress& a);  // 224.0.0.0/4, ff00::/8
 bool isLoopback(const bgp::IpAddress& a);   // 127.0.0.0/8, ::1

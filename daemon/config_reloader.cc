@@ -2,12 +2,12 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
 #include <functional>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "config/file_reader.h"
 
 namespace vipd::daemon {
 
@@ -55,12 +55,10 @@ std::optional<std::string> ConfigReloader::missing() const {
 size_t ConfigReloader::fingerprint() const {
   size_t hash = 0;
   for (const auto& file : files()) {
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream content;
-    if (in) {
-      content << in.rdbuf();
-    }
-    std::string text = file + (in ? "\n" + content.str() : "\n(missing)");
+    // Read as the loader reads it (config/file_reader.h): a FIFO renamed over the config is
+    // refused at once, never waited on, and its refusal is what gets compared.
+    auto content = config::readBoundedFile(file, "file", kMaxFingerprintBytes);
+    std::string text = file + (content ? "\n" + *content : "\n(unread) " + content.error());
     hash = hash * 1000003u ^ std::hash<std::string>{}(text);
   }
   return hash;
@@ -84,6 +82,13 @@ void ConfigReloader::watchFiles() {
 
 void ConfigReloader::onFilesChanged() {
   if (stopped_) {
+    return;
+  }
+  if (auto writing = watcher_.writing(); !writing.empty()) {
+    // Its writer's close comes back here; until then the running config stays.
+    recheck_.cancel();
+    log_.info("config", "{} is being written; waiting for its writer to close it before "
+              "reading it", fmt::join(writing, ", "));
     return;
   }
   if (auto gone = missing()) {
@@ -127,8 +132,14 @@ void ConfigReloader::reload(std::string_view trigger) {
             trigger == "SIGHUP" ? "received SIGHUP" : fmt::format("{} seen", trigger), names);
   auto next = config::loadConfig(sources_);
   if (!next) {
-    for (const auto& error : next.error()) {
-      log_.error("config", "{}", error.toString());
+    // A file that is not a vipd config at all (another file renamed over it) has an error per
+    // line: the first kMaxErrorsLogged say enough.
+    for (size_t i = 0; i < next.error().size() && i < kMaxErrorsLogged; ++i) {
+      log_.error("config", "{}", next.error()[i].toString());
+    }
+    if (next.error().size() > kMaxErrorsLogged) {
+      log_.error("config", "... and {} more error(s) not shown; `vipd validate` lists them all",
+                 next.error().size() - kMaxErrorsLogged);
     }
     log_.error("vipd", "{} has {} error(s); ignored: still running with the config loaded before",
                names, next.error().size());

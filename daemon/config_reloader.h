@@ -4,6 +4,10 @@
 // config to Speaker::reload() (which reads the TCP-MD5 keys and carries the changes out) and
 // says in one line what came of it. An invalid config changes nothing and is reported as before.
 //
+// A file is read only once its writer has closed it (ConfigWatcher::writing()), and only as the
+// loader reads it (config/file_reader.h: a regular file, never waited on), so neither a slow
+// writer nor a FIFO renamed over the config reaches the loader or blocks the io_context thread.
+//
 // A change seen in the files reloads only when what they hold differs from what the last reload
 // read (the watched directories hold other files too, and the kubelet touches several names per
 // update). A file that is gone, or a symlink that points nowhere, is given kGoneGrace to come back
@@ -31,6 +35,10 @@ class ConfigReloader {
  public:
   static constexpr std::chrono::seconds kGoneGrace{5};
   static constexpr std::chrono::milliseconds kGoneRecheck{250};
+  // Past this a file is not read to compare it: the loader refuses it anyway (4 MiB).
+  static constexpr size_t kMaxFingerprintBytes = size_t{8} << 20;
+  // The errors of a failed reload logged one by one; the rest are counted in one line.
+  static constexpr size_t kMaxErrorsLogged = 20;
 
   // `speaker` and `log` must outlive the reloader.
   ConfigReloader(asio::io_context& io, config::ConfigSources sources, Speaker& speaker,

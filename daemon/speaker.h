@@ -160,6 +160,13 @@ class Speaker final : private DrainHost, private HandoffHost, private VipKeeperH
   void applyPeers(const config::ReloadPlan& plan,
                   std::map<bgp::IpAddress, std::optional<SessionKey>>& keys);
   void applyVips(const config::ReloadPlan& plan);
+  // A reload's new VIPs take their instance lock; one another vipd holds is not added (`failed`).
+  void lockAddedVips(const config::Config& next, config::Config& achievable,
+                     std::map<std::string, std::string>& failed);
+  // The withdraw guard for a reload (issue 40): a VIP it removes, or every VIP when it removes
+  // every peer, that fewer than guard.minAnnouncers other nodes announce is kept running
+  // (in `achievable`), with the reason in `failed` under its key.
+  void guardReload(config::Config& achievable, std::map<std::string, std::string>& failed);
   // Withdraws `vip` (the policy's `removing`), then unbinds and forgets it once the peers have
   // acknowledged.
   void removeVip(const bgp::Prefix& vip);

@@ -138,20 +138,8 @@ tl::expected<Speaker::ReloadOutcome, std::string> Speaker::reload(const config::
     kept.unbindWhenUnhealthy = next.health.unbindWhenUnhealthy;
     achievable.health = kept;
   }
-  if (instanceLock_ != nullptr) {
-    for (const auto& vip : next.vips) {
-      const bool known = std::any_of(config_.vips.begin(), config_.vips.end(),
-                                     [&](const config::Vip& v) { return v.prefix == vip.prefix; });
-      if (known || removingVips_.count(vip.prefix) != 0) {
-        continue;  // locked since start, or still (until it is unbound)
-      }
-      if (auto locked = instanceLock_->lockVip(vip.prefix, io_, log_); !locked) {
-        failed[fmt::format("vips[{}]", vip.prefix.toString())] = locked.error();
-        std::erase_if(achievable.vips,
-                      [&](const config::Vip& v) { return v.prefix == vip.prefix; });
-      }
-    }
-  }
+  lockAddedVips(next, achievable, failed);
+  guardReload(achievable, failed);
   auto plan = config::planReload(config_, achievable, keysChanged);
   if (auto bfd = updateBfd(plan.applied); !bfd) {
     // A new BFD session could not open its socket (a port another daemon holds): the peers
@@ -199,6 +187,76 @@ tl::expected<Speaker::ReloadOutcome, std::string> Speaker::reload(const config::
   outcome.failedSome = !failed.empty();
   recordReload(outcome, trigger);
   return outcome;
+}
+
+void Speaker::lockAddedVips(const config::Config& next, config::Config& achievable,
+                            std::map<std::string, std::string>& failed) {
+  if (instanceLock_ == nullptr) {
+    return;
+  }
+  for (const auto& vip : next.vips) {
+    const bool known = std::any_of(config_.vips.begin(), config_.vips.end(),
+                                   [&](const config::Vip& v) { return v.prefix == vip.prefix; });
+    if (known || removingVips_.count(vip.prefix) != 0) {
+      continue;  // locked since start, or still (until it is unbound)
+    }
+    if (auto locked = instanceLock_->lockVip(vip.prefix, io_, log_); !locked) {
+      failed[fmt::format("vips[{}]", vip.prefix.toString())] = locked.error();
+      std::erase_if(achievable.vips, [&](const config::Vip& v) { return v.prefix == vip.prefix; });
+    }
+  }
+}
+
+void Speaker::guardReload(config::Config& achievable, std::map<std::string, std::string>& failed) {
+  // What the reload would take off the fabric: the VIPs it removes, or every VIP when no
+  // running peer is left to announce them to.
+  const bool everyPeer = std::none_of(config_.peers.begin(), config_.peers.end(), [&](auto& p) {
+    return findPeer(achievable.peers, p.address) != nullptr;
+  });
+  policy::GuardInputs in;
+  in.minAnnouncers = config_.guard.minAnnouncers;
+  const auto views = fabricView();
+  for (const auto& vip : intendedAnnouncements()) {
+    const bool removed = std::none_of(achievable.vips.begin(), achievable.vips.end(),
+                                      [&](const config::Vip& v) { return v.prefix == vip; });
+    auto view = views.find(vip);
+    if ((removed || everyPeer) && view != views.end() && view->second.available) {
+      in.announced.insert(vip);
+      in.othersStaying[vip] = view->second.othersStaying();
+    }
+  }
+  const auto refusal = policy::withdrawGuard(in);
+  if (!refusal) {
+    return;  // without a fabric view the guard cannot check, as for vipctl withdraw
+  }
+  // Refused: what would fall short keeps running as it is, pending with the reason, until a
+  // reload finds other nodes announcing it (or `vipctl withdraw --force` takes the node off).
+  std::vector<std::string> parts;
+  for (const auto& [vip, remaining] : refusal->remaining) {
+    parts.push_back(fmt::format("{}: {} other node(s) would remain ({})", vip.toString(),
+                                remaining, policy::describeAnnouncers(views.at(vip), false)));
+  }
+  const std::string why = fmt::format(
+      "kept: it would leave fewer than guard.minAnnouncers ({}) other nodes announcing {}",
+      config_.guard.minAnnouncers, fmt::join(parts, "; "));
+  if (everyPeer) {
+    for (const auto& peer : config_.peers) {
+      failed[fmt::format("peers[{}]", peer.address.toString())] = why;
+    }
+    achievable.peers = config_.peers;
+  }
+  for (const auto& [vip, remaining] : refusal->remaining) {
+    auto running = std::find_if(config_.vips.begin(), config_.vips.end(),
+                                [&](const config::Vip& v) { return v.prefix == vip; });
+    const bool removed = std::none_of(achievable.vips.begin(), achievable.vips.end(),
+                                      [&](const config::Vip& v) { return v.prefix == vip; });
+    if (removed && running != config_.vips.end()) {
+      failed[fmt::format("vips[{}]", vip.toString())] = why;
+      achievable.vips.push_back(*running);
+    }
+  }
+  log_.warn("config", "the reload would take this node off the fabric where it is needed; {}; "
+            "the rest of the reload goes on", why);
 }
 
 tl::expected<void, std::string> Speaker::updateBfd(const config::Config& applied) {

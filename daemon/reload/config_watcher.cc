@@ -1,6 +1,7 @@
 #include "daemon/reload/config_watcher.h"
 
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -15,22 +17,31 @@ namespace vipd::daemon {
 namespace {
 
 // What replaces or edits a file; never IN_ACCESS, IN_OPEN or IN_CLOSE_NOWRITE (vipd's own reads).
+// IN_MODIFY only marks a file as being written: its IN_CLOSE_WRITE is what makes it ready.
 constexpr uint32_t kEvents = IN_CLOSE_WRITE | IN_MODIFY | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE |
                              IN_DELETE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
 
-// The directory of `file` and, when it is (or its directory holds) a symlink, the directory it
-// resolves to: an edit of the target is seen there.
-std::set<std::string> directoriesOf(const std::string& file) {
+// The directory and name of `file` and, when it is (or its directory holds) a symlink, the
+// directory and name it resolves to: an edit of the target is seen there.
+std::set<std::pair<std::string, std::string>> placesOf(const std::string& file) {
   namespace fs = std::filesystem;
-  std::set<std::string> out;
+  std::set<std::pair<std::string, std::string>> out;
   fs::path path(file);
-  out.insert(fs::absolute(path).parent_path().lexically_normal().string());
+  out.emplace(fs::absolute(path).parent_path().lexically_normal().string(),
+              path.filename().string());
   std::error_code ec;
   auto resolved = fs::canonical(path, ec);
   if (!ec) {
-    out.insert(resolved.parent_path().string());
+    out.emplace(resolved.parent_path().string(), resolved.filename().string());
   }
   return out;
+}
+
+// An empty regular file: what open(O_CREAT) by a writer makes. A hard link (`ln`) made in place
+// has its content already and is ready; a writer that has written since is marked by IN_MODIFY.
+bool isNewEmptyFile(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
 }
 
 }  // namespace
@@ -54,10 +65,18 @@ tl::expected<void, std::string> ConfigWatcher::watch(const std::vector<std::stri
     readEvents();
   }
   std::set<std::string> wanted;
+  names_.clear();
   for (const auto& file : files) {
-    auto dirs = directoriesOf(file);
-    wanted.insert(dirs.begin(), dirs.end());
+    for (auto& [dir, name] : placesOf(file)) {
+      wanted.insert(dir);
+      names_[dir].insert(name);
+    }
   }
+  std::erase_if(writing_, [&](const std::string& path) {
+    auto slash = path.rfind('/');
+    auto it = names_.find(path.substr(0, slash));
+    return it == names_.end() || it->second.count(path.substr(slash + 1)) == 0;
+  });
   for (auto it = watches_.begin(); it != watches_.end();) {
     if (wanted.count(it->second) == 0) {
       ::inotify_rm_watch(fd_, it->first);
@@ -98,6 +117,11 @@ void ConfigWatcher::stop() {
     fd_ = -1;
   }
   watches_.clear();
+  writing_.clear();
+}
+
+std::vector<std::string> ConfigWatcher::writing() const {
+  return {writing_.begin(), writing_.end()};
 }
 
 std::vector<std::string> ConfigWatcher::directories() const {
@@ -123,23 +147,55 @@ void ConfigWatcher::readEvents() {
 }
 
 bool ConfigWatcher::drain() {
-  // Any event in a watched directory is a reason to look; a directory that went away
-  // (IN_IGNORED) is watched again by the next watch().
   alignas(inotify_event) std::array<char, 4096> buffer{};
-  bool any = false;
+  bool look = false;
   ssize_t n = 0;
   while ((n = ::read(fd_, buffer.data(), buffer.size())) > 0) {
-    any = true;
     for (size_t at = 0; at + sizeof(inotify_event) <= static_cast<size_t>(n);) {
       inotify_event event{};
       std::memcpy(&event, buffer.data() + at, sizeof event);
-      if ((event.mask & IN_IGNORED) != 0) {
-        watches_.erase(event.wd);
-      }
+      const char* nameStart = buffer.data() + at + sizeof(inotify_event);
+      const std::string name(nameStart, ::strnlen(nameStart, event.len));
       at += sizeof(inotify_event) + event.len;
+      auto watch = watches_.find(event.wd);
+      if (watch == watches_.end()) {
+        continue;  // a watch dropped since the event was queued
+      }
+      if ((event.mask & IN_IGNORED) != 0) {
+        // The directory went away: the next watch() watches it again.
+        watches_.erase(watch);
+        look = true;
+        continue;
+      }
+      look = onInotifyEvent(watch->second, event.mask, name) || look;
     }
   }
-  return any;
+  return look;
+}
+
+bool ConfigWatcher::onInotifyEvent(const std::string& dir, uint32_t mask,
+                                   const std::string& name) {
+  auto names = names_.find(dir);
+  const bool watched = names != names_.end() && names->second.count(name) != 0;
+  const std::string path = dir + "/" + name;
+  if ((mask & IN_MODIFY) != 0) {
+    // Written, not finished: its writer's close says when it is.
+    if (watched) {
+      writing_.insert(path);
+    }
+    return false;
+  }
+  if ((mask & IN_CREATE) != 0 && watched && isNewEmptyFile(path)) {
+    // Created by a writer that has it open (`cat > vipd.yaml` after an rm); a symlink or a
+    // FIFO created in its place is a reason to look at once.
+    writing_.insert(path);
+    return false;
+  }
+  if ((mask & (IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) != 0) {
+    writing_.erase(path);  // closed, gone, or replaced whole by a rename
+  }
+  // Any other event in a watched directory is a reason to look: the owner compares contents.
+  return true;
 }
 
 void ConfigWatcher::onEvent() {
@@ -155,6 +211,9 @@ void ConfigWatcher::onEvent() {
           return;
         }
         burstStart_.reset();
+        if (!writing_.empty()) {
+          return;  // a watched file is half-written: its writer's close is a new event
+        }
         onChange_();
       });
 }

@@ -6,6 +6,13 @@
 // symlink over the old one (IN_MOVED_TO "..data" in the mounted directory; the file itself,
 // `vipd.yaml -> ..data/vipd.yaml`, never changes).
 //
+// A file is looked at only once its writer is done (issue 40): a modification alone (IN_MODIFY,
+// or IN_CREATE of a regular file, which a writer has open) never calls onChange; its writer's
+// close (IN_CLOSE_WRITE), a rename into place, a deletion or the `..data` swap do. While a
+// watched file is modified and not yet closed, writing() says so and onChange waits for the
+// close: a slow `cat > vipd.yaml` or scp paused halfway is never read half-written. (A writer
+// that keeps the file open for good keeps its change unapplied; SIGHUP still reloads.)
+//
 // It does not read the files: onChange runs once a burst of events has been quiet for kQuiet
 // (and at most kMaxDelay after the burst's first event), and the owner compares what the files
 // hold, so an event that changed nothing (another file in the directory) costs one read. Owns
@@ -16,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,17 +56,25 @@ class ConfigWatcher {
   void stop();
   // The directories watched now, sorted.
   std::vector<std::string> directories() const;
+  // The watched files modified and not yet closed by their writer ("dir/name"), sorted; empty
+  // when none is being written.
+  std::vector<std::string> writing() const;
 
  private:
   void readEvents();
-  // Reads every queued event; whether there was one.
+  // Reads every queued event; whether one of them is a reason to look (not a modification alone).
   bool drain();
+  // Whether `event` in `dir` is a reason to look; notes writers opening and closing files.
+  bool onInotifyEvent(const std::string& dir, uint32_t mask, const std::string& name);
   void onEvent();
 
   OnChange onChange_;
   int fd_ = -1;
   asio::posix::stream_descriptor stream_;
   std::map<int, std::string> watches_;  // watch descriptor -> directory
+  // Per directory, the names in it that are watched files (as given, and as symlinks resolve).
+  std::map<std::string, std::set<std::string>> names_;
+  std::set<std::string> writing_;  // "dir/name" of watched files modified and not yet closed
   asio::steady_timer quiet_;
   std::optional<std::chrono::steady_clock::time_point> burstStart_;
   bool stopped_ = false;

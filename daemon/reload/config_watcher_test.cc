@@ -115,6 +115,48 @@ TEST_F(ConfigWatcherTest, AMissingDirectoryIsAnErrorNamingItAndTheRestIsWatched)
   EXPECT_TRUE(runUntil([&] { return changes_ == 1; }));
 }
 
+TEST_F(ConfigWatcherTest, AModificationAloneIsNotAChangeUntilItsWriterCloses) {
+  // Issue 40: a slow `cat > vipd.yaml` paused halfway was read half-written on main (a VIP
+  // withdrawn and unbound). Now nothing is said while the writer holds the file open.
+  write(dir_ / "vipd.yaml", "a");
+  ASSERT_TRUE(watcher_.watch({(dir_ / "vipd.yaml").string()}).has_value());
+  {
+    std::ofstream writer(dir_ / "vipd.yaml", std::ios::trunc);
+    writer << "half" << std::flush;
+    runUntil([] { return false; }, ConfigWatcher::kMaxDelay + 300ms);
+    EXPECT_EQ(changes_, 0);
+    EXPECT_EQ(watcher_.writing(), std::vector<std::string>{(dir_ / "vipd.yaml").string()});
+    writer << " and the rest" << std::flush;
+  }  // closed: IN_CLOSE_WRITE
+  EXPECT_TRUE(runUntil([&] { return changes_ == 1; }));
+  EXPECT_TRUE(watcher_.writing().empty());
+}
+
+TEST_F(ConfigWatcherTest, AFileCreatedByAWriterWaitsForItsClose) {
+  write(dir_ / "vipd.yaml", "a");
+  ASSERT_TRUE(watcher_.watch({(dir_ / "vipd.yaml").string()}).has_value());
+  fs::remove(dir_ / "vipd.yaml");
+  ASSERT_TRUE(runUntil([&] { return changes_ == 1; }));  // gone: the owner gives it a grace
+  {
+    std::ofstream writer(dir_ / "vipd.yaml");
+    writer << "half" << std::flush;
+    settle();
+    EXPECT_EQ(changes_, 1);
+    EXPECT_FALSE(watcher_.writing().empty());
+  }
+  EXPECT_TRUE(runUntil([&] { return changes_ == 2; }));
+}
+
+TEST_F(ConfigWatcherTest, AnotherFileBeingWrittenDoesNotHoldTheWatchedOnes) {
+  write(dir_ / "vipd.yaml", "a");
+  ASSERT_TRUE(watcher_.watch({(dir_ / "vipd.yaml").string()}).has_value());
+  std::ofstream log(dir_ / "other.log");
+  log << "a line" << std::flush;
+  write(dir_ / "vipd.yaml", "b");
+  EXPECT_TRUE(runUntil([&] { return changes_ >= 1; }));
+  EXPECT_TRUE(watcher_.writing().empty());
+}
+
 TEST_F(ConfigWatcherTest, StoppedSaysNothing) {
   write(dir_ / "vipd.yaml", "a");
   ASSERT_TRUE(watcher_.watch({(dir_ / "vipd.yaml").string()}).has_value());

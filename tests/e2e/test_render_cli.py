@@ -12,7 +12,7 @@ Asserts:
 - a stray backup file is named in a warning; with --strict render exits 1 and changes nothing;
 - broken metadata exits 1, lists every error as file:line:col: path: message, writes nothing;
 - a FIFO as the metadata, or where the config goes, exits 1 at once (not a regular file) and
-  writes nothing;
+  writes nothing; so does an alias bomb as the metadata (one error at its position);
 - the image given twice exits 1; a usage error exits 2;
 - the command line: `--flag=value` renders as `--flag value` does; `vipd render --help` exits 0
   with the usage on stdout; a flag given twice (`--metadata A --metadata B`) exits 2 naming it
@@ -242,6 +242,24 @@ def test() -> None:
                       "a FIFO changed files")
         for fifo in (fifo_metadata, fifo_config):
             os.remove(fifo)
+
+        # An alias bomb as the metadata (issue 40): refused before it is expanded, one error at
+        # its position, nothing written (on main 5c7d414 render expanded it).
+        bomb = os.path.join(tmp, "bomb.yaml")
+        write(bomb, "x0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+            f"x{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 10) + "]\n" for n in range(1, 7)))
+        argv = [vipd, "render", "--metadata", bomb, "--config-out", config, "--manifest-dir",
+                manifests]
+        try:
+            p = lab.run(argv, check=False, timeout=10)
+        except subprocess.TimeoutExpired:
+            lab.check(False, "render on an alias bomb ran for 10 s")
+        lab.log(f"$ {' '.join(argv)}  -> exit {p.returncode}: {p.stderr.strip()!r}")
+        lab.check(p.returncode == 1 and re.search(
+            rf"^{re.escape(bomb)}:\d+:\d+: the YAML describes more than 20000 nodes", p.stderr,
+            re.MULTILINE), f"an alias bomb is refused with its position: exit {p.returncode}")
+        lab.check((read(config), read(manifest), sorted(os.listdir(archive))) == snapshot,
+                  "an alias bomb changed files")
 
         # One source per value; usage errors.
         p = cmd(render + ["--image", "registry.example/vipd:flag"])

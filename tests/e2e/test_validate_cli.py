@@ -14,6 +14,9 @@ Asserts:
 - `vipd validate` reads peers[].passwordFile as start does: a 0600 key file is valid; one that
   group or others can read, a missing one and a FIFO (refused at once, not waited on) exit 1
   with start's message at `peers[0].passwordFile`;
+- files refused unread with one error (issue 40, issue 43): the alias bomb (exit 1, not an
+  abort), a FIFO as the config or the node file (at once, not waited on), a symlink to a file
+  outside the config's directory (nothing of that file shown);
 - `vipctl --socket /nonexistent status` exits 3 and says vipd is not reachable at that path.
 The command line (cli/, on CLI11), the same for vipd and vipctl:
 - `--flag=value` as well as `--flag value`; vipctl's --socket before or after the command;
@@ -115,6 +118,53 @@ def check_password_files(vipd: str, tmp: str, valid_text: str) -> None:
                   f"{p.returncode}, expected a line matching {pattern!r}")
 
 
+def check_refused_files(vipd: str, tmp: str, valid_text: str) -> None:
+    """Files `vipd validate` refuses as start and a reload do (issue 40, issue 43), each with one
+    error and exit 1, within 5 s: the alias bomb (on main 5c7d414: an abort, exit -6), a FIFO as
+    the config or the node file (on main: hung), a symlink to a file outside the config's
+    directory (on main: its lines printed as unknown keys)."""
+    etc = os.path.join(tmp, "etc")
+    os.mkdir(etc)
+    secret = os.path.join(tmp, "shadow")
+    with open(secret, "w") as f:
+        f.write("vipd-validate-secret:$6$salt$hash:19000:0:99999:7:::\n")
+    bomb = valid_text + "x0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"x{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 10) + "]\n" for n in range(1, 7))
+    bomb_file = os.path.join(etc, "bomb.yaml")
+    with open(bomb_file, "w") as f:
+        f.write(bomb)
+    fifo = os.path.join(etc, "fifo.yaml")
+    os.mkfifo(fifo, 0o600)
+    link = os.path.join(etc, "link.yaml")
+    os.symlink(secret, link)
+    valid = os.path.join(etc, "valid.yaml")
+    with open(valid, "w") as f:
+        f.write(valid_text)
+    cases = [
+        ("the alias bomb", ["--config", bomb_file],
+         rf"^{re.escape(bomb_file)}:\d+:\d+: the YAML describes more than 20000 nodes once its "
+         r"aliases \(\*name\) are expanded"),
+        ("a FIFO as the config", ["--config", fifo],
+         rf"^{re.escape(fifo)}: the config file is a FIFO, not a regular file"),
+        ("a FIFO as the node file", ["--config", valid, "--node-config", fifo],
+         rf"^{re.escape(fifo)}: the node config file is a FIFO, not a regular file"),
+        ("a symlink out of the config's directory", ["--config", link],
+         rf"^{re.escape(link)}: the config file is a symlink that leads out of its directory "
+         rf"{re.escape(etc)} \(to {re.escape(secret)}\)"),
+    ]
+    for what, args, pattern in cases:
+        try:
+            p = cmd([vipd, "validate"] + args, timeout=5)
+        except subprocess.TimeoutExpired:
+            lab.check(False, f"vipd validate on {what} hung for 5 s")
+        lab.check(p.returncode == 1 and re.search(pattern, p.stderr, re.MULTILINE)
+                  and "1 error(s); nothing started" in p.stderr,
+                  f"validate refuses {what} with one error: exit {p.returncode}, expected a line "
+                  f"matching {pattern!r}")
+        lab.check("vipd-validate-secret" not in p.stdout + p.stderr,
+                  f"validate on {what} shows nothing of the secret")
+
+
 def test() -> None:
     tmp = tempfile.mkdtemp(prefix="vipd-e2e-validate-")
     try:
@@ -198,6 +248,7 @@ def test() -> None:
             lab.check(not os.path.exists(socket), f"vipd started with {key} {new!r}")
 
         check_password_files(vipd, tmp, valid_text)
+        check_refused_files(vipd, tmp, valid_text)
 
         p = cmd([vipctl, "--socket", "/nonexistent", "status"])
         lab.check(p.returncode == 3, f"vipctl with no vipd should exit 3, not {p.returncode}")

@@ -10,7 +10,8 @@ Asserts:
   nodeSelector and tolerations, RollingUpdate maxSurge 1 / maxUnavailable 0, capabilities exactly
   NET_ADMIN + NET_BIND_SERVICE + NET_RAW with ALL dropped (tests/e2e/test_capabilities.py runs vipd with
   that set), not privileged, no privilege escalation, read-only root,
-  the preStop `vipctl ... withdraw --wait --transient` and exec probes (`vipctl status --json`,
+  a memory limit of at least MEMORY_LIMIT_MIN_MI (both pods: a refused config file never
+  reaches it, issue 40), the preStop `vipctl ... withdraw --wait --transient` and exec probes (`vipctl status --json`,
   `vipctl ready`) on the pod's own socket (control.instanceSocket, an emptyDir), the ConfigMap
   mounted where --config points and the
   host's /etc/vipd (read-only) where --node-config points, hostPaths for every directory the
@@ -54,6 +55,17 @@ from checks import BUILD_DIR, SOURCE_DIR, Checks, main, missing, run, seconds, y
 yaml = yaml_module()
 
 MANIFESTS = os.path.join(SOURCE_DIR, "manifests")
+# The least memory limit a vipd pod may have: what a refused config file can make vipd allocate
+# (about 40 MiB, docs/operations.md) with room to spare.
+MEMORY_LIMIT_MIN_MI = 96
+
+
+def mebibytes(quantity: str) -> float:
+    """A Kubernetes memory quantity ("128Mi", "1Gi", "134217728") in MiB; 0 when unparsable."""
+    m = re.fullmatch(r"(\d+)(Ki|Mi|Gi)?", str(quantity))
+    if not m:
+        return 0
+    return int(m.group(1)) * {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, None: 1 / 2**20}[m.group(2)]
 STATIC_POD = os.path.join(MANIFESTS, "static-pod", "vipd.yaml")
 VIPD = os.path.join(BUILD_DIR, "daemon", "vipd")
 # A node file as `vipd render` writes one: the renderer's golden output (router ID 192.0.2.11,
@@ -169,6 +181,14 @@ def check_pod_common(c: Checks, who: str, spec: dict, port: int, socket: str,
     c.expect(not any(p.startswith("/etc/kubernetes/pki") and p != CA_FILE
                      for p, _, _ in mounts.values()),
              f"{who}: nothing else under /etc/kubernetes/pki (the CA key stays on the host)")
+    # Issue 40: a config file vipd refuses (4 MiB, an alias bomb) must not reach the limit: the
+    # bounds in config/ keep a refused file's cost to a few times 4 MiB over an idle 8 MiB.
+    resources = ctr.get("resources", {})
+    limit = mebibytes(resources.get("limits", {}).get("memory", "0"))
+    request = mebibytes(resources.get("requests", {}).get("memory", "0"))
+    c.expect(MEMORY_LIMIT_MIN_MI <= limit and 0 < request <= limit,
+             f"{who}: memory limit {limit} Mi (at least {MEMORY_LIMIT_MIN_MI}), request {request} Mi "
+             f"within it")
     return ctr
 
 
