@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine (run as root):
 #   scripts/dev.sh demo   install packages, build, run the lab demo (BIRD fabric + 3 vipd nodes)
+#                         (`demo --cluster`: a real control plane of three nodes, vipd their
+#                         static pods, from the pinned tools and the release's image)
 #   scripts/dev.sh test   install packages, build with AddressSanitizer + UndefinedBehaviorSanitizer
 #                         (build-san/), run every test (unit + end to end) under them
 #                         (VIPD_SANITIZE=0: the plain build/ instead)
@@ -636,7 +638,14 @@ case ${1:-} in
   demo)
     install_packages
     build
-    VIPD_BUILD_DIR=$build_dir python3 "$here/tests/e2e/demo.py"
+    if [[ ${2:-} == --cluster ]]; then
+      # The real-cluster lab at day 0 (tests/e2e/cluster.py): the pinned tools, the release's
+      # image in three kubelets, vipd as their static pods, kubectl through the VIP.
+      build_tools >/dev/null
+      CI=true VIPD_BUILD_DIR=$build_dir python3 "$here/tests/e2e/test_cluster_day0.py"
+    else
+      VIPD_BUILD_DIR=$build_dir python3 "$here/tests/e2e/demo.py"
+    fi
     ;;
   test)
     [[ ${VIPD_SANITIZE:-1} == 0 ]] || use_sanitizers
@@ -644,6 +653,7 @@ case ${1:-} in
     build_programs
     build_rest
     prebuild_image
+    prebuild_tools
     run_tests
     ;;
   build)

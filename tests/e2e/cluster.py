@@ -43,6 +43,12 @@ PAUSE_IMAGE = "localhost/vipd-lab/pause:3.10"
 TOOLS_TIMEOUT_S = 3600
 TOOLS_LOCK = os.path.join(SOURCE_DIR, "build-podman", "tools.lock")
 CGROUP_ROOT = "/sys/fs/cgroup"
+# What a kubelet sets on its machine at start (pkg/kubelet/cm: setupKernelTunables). Three lab
+# kubelets share this one machine, which is not a node: the cluster puts them back as it found
+# them when it goes.
+KUBELET_SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
+                   "kernel/panic_on_oops", "kernel/keys/root_maxkeys",
+                   "kernel/keys/root_maxbytes")
 
 
 def tools() -> str:
@@ -137,7 +143,7 @@ class ClusterNode:
     def __init__(self, C: "Cluster", node: lab.Node):
         self.C, self.L, self.node = C, C.L, node
         self.name = f"node{node.index}"
-        self.host = pods.NodeHost(self.L, node, paths=self.PATHS)
+        self.host = pods.NodeHost(self.L, node, paths=self.PATHS, hostname=self.name)
         self.etc = self.host.path("/etc/kubernetes")
         self.procs: dict[str, lab.Proc] = {}
         self.cgroup = f"vipd-lab-{os.getpid()}-{self.name}"
@@ -243,6 +249,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "{PAUSE_IMAGE}"
   stream_server_address = "127.0.0.1"
+  # These machines' root lacks CAP_SYS_RESOURCE, so runc cannot lower a container's
+  # oom_score_adj (the kubelet asks -998 for every sandbox, -997 for critical pods) and every
+  # pod fails to start; this keeps it at containerd's own (0), as rootless containerd does.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -271,6 +281,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     def import_image(self, archive: str) -> None:
         self.ctr("images", "import", archive, timeout=300)
 
+    def tag_vipd_image(self, version: str) -> None:
+        images = self.ctr("images", "ls", "-q").stdout.split()
+        have = [i for i in images if i.startswith("localhost/vipd:")]
+        want = f"localhost/vipd:{version}"
+        if want not in have:
+            self.ctr("images", "tag", have[0], want)
+
     def _make_cgroup(self) -> None:
         """The kubelet's cgroupRoot, in every v1 hierarchy (cpuset's needs its cpus and mems)."""
         for ctl in sorted(os.listdir(CGROUP_ROOT)):
@@ -283,16 +300,27 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                 for f in ("cpuset.cpus", "cpuset.mems"):
                     with open(os.path.join(base, f)) as src, open(os.path.join(path, f), "w") as d:
                         d.write(src.read())
-        self.L.on_cleanup(self._remove_cgroup)
 
     def _remove_cgroup(self) -> None:
-        for ctl in os.listdir(CGROUP_ROOT):
-            top = os.path.join(CGROUP_ROOT, ctl, self.cgroup)
-            if os.path.islink(os.path.join(CGROUP_ROOT, ctl)) or not os.path.isdir(top):
-                continue
-            for dirpath, _, _ in sorted(os.walk(top), key=lambda w: -w[0].count("/")):
-                with contextlib.suppress(OSError):
-                    os.rmdir(dirpath)
+        """The kubelet's cgroup root, deepest first, in every hierarchy; a cgroup whose last
+        process is still exiting is busy for a moment, so this retries for a few seconds."""
+        deadline = time.monotonic() + 10
+        while True:
+            left = []
+            for ctl in os.listdir(CGROUP_ROOT):
+                top = os.path.join(CGROUP_ROOT, ctl, self.cgroup)
+                if os.path.islink(os.path.join(CGROUP_ROOT, ctl)) or not os.path.isdir(top):
+                    continue
+                for dirpath, _, _ in sorted(os.walk(top), key=lambda w: -w[0].count("/")):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(dirpath)
+                if os.path.isdir(top):
+                    left.append(top)
+            if not left or time.monotonic() > deadline:
+                if left:
+                    lab.log(f"{self.name}: cgroups left behind: {left}")
+                return
+            time.sleep(0.2)
 
     def start_kubelet(self) -> None:
         self._make_cgroup()
@@ -372,11 +400,12 @@ fileCheckFrequency: 5s
                     if os.readlink(f"/proc/{pid}/ns/mnt") == mnt:
                         pids.append(int(pid))
             if not pids:
-                return
+                break
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.2)
+        self._remove_cgroup()
 
 
 class Cluster:
@@ -394,6 +423,10 @@ class Cluster:
             cn = ClusterNode(self, node)
             self.pki.make(node, cn.name, cn.etc)
             self.nodes.append(cn)
+        self._sysctls = {}
+        for key in KUBELET_SYSCTLS:
+            with contextlib.suppress(OSError), open(f"/proc/sys/{key}") as f:
+                self._sysctls[key] = f.read()
         L.on_cleanup(self._kill_nodes)
         self.admin_conf = os.path.join(self.nodes[0].etc, "admin.conf")
 
@@ -401,6 +434,9 @@ class Cluster:
         for cn in self.nodes:
             with contextlib.suppress(Exception):
                 cn.kill_all()
+        for key, value in self._sysctls.items():
+            with contextlib.suppress(OSError), open(f"/proc/sys/{key}", "w") as f:
+                f.write(value)
 
     @property
     def version(self) -> str:
@@ -439,6 +475,14 @@ class Cluster:
                            f"{self.readyz(cn, verbose=True)!r}")
         took = time.monotonic() - t0
         lab.log(f"every apiserver ready in {took:.1f} s")
+        # What `kubeadm init` does once the API answers: admin.conf's group is bound to
+        # cluster-admin, by the super-admin (system:masters) credentials.
+        n1 = self.nodes[0]
+        lab.run(n1.node.ns.argv([
+            os.path.join(self.tools, "kubectl"), f"--kubeconfig={n1.etc}/super-admin.conf",
+            f"--server=https://{n1.node.v4}:{APISERVER_PORT}", "create", "clusterrolebinding",
+            "kubeadm:cluster-admins", "--clusterrole=cluster-admin",
+            "--group=kubeadm:cluster-admins"]), timeout=30, check=False)
         return took
 
     def readyz(self, cn: ClusterNode, verbose: bool = False) -> str:
@@ -447,12 +491,23 @@ class Cluster:
                          check=False, timeout=10)
         return (p.stdout or p.stderr).strip()
 
-    def start_kubelets(self, image_archives: list[str]) -> None:
-        """containerd on each node, the images imported into it, then the kubelet."""
+    def vipd_archive(self) -> str:
+        """The release archive of this build's version (pods.release_archive: e2e_image makes it
+        in CI). VIPD_IMAGE_ARCHIVE names another archive holding localhost/vipd under any tag (a
+        developer's `podman save` of `scripts/dev.sh image`); it is tagged as this build's
+        version once imported."""
+        return os.environ.get("VIPD_IMAGE_ARCHIVE") or pods.release_archive(self.version)
+
+    def start_kubelets(self, image_archives: Optional[list[str]] = None) -> None:
+        """containerd on each node, the images imported into it (default: vipd's and the pause
+        image), then the kubelet."""
+        archives = image_archives or [self.vipd_archive(), self.pause_archive]
         for cn in self.nodes:
             cn.start_containerd()
-            for archive in image_archives:
+            for archive in archives:
                 cn.import_image(archive)
+            if os.environ.get("VIPD_IMAGE_ARCHIVE"):
+                cn.tag_vipd_image(self.version)
             cn.start_kubelet()
 
     def day0(self, monitor, timeout: float = 240) -> float:
@@ -491,7 +546,10 @@ class Cluster:
         return json.loads(p.stdout) if p.returncode == 0 else {"items": [], "error": p.stderr}
 
     def ready_nodes(self, ns: Optional[lab.Namespace] = None) -> set[str]:
-        return {n["metadata"]["name"] for n in self.get("nodes", ns=ns)["items"]
+        got = self.get("nodes", ns=ns)
+        if "error" in got:
+            lab.log(f"kubectl get nodes: {got['error'].strip()[-300:]}")
+        return {n["metadata"]["name"] for n in got["items"]
                 if any(c["type"] == "Ready" and c["status"] == "True"
                        for c in n["status"].get("conditions", []))}
 

@@ -140,12 +140,18 @@ class NodeHost:
 
     PATHS = ("/run/vipd", "/var/lib/vipd", "/etc/vipd", "/etc/kubernetes")
 
-    def __init__(self, L: lab.Lab, node: lab.Node, paths: tuple[str, ...] = PATHS):
-        self.L, self.node = L, node
+    def __init__(self, L: lab.Lab, node: lab.Node, paths: tuple[str, ...] = PATHS,
+                 hostname: Optional[str] = None):
+        """hostname: the node also gets a UTS namespace of its own with this host name (the
+        cluster lab's apiservers name their identity lease after it)."""
+        self.L, self.node, self.uts = L, node, hostname is not None
         self.root = L.path(f"n{node.index}-host")
         mine = os.readlink("/proc/self/ns/mnt")
-        self.holder = L.start(None, f"n{node.index}-mount-ns",
-                              ["unshare", "--mount", "--propagation", "private", "sleep", "infinity"])
+        holder = ["unshare", "--mount", "--propagation", "private", "sleep", "infinity"]
+        if hostname is not None:
+            holder = ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c",
+                      f"hostname {hostname} && exec sleep infinity"]
+        self.holder = L.start(None, f"n{node.index}-mount-ns", holder)
         lab.wait_until(lambda: os.readlink(f"/proc/{self.holder.pid}/ns/mnt") != mine, 5, 0.01,
                        "the node's mount namespace")
         self._made: list[str] = []
@@ -165,8 +171,9 @@ class NodeHost:
         return os.path.join(self.root, host_path.lstrip("/"))
 
     def argv(self, cmd: list[str]) -> list[str]:
+        uts = [f"--uts=/proc/{self.holder.pid}/ns/uts"] if self.uts else []
         return ["nsenter", f"--net=/run/netns/{self.node.ns.name}",
-                f"--mount=/proc/{self.holder.pid}/ns/mnt", "--"] + cmd
+                f"--mount=/proc/{self.holder.pid}/ns/mnt", *uts, "--"] + cmd
 
     def run(self, cmd: list[str], check: bool = True, timeout: float = 30,
             env: Optional[dict] = None) -> subprocess.CompletedProcess:

@@ -23,10 +23,10 @@ order a cluster lives them; the fabric's kernel route is watched with `ip monito
 import os
 import time
 
-import benchlab
-import cluster
+import cluster  # first: it puts bench/ on the path (pods does)
 import lab
 import pods
+from pods import benchlab
 
 LOAD_RATE, LOAD_TIMEOUT_S = 20, 2.0
 
@@ -103,7 +103,7 @@ def test() -> None:
         monitor = benchlab.RouteMonitor(L, C.fabric)
         C.start_control_plane()
         C.wait_apiservers(120)
-        C.start_kubelets([pods.release_archive(C.version), C.pause_archive])
+        C.start_kubelets()
         C.day0(monitor)
         lab.wait_until(lambda: C.ready_nodes() == {cn.name for cn in C.nodes}, 180, 1.0,
                        lambda: f"three Ready nodes: {C.ready_nodes()}")

@@ -13,10 +13,10 @@ Prints the time from the kill to /readyz failing and from there to the path leav
 """
 import time
 
-import benchlab
-import cluster
+import cluster  # first: it puts bench/ on the path (pods does)
 import lab
 import pods
+from pods import benchlab
 
 FALL, INTERVAL_S, TIMEOUT_S = 3, 1.0, 1.0  # vipd render's health defaults (config/example.yaml)
 
@@ -29,7 +29,7 @@ def test() -> None:
         monitor = benchlab.RouteMonitor(L, C.fabric)
         C.start_control_plane()
         C.wait_apiservers(120)
-        C.start_kubelets([pods.release_archive(C.version), C.pause_archive])
+        C.start_kubelets()
         C.day0(monitor)
         n1 = C.nodes[0]
         others = {cn.node.v4 for cn in C.nodes[1:]}
@@ -42,12 +42,16 @@ def test() -> None:
         detail = C.readyz(n1, verbose=True)
         lab.log(f"node 1 /readyz?verbose without etcd: {detail[-400:]}")
         lab.check("etcd" in detail, f"/readyz names etcd as the failing check: {detail!r}")
-        left = monitor.wait(lambda h: n1.node.v4 not in h and others <= h, t0, 60,
-                            "node 1's path to leave") - t_unready
+        gone = monitor.wait(lambda h: n1.node.v4 not in h and others <= h, t0, 60,
+                            "node 1's path to leave")
+        left = gone - t_unready
         bound = FALL * INTERVAL_S + INTERVAL_S + TIMEOUT_S
-        print(f"health gate, real apiserver: /readyz failed {unready:.1f} s after node 1's etcd "
-              f"member was killed; node 1's path left {left:.2f} s after that (bound "
-              f"{bound:.0f} s: fall {FALL} x {INTERVAL_S:.0f} s, one more check, its timeout)")
+        # The test sees /readyz fail by polling it with kubectl, later than vipd's own checks may:
+        # the bound is on the path leaving after that, and may well be negative.
+        print(f"health gate, real apiserver: node 1's etcd member killed; node 1's path left the "
+              f"fabric {gone - t0:.1f} s later; the test's own poll saw /readyz fail at "
+              f"{unready:.1f} s (bound on the path leaving after that: {bound:.0f} s, fall "
+              f"{FALL} x {INTERVAL_S:.0f} s, one more check, its timeout)")
         lab.check(left <= bound, f"node 1 left within {bound} s of /readyz failing: {left:.2f} s")
         lab.check(C.kubectl("get", "nodes", ns=client, check=False).returncode == 0,
                   "kubectl through the VIP answers while node 1 is out")

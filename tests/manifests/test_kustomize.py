@@ -164,8 +164,13 @@ def check_pod_common(c: Checks, who: str, spec: dict, port: int, socket: str,
             c.equal((get.get("host"), get.get("path"), get.get("port")),
                     ("127.0.0.1", path, port), f"{who}: {probe} GET 127.0.0.1:{port}{path}")
     metrics_port = metrics_port or port
-    c.equal([p.get("containerPort") for p in ctr.get("ports", [])], [metrics_port],
-            f"{who}: declares the metrics port {metrics_port}")
+    if exec_probes:
+        # The DaemonSet: on a hostNetwork pod a container port is a host port to the scheduler,
+        # and a rollout's surge pod could never be placed beside the pod it replaces.
+        c.equal(ctr.get("ports", []), [], f"{who}: declares no container port (a host port)")
+    else:
+        c.equal([p.get("containerPort") for p in ctr.get("ports", [])], [metrics_port],
+                f"{who}: declares the metrics port {metrics_port}")
 
     pre_stop = ctr.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command")
     c.equal(pre_stop, ["vipctl", "--socket", socket, "withdraw", "--wait", "--transient"],

@@ -173,13 +173,18 @@ def check_kustomize(yaml) -> None:
     namespaces = pm["spec"]["namespaceSelector"]["matchNames"]
     lab.check(ds["metadata"]["namespace"] in namespaces,
               f"PodMonitor namespaces {namespaces}, DaemonSet in {ds['metadata']['namespace']}")
-    ports = {p.get("name") for c in ds["spec"]["template"]["spec"]["containers"]
-             for p in c.get("ports", [])}
+    ports = [p for c in ds["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])]
+    lab.check(not ports, f"the DaemonSet declares no container port (on a hostNetwork pod it is "
+              f"a host port, and a rollout's surge pod could not be scheduled): {ports}")
+    addresses = []
     for endpoint in pm["spec"]["podMetricsEndpoints"]:
-        lab.check(endpoint["port"] in ports,
-                  f"PodMonitor port {endpoint['port']!r} is not a DaemonSet port {ports}")
-    lab.log(f"kustomize: PodMonitor selects {selector} in {namespaces} on port(s) "
-            f"{[e['port'] for e in pm['spec']['podMetricsEndpoints']]}")
+        address = [r for r in endpoint.get("relabelings", [])
+                   if r.get("targetLabel") == "__address__"]
+        lab.check(len(address) == 1 and address[0]["sourceLabels"] == [
+                      "__meta_kubernetes_pod_ip"] and address[0]["replacement"] == "$1:9472",
+                  f"the PodMonitor scrapes the pod's IP at metrics.listen's port 9472: {address}")
+        addresses.append(address[0]["replacement"])
+    lab.log(f"kustomize: PodMonitor selects {selector} in {namespaces} at {addresses}")
 
 
 def test() -> None:
