@@ -388,17 +388,19 @@ fileCheckFrequency: 5s
     # --- cleanup --------------------------------------------------------------------------------
 
     def kill_all(self) -> None:
-        """SIGKILL to every process in this node's mount namespace but its holder: the pods'
-        processes, the shims, containerd, the kubelet (by PID, read from /proc)."""
+        """SIGKILL to every process of this node but its holder: those in its mount namespace
+        (the kubelet, containerd, the shims) and those in the kubelet's cgroups (the pods'
+        processes, each in a mount namespace of its own), by PID, until none is left; then the
+        cgroups go."""
         mnt = os.readlink(f"/proc/{self.host.holder.pid}/ns/mnt")
-        for _ in range(3):
-            pids = []
+        for _ in range(10):
+            pids = set(self._cgroup_pids())
             for pid in os.listdir("/proc"):
                 if not pid.isdigit() or int(pid) == self.host.holder.pid:
                     continue
                 with contextlib.suppress(OSError):
                     if os.readlink(f"/proc/{pid}/ns/mnt") == mnt:
-                        pids.append(int(pid))
+                        pids.add(int(pid))
             if not pids:
                 break
             for pid in pids:
@@ -406,6 +408,14 @@ fileCheckFrequency: 5s
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.2)
         self._remove_cgroup()
+
+    def _cgroup_pids(self) -> list[int]:
+        pids = []
+        for dirpath, _, files in os.walk(os.path.join(CGROUP_ROOT, "pids", self.cgroup)):
+            if "cgroup.procs" in files:
+                with contextlib.suppress(OSError), open(os.path.join(dirpath, "cgroup.procs")) as f:
+                    pids += [int(p) for p in f.read().split()]
+        return pids
 
 
 class Cluster:
@@ -579,3 +589,18 @@ class Cluster:
         if server:
             argv.append(f"--server={server}")
         return lab.run(ns.argv(argv + list(args)), check=check, timeout=timeout)
+
+
+def up(L: lab.Lab, n: int = 3):
+    """What every scenario starts from, before day 0: the cluster of n nodes, BIRD on the
+    fabric, the client network behind it, the fabric's route to the VIP watched (`ip monitor`),
+    every apiserver ready and the kubelets running. Returns (cluster, client namespace, route
+    monitor)."""
+    C = Cluster(L, n)
+    C.fabric_bird()
+    client = pods.benchlab.add_client(L, C.topo, http=False)
+    monitor = pods.benchlab.RouteMonitor(L, C.fabric)
+    C.start_control_plane()
+    C.wait_apiservers(120)
+    C.start_kubelets()
+    return C, client, monitor

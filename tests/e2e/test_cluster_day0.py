@@ -21,18 +21,11 @@ import time
 import cluster  # first: it puts bench/ on the path (pods does)
 import lab
 import pods
-from pods import benchlab
 
 
 def test() -> None:
     with lab.Lab("cluster-day0") as L:
-        C = cluster.Cluster(L, 3)
-        C.fabric_bird()
-        client = benchlab.add_client(L, C.topo, http=False)
-        monitor = benchlab.RouteMonitor(L, C.fabric)
-        C.start_control_plane()
-        C.wait_apiservers(120)
-        C.start_kubelets()
+        C, client, monitor = cluster.up(L)
         for cn in C.nodes:
             lab.check(not cn.node.ns.address_entries("lo", lab.VIP4),
                       f"{cn.name}: no VIP bound before vipd runs")

@@ -97,13 +97,7 @@ def roll_out(C: cluster.Cluster, generation_before: int, timeout: float) -> None
 
 def test() -> None:
     with lab.Lab("cluster-day2") as L:
-        C = cluster.Cluster(L, 3)
-        C.fabric_bird()
-        client = benchlab.add_client(L, C.topo, http=False)
-        monitor = benchlab.RouteMonitor(L, C.fabric)
-        C.start_control_plane()
-        C.wait_apiservers(120)
-        C.start_kubelets()
+        C, client, monitor = cluster.up(L)
         C.day0(monitor)
         lab.wait_until(lambda: C.ready_nodes() == {cn.name for cn in C.nodes}, 180, 1.0,
                        lambda: f"three Ready nodes: {C.ready_nodes()}")

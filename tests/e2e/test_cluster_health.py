@@ -16,20 +16,13 @@ import time
 import cluster  # first: it puts bench/ on the path (pods does)
 import lab
 import pods
-from pods import benchlab
 
 FALL, INTERVAL_S, TIMEOUT_S = 3, 1.0, 1.0  # vipd render's health defaults (config/example.yaml)
 
 
 def test() -> None:
     with lab.Lab("cluster-health") as L:
-        C = cluster.Cluster(L, 3)
-        C.fabric_bird()
-        client = benchlab.add_client(L, C.topo, http=False)
-        monitor = benchlab.RouteMonitor(L, C.fabric)
-        C.start_control_plane()
-        C.wait_apiservers(120)
-        C.start_kubelets()
+        C, client, monitor = cluster.up(L)
         C.day0(monitor)
         n1 = C.nodes[0]
         others = {cn.node.v4 for cn in C.nodes[1:]}
