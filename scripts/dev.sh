@@ -218,8 +218,8 @@ prebuild_image() {
 
 # The pinned tools of the real-cluster suite (build_tools), built the same way: in the
 # background at nice 19 while the other suites run, under build-podman/tools.lock, which
-# tests/e2e/cluster.py takes before it asks for them. Cold (a fresh machine) the Kubernetes
-# programs compile for about half an hour of two cores' idle time; warm it is a stat. The log is
+# tests/e2e/cluster.py takes before it asks for them. Cold (a fresh machine) they take about 17
+# minutes of CPU (docs/testing.md, "The pinned tools"); warm it is a stat. The log is
 # meson-logs/tools-prebuild.log.
 prebuild_tools() {
   local log=$build_dir/meson-logs/tools-prebuild.log

@@ -38,8 +38,9 @@ KUBERNETES_VERSION = "v1.34.4"  # tools/go.mod's k8s.io/kubernetes
 VIP = lab.VIP4.split("/")[0]
 APISERVER_PORT = 6443
 PAUSE_IMAGE = "localhost/vipd-lab/pause:3.10"
-# How long the tools may take to build here: cold, the Kubernetes programs compile for about
-# half an hour on two cores (docs/testing.md, "The pinned tools"); warm, a stat.
+# How long the tools may take to build here: cold, about 17 minutes of CPU, which at nice 19
+# beside the other suites can stretch to most of an hour (docs/testing.md, "The pinned tools");
+# warm, a stat.
 TOOLS_TIMEOUT_S = 3600
 TOOLS_LOCK = os.path.join(SOURCE_DIR, "build-podman", "tools.lock")
 CGROUP_ROOT = "/sys/fs/cgroup"

@@ -271,11 +271,12 @@ def test() -> None:
                   ["--router-id ADDRESS"]),
                  ([vipd, "render", "--help"], "usage: vipd render --metadata FILE",
                   ["--manifest-dir DIR"]),
-                 ([vipctl, "--help"], "usage: vipctl [--socket PATH] COMMAND",
+                 ([vipctl, "--help"], "usage: vipctl [--socket PATH] [--deadline DUR] COMMAND",
                   ["status", "withdraw", "announce", "exit codes:"]),
-                 ([vipctl, "withdraw", "--help"], "usage: vipctl [--socket PATH] withdraw",
-                  ["--wait", "--timeout DUR", "--transient", "--socket PATH", "exit codes:"]),
-                 ([vipctl, "status", "-h"], "usage: vipctl [--socket PATH] status [--json]", [])]
+                 ([vipctl, "withdraw", "--help"],
+                  "usage: vipctl [--socket PATH] [--deadline DUR] withdraw", ["--wait", "--timeout DUR", "--transient", "--socket PATH", "exit codes:"]),
+                 ([vipctl, "status", "-h"],
+                  "usage: vipctl [--socket PATH] [--deadline DUR] status [--json]", [])]
         for argv, usage, needles in helps:
             p = cmd(argv)
             lab.check(p.returncode == 0 and p.stdout.startswith(usage) and p.stderr == "",
@@ -298,9 +299,9 @@ def test() -> None:
             ([vipd, "--config", valid, "--frobnicate"], "unknown argument '--frobnicate'",
              "usage: vipd --config FILE"),
             ([vipctl, "--socket", "/nonexistent", "--socket=/nonexistent2", "status"],
-             "--socket is given twice", "usage: vipctl [--socket PATH] status"),
+             "--socket is given twice", "usage: vipctl [--socket PATH] [--deadline DUR] status"),
             ([vipctl, "withdraw", "--wait", "--wait"], "--wait is given twice",
-             "usage: vipctl [--socket PATH] withdraw"),
+             "usage: vipctl [--socket PATH] [--deadline DUR] withdraw"),
             ([vipctl, "withdraw", "--reason=", "--wait"], "--reason needs a value",
              "usage: vipctl"),
             ([vipctl, "withdraw", "--timeout", "soon"],
