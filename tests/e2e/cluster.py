@@ -25,8 +25,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
+import sys
 import time
 from typing import Optional
 
@@ -127,6 +129,36 @@ networking:
                 _copy(os.path.join(pki, f), os.path.join(self.shared, f))
 
 
+def kill_node(holder: int, cgroup: str) -> None:
+    """SIGKILL to every process of a lab node but its holder: those in its mount namespace
+    (the kubelet, containerd, the shims, its control plane) and those in the kubelet's cgroups
+    (the pods' processes, each in a mount namespace of its own), by PID, until none is left."""
+    mnt = os.readlink(f"/proc/{holder}/ns/mnt")
+    for _ in range(10):
+        pids = set(_cgroup_pids(cgroup))
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) in (holder, os.getpid()):
+                continue
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{pid}/ns/mnt") == mnt:
+                    pids.add(int(pid))
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)
+
+
+def _cgroup_pids(cgroup: str) -> list[int]:
+    pids = []
+    for dirpath, _, files in os.walk(os.path.join(CGROUP_ROOT, "pids", cgroup)):
+        if "cgroup.procs" in files:
+            with contextlib.suppress(OSError), open(os.path.join(dirpath, "cgroup.procs")) as f:
+                pids += [int(p) for p in f.read().split()]
+    return pids
+
+
 def _copy(src: str, dst: str) -> None:
     with open(src, "rb") as s, open(dst, "wb") as d:
         d.write(s.read())
@@ -206,9 +238,13 @@ class ClusterNode:
                 f"--tls-private-key-file={pki}/apiserver.key"]
 
     def start_control_plane(self) -> None:
-        self.start("kube-apiserver", self.apiserver_argv())
+        for what, argv in self.control_plane_argvs():
+            self.start(what, argv)
+
+    def control_plane_argvs(self) -> list[tuple[str, list[str]]]:
+        """kube-apiserver, kube-controller-manager and kube-scheduler with kubeadm's flags."""
         k, pki = "/etc/kubernetes", "/etc/kubernetes/pki"
-        self.start("kube-controller-manager", [
+        return [("kube-apiserver", self.apiserver_argv()), ("kube-controller-manager", [
             os.path.join(self.C.tools, "kube-controller-manager"),
             f"--kubeconfig={k}/controller-manager.conf",
             f"--authentication-kubeconfig={k}/controller-manager.conf",
@@ -219,12 +255,11 @@ class ClusterNode:
             "--controllers=*,bootstrapsigner,tokencleaner", "--leader-elect=true",
             f"--requestheader-client-ca-file={pki}/front-proxy-ca.crt",
             f"--root-ca-file={pki}/ca.crt", f"--service-account-private-key-file={pki}/sa.key",
-            "--use-service-account-credentials=true"])
-        self.start("kube-scheduler", [
+            "--use-service-account-credentials=true"]), ("kube-scheduler", [
             os.path.join(self.C.tools, "kube-scheduler"), f"--kubeconfig={k}/scheduler.conf",
             f"--authentication-kubeconfig={k}/scheduler.conf",
             f"--authorization-kubeconfig={k}/scheduler.conf", "--bind-address=127.0.0.1",
-            "--leader-elect=true"])
+            "--leader-elect=true"])]
 
     # --- containerd and the kubelet -----------------------------------------------------------
 
@@ -389,51 +424,55 @@ fileCheckFrequency: 5s
     # --- cleanup --------------------------------------------------------------------------------
 
     def kill_all(self) -> None:
-        """SIGKILL to every process of this node but its holder: those in its mount namespace
-        (the kubelet, containerd, the shims) and those in the kubelet's cgroups (the pods'
-        processes, each in a mount namespace of its own), by PID, until none is left; then the
-        cgroups go."""
-        mnt = os.readlink(f"/proc/{self.host.holder.pid}/ns/mnt")
-        for _ in range(10):
-            pids = set(self._cgroup_pids())
-            for pid in os.listdir("/proc"):
-                if not pid.isdigit() or int(pid) == self.host.holder.pid:
-                    continue
-                with contextlib.suppress(OSError):
-                    if os.readlink(f"/proc/{pid}/ns/mnt") == mnt:
-                        pids.add(int(pid))
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.2)
+        """Every process of this node gone (kill_node), then its cgroups."""
+        kill_node(self.host.holder.pid, self.cgroup)
         self._remove_cgroup()
 
-    def _cgroup_pids(self) -> list[int]:
-        pids = []
-        for dirpath, _, files in os.walk(os.path.join(CGROUP_ROOT, "pids", self.cgroup)):
-            if "cgroup.procs" in files:
-                with contextlib.suppress(OSError), open(os.path.join(dirpath, "cgroup.procs")) as f:
-                    pids += [int(p) for p in f.read().split()]
-        return pids
+    def poweroff_command(self, stamp: str) -> str:
+        """A shell command that stops this machine as a power-off would (kill_node, from
+        another process: the replacement script's --stop), first writing the wall-clock time
+        into stamp."""
+        return shlex.join([sys.executable, os.path.abspath(__file__), "poweroff",
+                           str(self.host.holder.pid), self.cgroup, stamp])
+
+    def join_script(self) -> str:
+        """What `kubeadm join --control-plane` starts on this node, as a script the replacement
+        script's --join runs: the etcd member (VIPD_ETCD_INITIAL_CLUSTER from its environment, state
+        existing), the apiserver, controller-manager and scheduler, each in the node's
+        namespaces, detached, its output in the lab's folder. kill_node stops them by their
+        mount namespace."""
+        lines = ["#!/bin/sh", "set -eu"]
+        for what, argv in [("etcd", self.etcd_argv({}, "existing")),
+                           *self.control_plane_argvs()]:
+            words = [shlex.quote(a) if not a.startswith("--initial-cluster=") else
+                     '"--initial-cluster=$VIPD_ETCD_INITIAL_CLUSTER"' for a in self.host.argv(argv)]
+            log = shlex.quote(self.L.path(f"{self.name}-{what}.joined.log"))
+            lines.append(f"setsid {' '.join(words)} >{log} 2>&1 </dev/null &")
+        path = self.L.path(f"join-{self.name}.sh")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.chmod(path, 0o755)
+        return path
 
 
 class Cluster:
     """The lab's cluster: a BIRD fabric, n control-plane nodes (ClusterNode), a client namespace
     behind the fabric with the admin kubeconfig (server: the VIP)."""
 
-    def __init__(self, L: lab.Lab, n: int = 3):
+    def __init__(self, L: lab.Lab, n: int = 3, spares: int = 0):
+        """n member nodes and spares: machines on the fabric with their PKI, not yet part of
+        the cluster (provision() and a join make them members)."""
         self.L = L
         self.tools = tools()
-        self.topo = L.fabric_with_nodes(n)
+        self.topo = L.fabric_with_nodes(n + spares)
         self.fabric = self.topo.fabric
         self.pki = Pki(L, os.path.join(self.tools, "kubeadm"))
-        self.nodes: list[ClusterNode] = []
+        everyone: list[ClusterNode] = []
         for node in self.topo.nodes:
             cn = ClusterNode(self, node)
             self.pki.make(node, cn.name, cn.etc)
-            self.nodes.append(cn)
+            everyone.append(cn)
+        self.nodes, self.spares = everyone[:n], everyone[n:]
         self._sysctls = {}
         for key in KUBELET_SYSCTLS:
             with contextlib.suppress(OSError), open(f"/proc/sys/{key}") as f:
@@ -442,7 +481,7 @@ class Cluster:
         self.admin_conf = os.path.join(self.nodes[0].etc, "admin.conf")
 
     def _kill_nodes(self) -> None:
-        for cn in self.nodes:
+        for cn in self.nodes + self.spares:
             with contextlib.suppress(Exception):
                 cn.kill_all()
         for key, value in self._sysctls.items():
@@ -464,7 +503,8 @@ class Cluster:
         self.bird = lab.Bird(self.L, self.fabric, self.topo.fabric_v4, lab.FABRIC_ASN,
                              [lab.Neighbor(cn.node.v4, cn.node.asn, name=cn.name,
                                            bird_options=["graceful restart on;"],
-                                           add_paths_tx=add_paths_tx) for cn in self.nodes],
+                                           add_paths_tx=add_paths_tx)
+                              for cn in self.nodes + self.spares],
                              interfaces=[self.topo.fabric_if])
         return self.bird
 
@@ -510,16 +550,36 @@ class Cluster:
         return os.environ.get("VIPD_IMAGE_ARCHIVE") or pods.release_archive(self.version)
 
     def start_kubelets(self, image_archives: Optional[list[str]] = None) -> None:
-        """containerd on each node, the images imported into it (default: vipd's and the pause
-        image), then the kubelet."""
-        archives = image_archives or [self.vipd_archive(), self.pause_archive]
+        """Every member node provisioned (provision)."""
         for cn in self.nodes:
-            cn.start_containerd()
-            for archive in archives:
-                cn.import_image(archive)
-            if os.environ.get("VIPD_IMAGE_ARCHIVE"):
-                cn.tag_vipd_image(self.version)
-            cn.start_kubelet()
+            self.provision(cn, image_archives)
+
+    def provision(self, cn: ClusterNode, image_archives: Optional[list[str]] = None) -> None:
+        """A machine as it is before it joins: containerd, the images imported into it
+        (default: vipd's and the pause image), then the kubelet."""
+        cn.start_containerd()
+        for archive in image_archives or [self.vipd_archive(), self.pause_archive]:
+            cn.import_image(archive)
+        if os.environ.get("VIPD_IMAGE_ARCHIVE"):
+            cn.tag_vipd_image(self.version)
+        cn.start_kubelet()
+
+    def on_node_command(self) -> str:
+        """The replacement script's --on for the lab: a script that runs a shell command line
+        (its second argument) on the node its first argument names, in that node's
+        namespaces, as ssh would."""
+        path = self.L.path("on-node")
+        cases = "\n".join(f"  {cn.name}) exec {shlex.join(cn.host.argv(['sh', '-c']))} \"$2\" ;;"
+                          for cn in self.nodes + self.spares)
+        with open(path, "w") as f:
+            f.write(f"""#!/bin/sh
+case $1 in
+{cases}
+  *) echo "on-node: no lab node $1" >&2; exit 255 ;;
+esac
+""")
+        os.chmod(path, 0o755)
+        return path
 
     def day0(self, monitor, timeout: float = 240) -> float:
         """`vipd render` on every node; waits until the fabric's route (monitor: a
@@ -592,12 +652,12 @@ class Cluster:
         return lab.run(ns.argv(argv + list(args)), check=check, timeout=timeout)
 
 
-def up(L: lab.Lab, n: int = 3):
-    """What every scenario starts from, before day 0: the cluster of n nodes, BIRD on the
-    fabric, the client network behind it, the fabric's route to the VIP watched (`ip monitor`),
-    every apiserver ready and the kubelets running. Returns (cluster, client namespace, route
-    monitor)."""
-    C = Cluster(L, n)
+def up(L: lab.Lab, n: int = 3, spares: int = 0):
+    """What every scenario starts from, before day 0: the cluster of n nodes (and spares, not
+    yet provisioned), BIRD on the fabric, the client network behind it, the fabric's route to
+    the VIP watched (`ip monitor`), every apiserver ready and the kubelets running. Returns
+    (cluster, client namespace, route monitor)."""
+    C = Cluster(L, n, spares)
     C.fabric_bird()
     client = pods.benchlab.add_client(L, C.topo, http=False)
     monitor = pods.benchlab.RouteMonitor(L, C.fabric)
@@ -605,3 +665,12 @@ def up(L: lab.Lab, n: int = 3):
     C.wait_apiservers(120)
     C.start_kubelets()
     return C, client, monitor
+
+
+if __name__ == "__main__":
+    # The lab's power-off (ClusterNode.poweroff_command): HOLDER CGROUP STAMP.
+    if len(sys.argv) != 5 or sys.argv[1] != "poweroff":
+        sys.exit("usage: cluster.py poweroff HOLDER_PID CGROUP STAMP_FILE")
+    with open(sys.argv[4], "w") as stamp:
+        stamp.write(f"{time.time()}\n")
+    kill_node(int(sys.argv[2]), sys.argv[3])
