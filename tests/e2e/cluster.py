@@ -421,6 +421,66 @@ fileCheckFrequency: 5s
         return self.C.kubectl("exec", "-n", namespace, name, "-c", container, "--", *argv,
                               check=False, timeout=60)
 
+    def pod(self, prefix: str) -> dict:
+        """This node's pod named prefix* as the API has it (a static pod's mirror included)."""
+        got = self.C.get("pods", "-n", "kube-system", "--field-selector",
+                         f"spec.nodeName={self.name}")
+        mine = [p for p in got["items"] if p["metadata"]["name"].startswith(prefix)]
+        lab.check(len(mine) == 1, f"{self.name}: one pod {prefix}*: "
+                  f"{[p['metadata']['name'] for p in got['items']]} {got.get('error', '')}")
+        return mine[0]
+
+    def container_pid(self, pod: dict, container: str = "vipd") -> int:
+        """The PID of the container's main process, found as the kubelet placed it: in the cgroup
+        named after the container's ID, under the pod's (a static pod's kubelet UID is its
+        config hash, not the mirror's UID)."""
+        meta = pod["metadata"]
+        uid = meta.get("annotations", {}).get("kubernetes.io/config.hash", meta["uid"])
+        cid = [c for c in pod["status"]["containerStatuses"]
+               if c["name"] == container][0]["containerID"].split("://", 1)[1]
+        for dirpath, _, files in os.walk(os.path.join(CGROUP_ROOT, "pids", self.cgroup)):
+            if os.path.basename(dirpath) == cid and uid.replace("-", "_") in dirpath.replace(
+                    "-", "_") and "cgroup.procs" in files:
+                with open(os.path.join(dirpath, "cgroup.procs")) as f:
+                    pids = [int(p) for p in f.read().split()]
+                return min(pids)
+        raise AssertionError(f"{self.name}: no cgroup for container {cid} of pod {uid}")
+
+    def check_container(self, pod: dict, container: str = "vipd") -> int:
+        """Asserts that the kubelet ran the container as its pod spec says: exactly the
+        capabilities it adds (every set of its process), no new privileges, a seccomp filter, a
+        read-only root, and each volumeMount of a hostPath this node's folder, read-only where
+        written so. Returns its PID."""
+        spec = [c for c in pod["spec"]["containers"] if c["name"] == container][0]
+        sc = spec.get("securityContext", {})
+        pid = self.container_pid(pod, container)
+        status = lab.proc_status(pid)
+        added = sc["capabilities"].get("add", [])
+        want = lab.capability_mask(added)
+        name = f"{self.name} {pod['metadata']['name']}/{container}"
+        for field in ("CapEff", "CapPrm", "CapBnd"):
+            lab.check(int(status[field], 16) == want, f"{name}: {field} {status[field]} is the "
+                      f"spec's capabilities {added} ({want:#x})")
+        lab.check(status["NoNewPrivs"] == "1", f"{name}: no_new_privs")
+        lab.check(status["Seccomp"] == "2", f"{name}: a seccomp filter (RuntimeDefault)")
+        with open(f"/proc/{pid}/mountinfo") as f:
+            mounts = {line.split()[4]: line.split()[5].split(",") for line in f}
+        lab.check(sc.get("readOnlyRootFilesystem") and "ro" in mounts.get("/", []),
+                  f"{name}: / is read-only, as written: {mounts.get('/')}")
+        volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
+        for vm in spec.get("volumeMounts", []):
+            where = vm["mountPath"]
+            lab.check(where in mounts, f"{name}: {where} is mounted")
+            lab.check(("ro" in mounts[where]) is vm.get("readOnly", False),
+                      f"{name}: {where} read-only={vm.get('readOnly', False)}: {mounts[where]}")
+            host = volumes[vm["name"]].get("hostPath")
+            if host:
+                inside, outside = os.stat(f"/proc/{pid}/root{where}"), \
+                    os.stat(self.host.path(host["path"]))
+                lab.check((inside.st_dev, inside.st_ino) == (outside.st_dev, outside.st_ino),
+                          f"{name}: {where} is this node's {host['path']}")
+        return pid
+
     # --- cleanup --------------------------------------------------------------------------------
 
     def kill_all(self) -> None:

@@ -70,7 +70,7 @@ def _try_lock(f) -> bool:
 BUILD_TIMEOUT_S = 1500
 
 
-yaml_module = lab.yaml_module  # test_pod_takeover calls it as pods.yaml_module()
+yaml_module = lab.yaml_module  # test_pod_probe calls it as pods.yaml_module()
 
 
 def _env() -> dict:
@@ -482,24 +482,6 @@ class PodLab:
         lab.check(pod is not None, f"{name}: a Pod or DaemonSet to play")
         self.podman.play(name, played)
         return pod, probes
-
-    def probes_pass(self, probes: dict[str, dict], timeout: float, pod: str = "vipd") -> None:
-        """Every probe passes as a kubelet would see it, within timeout (a readiness probe may
-        need the health gate's rise first). pod: the played pod's name (exec probes run in its
-        container)."""
-        for what, p in probes.items():
-            result = {}
-            container = f"{pod}-{what.split('/')[0]}"
-
-            def ok(p=p, container=container) -> bool:
-                result["passed"], result["detail"] = probe(self.n1.ns, p, self.podman, container)
-                return result["passed"]
-            lab.wait_until(ok, timeout, 0.2, lambda what=what: f"{what}: {result.get('detail')}")
-            lab.log(f"probe {what}: {result['detail']}")
-
-    def vipctl_on_host(self, *args: str) -> subprocess.CompletedProcess:
-        """The tree's vipctl on node 1's host, without --socket: what an operator types."""
-        return self.host.run([lab.vipd_binary("vipctl"), *args], check=False)
 
     def load(self, name: str, duration: float) -> tuple[lab.Proc, str]:
         out = self.L.path(f"{name}.json")

@@ -9,11 +9,16 @@ order a cluster lives them; the fabric's kernel route is watched with `ip monito
    takes BGP over from the static pod; then `vipd render` with `bootstrap.enabled: false` moves
    the static pod's file out and the kubelet stops it. Asserts: no route change at the fabric
    from the apply to the static pods' end; every node's `vipctl status` names the DaemonSet's
-   instance as active.
+   instance as active, the static pod's manifest is in the archive folder, and node 1's
+   DaemonSet container runs as its spec says (capabilities, no_new_privs, seccomp, read-only
+   root, hostPaths).
 3. Rollout: a new image tag on the DaemonSet (the same image under a second name): the
    controller surges node by node (maxSurge 1, maxUnavailable 0). Asserts: 0 route changes,
    0 failed requests through the VIP (HTTPS to the apiservers, 20 a second), and a `kubectl get
-   --watch` through the VIP keeps its connection.
+   --watch` through the VIP keeps its connection. Then a rollout of a config vipd refuses at
+   start (the VIP's prefix mistyped /33): the surge pod crash-loops and never becomes Ready, the
+   rollout stalls with every node's old pod speaking, and re-applying the previous overlay rolls
+   back; 0 route changes throughout.
 4. Live config: `kubectl apply` of the ConfigMap with a community added (the overlay's
    configMapGenerator without a hash suffix, so the pods keep running): the kubelet swaps the
    volume and vipd applies only what changed. Asserts: the community reaches BIRD on every node's
@@ -31,17 +36,21 @@ from pods import benchlab
 LOAD_RATE, LOAD_TIMEOUT_S = 20, 2.0
 
 
-def overlay(C: cluster.Cluster, tag: str, communities: list[str], hashed: bool) -> str:
+def overlay(C: cluster.Cluster, tag: str, communities: list[str], hashed: bool,
+            typo: bool = False) -> str:
     """An overlay of manifests/ as a user writes one: the shipped vipd.yaml (with communities),
     the image pinned to tag. hashed=False: the ConfigMap keeps its name when it changes, so a
-    change reaches the running pods through the kubelet's volume swap, not a rollout."""
+    change reaches the running pods through the kubelet's volume swap, not a rollout. typo: the
+    VIP's prefix length mistyped (/33), which vipd refuses at start."""
     yaml = lab.yaml_module()
-    path = C.L.path(f"overlay-{tag}-{len(communities)}")
+    path = C.L.path(f"overlay-{tag}-{len(communities)}{'-typo' if typo else ''}")
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(pods.SOURCE_DIR, "manifests", "daemonset", "vipd.yaml")) as f:
         config = yaml.safe_load(f)
     if communities:
         config["communities"] = communities
+    if typo:
+        config["vips"][0]["address"] = config["vips"][0]["address"].replace("/32", "/33")
     with open(os.path.join(path, "vipd.yaml"), "w") as f:
         yaml.safe_dump(config, f, sort_keys=False)
     generator = {"name": "vipd-config", "namespace": "kube-system", "behavior": "replace",
@@ -95,6 +104,38 @@ def roll_out(C: cluster.Cluster, generation_before: int, timeout: float) -> None
                    f"{C.get('daemonset', 'vipd', '-n', 'kube-system').get('status')}")
 
 
+def cannot_start(C: cluster.Cluster, monitor, tag: str) -> None:
+    """A new version that cannot start (a typo in the config, refused by vipd at start): the
+    surge pod crash-loops, never Ready, so the rollout stalls with the old pods speaking and the
+    route unchanged; applying the previous overlay again rolls back."""
+    t0 = time.time()
+    generation = C.get("daemonset", "vipd", "-n", "kube-system")["metadata"]["generation"]
+    C.kubectl("apply", "-k", overlay(C, tag, [], hashed=True, typo=True), timeout=60)
+
+    def crashing() -> list[str]:
+        return [p["metadata"]["name"] for p in C.get("pods", "-n", "kube-system")["items"]
+                if p["metadata"]["name"].startswith("vipd-")
+                and any(c.get("restartCount", 0) >= 1 and not c.get("ready")
+                        for c in p.get("status", {}).get("containerStatuses", []))]
+    bad = lab.wait_until(crashing, 180, 1.0, lambda: f"the surge pod restarting, never Ready: "
+                         f"{C.pod_phases('kube-system')}")
+    time.sleep(5)
+    ds = C.get("daemonset", "vipd", "-n", "kube-system")["status"]
+    roles = {cn.name: cn.vipctl_status().get("role") for cn in C.nodes}
+    lab.check(len(bad) == 1 and ds.get("updatedNumberScheduled", 0) <= 1 and
+              ds.get("numberAvailable") == len(C.nodes),
+              f"the rollout stalls at one crash-looping pod {bad}, the old pods available: {ds}")
+    lab.check(set(roles.values()) == {"active"}, f"every node's vipd still speaks: {roles}")
+    stalled = time.time() - t0
+    C.kubectl("apply", "-k", overlay(C, tag, [], hashed=True), timeout=60)
+    roll_out(C, generation + 1, 300)
+    changes = [(round(t - t0, 3), sorted(h)) for t, h in monitor.events if t >= t0]
+    print(f"rollout of a config vipd refuses: the surge pod crash-looped ({bad[0]}), the rollout "
+          f"stalled with the old pods speaking for {stalled:.1f} s and rolled back in "
+          f"{time.time() - t0 - stalled:.1f} s; route changes {len(changes)}")
+    lab.check(not changes, f"no route change while a new version cannot start: {changes}")
+
+
 def test() -> None:
     with lab.Lab("cluster-day2") as L:
         C, client, monitor = cluster.up(L)
@@ -119,6 +160,10 @@ def test() -> None:
         lab.wait_until(lambda: not any(n.startswith("vipd-bootstrap")
                                        for n in C.pod_phases("kube-system")), 120, 1.0,
                        lambda: f"the static pods gone: {C.pod_phases('kube-system')}")
+        n1 = C.nodes[0]
+        lab.check(os.listdir(n1.host.path("/etc/kubernetes/vipd-manifest-archive")),
+                  "render with bootstrap off moved the static pod's manifest into the archive")
+        n1.check_container(n1.pod("vipd-"))
         changes = [(round(t - t0, 3), sorted(h)) for t, h in monitor.events if t >= t0]
         print(f"day 2: the DaemonSet took over on three nodes and the static pods were removed "
               f"in {time.time() - t0:.1f} s; route changes at the fabric: {len(changes)}")
@@ -155,6 +200,7 @@ def test() -> None:
         lab.check(len(reqs) > LOAD_RATE * rolled / 2 and not failed,
                   f"no request through the VIP failed: {failed[:5]} of {len(reqs)}")
         watch.stop()
+        cannot_start(C, monitor, next_tag)
 
         # --- 4. live config ---
         before = session_since(C)

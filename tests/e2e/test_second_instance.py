@@ -9,7 +9,7 @@ it exits non-zero within 3 s, its error names the first instance's PID (and the 
 or the VIP, it collided on), and afterwards the first vipd still runs with both VIPs bound and
 announced, BIRD's session never flapped, and `vipctl status` answers. A third start after the
 first one exits is accepted (the locks died with their holder).
-The static-pod/DaemonSet overlap, the one that is allowed, is e2e_takeover's and e2e_pod_takeover's.
+The static-pod/DaemonSet overlap, the one that is allowed, is e2e_takeover's and e2e_cluster_day2's.
 """
 import copy
 import time
