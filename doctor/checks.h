@@ -42,6 +42,11 @@ namespace vipd::doctor {
 [[nodiscard]] Check checkStateDir(const config::Config& config, const NodeFacts& facts);
 [[nodiscard]] Check checkKeyFiles(const config::Config& config, const NodeFacts& facts);
 [[nodiscard]] Check checkStaticPods(const config::Config& config, const NodeFacts& facts);
+// The VIP never becomes the node's identity (checks_identity.cc, issue 42).
+[[nodiscard]] Check checkVipIdentity(const config::Config& config, const NodeFacts& facts);
+[[nodiscard]] Check checkVipReachable(const config::Config& config, const NodeFacts& facts);
+[[nodiscard]] Check checkVipReplies(const config::Config& config, const NodeFacts& facts);
+[[nodiscard]] Check checkVipExposure(const config::Config& config, const NodeFacts& facts);
 
 // The interfaces VIP traffic arrives on: the interfaces of the peers' routes, and the VIPs' own
 // interfaces unless loopback or dummy (nothing arrives there from outside). Sorted, unique. The

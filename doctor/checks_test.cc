@@ -62,6 +62,13 @@ NodeFacts goodFacts() {
   f.staticPods.exists = true;
   f.staticPods.files = {{"kube-apiserver.yaml", true, std::nullopt, false},
                         {"vipd.yaml", true, std::nullopt, true}};
+  f.identities = {{"kubelet", "--node-ip", "/proc/100/cmdline", {ip("192.0.2.11")}},
+                  {"kube-apiserver", "--advertise-address", "/proc/200/cmdline",
+                   {ip("192.0.2.11")}}};
+  f.kubeletSeen = f.kubeletNodeIpSet = true;
+  f.vipRoutes = {{prefix("203.0.113.10/32"), true, "lo", ""},
+                 {prefix("2001:db8:ffff::10/128"), true, "lo", ""}};
+  f.vipReplyRoutes = {{prefix("203.0.113.10/32"), ip("192.0.2.1"), "eth0", ""}};
   return f;
 }
 
@@ -76,9 +83,10 @@ TEST(Doctor, ANodeSetUpRightPassesEveryCheckInOrder) {
   EXPECT_EQ(names, (std::vector<std::string>{
                        "config", "router-id", "local-addresses", "apiserver-certificate",
                        "bgp-port", "bgp-sessions", "peer-routes", "rp-filter", "arp",
+                       "vip-identity", "vip-reachable", "vip-replies", "vip-exposure",
                        "capabilities", "state-dir", "password-files", "static-pods"}));
   EXPECT_EQ(exitCode(checks), 0);
-  EXPECT_EQ(formatCounts(count(checks)), "13 ok, 0 warn, 0 fail");
+  EXPECT_EQ(formatCounts(count(checks)), "17 ok, 0 warn, 0 fail");
 }
 
 TEST(Doctor, LinesAlignAndWarningsDoNotFail) {

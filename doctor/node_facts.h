@@ -121,6 +121,37 @@ struct ConfigLayers {
   std::optional<config::FieldOrigins> origins;
 };
 
+// An address a control-plane program of this node takes as its identity (issue 42): the
+// kubelet's node IP, the apiserver's advertise address, etcd's advertised URLs. The VIP must
+// never be one: it moves between nodes, an identity must not.
+struct IdentityFlag {
+  std::string program;  // "kubelet", "kube-apiserver", "etcd"
+  std::string flag;     // "--node-ip", "--advertise-address", "--advertise-client-urls", ...
+  std::string source;   // where it was read: "/proc/4711/cmdline", ".../etcd.yaml", ...
+  std::vector<bgp::IpAddress> addresses;
+};
+
+// How this node reaches one of its VIPs (RTM_GETROUTE): bound here (local), through a route,
+// or refused.
+struct VipRoute {
+  bgp::Prefix vip;
+  bool local = false;
+  std::optional<std::string> interface;
+  std::string error;  // the kernel's refusal
+  // No route at all (ENETUNREACH), as opposed to a route that refuses (unreachable, blackhole,
+  // prohibit) or a rule that does.
+  bool noRoute = false;
+};
+
+// The route a reply sent from a VIP to a peer takes (RTM_GETROUTE with the VIP as source,
+// through the policy rules): it must leave where the peer's route does.
+struct VipReplyRoute {
+  bgp::Prefix vip;
+  bgp::IpAddress peer;
+  std::optional<std::string> interface;
+  std::string error;  // the kernel's refusal ("Invalid argument": the VIP is not bound here)
+};
+
 struct NodeFacts {
   ConfigLayers config;
   int selfPid = 0;  // the process running the checks
@@ -138,6 +169,17 @@ struct NodeFacts {
   StateDirectory stateDir;
   std::vector<KeyFile> keyFiles;
   StaticPodDirectory staticPods;
+  // The control-plane programs' identities, from their processes (/proc/PID/cmdline), the
+  // static-pod manifests and kubeadm's kubelet flags file; kubeletSeen: a kubelet process or
+  // that file was found (without either, nothing says what the node IP is).
+  std::vector<IdentityFlag> identities;
+  bool kubeletSeen = false;
+  bool kubeletNodeIpSet = false;  // the kubelet was given --node-ip
+  std::vector<VipRoute> vipRoutes;            // one per VIP, in config order
+  std::vector<VipReplyRoute> vipReplyRoutes;  // per VIP and peer of its family
+  // Other routing daemons running here (bird, FRR's zebra and bgpd, gobgpd, calico-node,
+  // cilium-agent, kube-router): each may announce what is bound on an interface it exports.
+  std::vector<Process> routingDaemons;
 };
 
 }  // namespace vipd::doctor

@@ -585,6 +585,28 @@ TEST_F(NetlinkKernel, LooksUpTheRouteTheKernelWouldTake) {
   auto prohibited = lookupRoute(addr("198.51.100.3/32"));
   ASSERT_FALSE(prohibited);
   EXPECT_EQ(prohibited.error().code, EACCES) << prohibited.error().toString();
+
+  // From the VIP: through the policy rules that match on the source (vipd doctor's
+  // "vip-replies"). Without one, the same interface as from the node's own address.
+  auto fromVip = lookupRoute(addr("192.0.2.1/32"), addr("203.0.113.10/32"));
+  ASSERT_TRUE(fromVip) << fromVip.error().toString();
+  EXPECT_EQ(fromVip->ifname, "veth0");
+  // A rule for the VIP's packets into a table whose default goes out another interface (veth1:
+  // these machines' kernels have no dummy driver).
+  ASSERT_EQ(run("ip route add default dev veth1 table 4242 && "
+                "ip rule add from 203.0.113.10 lookup 4242 pref 4242"),
+            0);
+  auto ruled = lookupRoute(addr("192.0.2.1/32"), addr("203.0.113.10/32"));
+  ASSERT_TRUE(ruled) << ruled.error().toString();
+  EXPECT_EQ(ruled->ifname, "veth1");
+  EXPECT_EQ(lookupRoute(addr("192.0.2.1/32"))->ifname, "veth0");
+  // A source that is not this node's: the kernel refuses.
+  auto foreign = lookupRoute(addr("192.0.2.1/32"), addr("198.51.100.77/32"));
+  ASSERT_FALSE(foreign);
+  EXPECT_EQ(foreign.error().toString().rfind("look up route to 192.0.2.1 from 198.51.100.77: ", 0),
+            0u)
+      << foreign.error().toString();
+  run("ip rule del pref 4242");
 }
 
 }  // namespace

@@ -76,14 +76,22 @@ int onAnswer(nl_msg* message, void* arg) {
 
 }  // namespace
 
-Result<Route> lookupRoute(const InterfaceAddress& destination) {
+Result<Route> lookupRoute(const InterfaceAddress& destination,
+                          const std::optional<InterfaceAddress>& source) {
   static constexpr const char* kOperation = "look up route";
   InterfaceAddress host = destination;
   host.prefixLength = static_cast<uint8_t>(destination.family == AF_INET ? 32 : 128);
   const std::string text = host.toString();
-  const std::string object = "to " + text.substr(0, text.find('/'));
+  std::string object = "to " + text.substr(0, text.find('/'));
+  if (source) {
+    const std::string from = source->toString();
+    object += " from " + from.substr(0, from.find('/'));
+  }
   if (destination.family != AF_INET && destination.family != AF_INET6) {
     return tl::unexpected(Error{kOperation, object, "not an IPv4 or IPv6 address", EINVAL});
+  }
+  if (source && source->family != destination.family) {
+    return tl::unexpected(Error{kOperation, object, "the source is of another family", EINVAL});
   }
   SocketPtr socket(nl_socket_alloc());
   if (!socket) {
@@ -99,9 +107,11 @@ Result<Route> lookupRoute(const InterfaceAddress& destination) {
   rtmsg request{};
   request.rtm_family = static_cast<unsigned char>(destination.family);
   request.rtm_dst_len = host.prefixLength;
+  request.rtm_src_len = source ? host.prefixLength : 0;
+  const int length = static_cast<int>(addressLength(destination.family));
   if (nlmsg_append(message.get(), &request, sizeof(request), NLMSG_ALIGNTO) < 0 ||
-      nla_put(message.get(), RTA_DST, static_cast<int>(addressLength(destination.family)),
-              destination.bytes.data()) < 0) {
+      nla_put(message.get(), RTA_DST, length, destination.bytes.data()) < 0 ||
+      (source && nla_put(message.get(), RTA_SRC, length, source->bytes.data()) < 0)) {
     return tl::unexpected(Error{kOperation, object, std::strerror(ENOMEM), ENOMEM});
   }
   Lookup lookup;

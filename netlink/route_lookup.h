@@ -30,6 +30,11 @@ struct Route {
 // named as operation "look up route", object "to 192.0.2.1" and the reason: "Network is
 // unreachable" (no route), "No route to host" (an unreachable route), "Invalid argument"
 // (a blackhole), "Permission denied" (a prohibit route), or a socket failure.
-[[nodiscard]] Result<Route> lookupRoute(const InterfaceAddress& destination);
+//
+// source: the route for packets sent from that address (RTA_SRC, as `ip route get DST from
+// SRC`), through the policy rules that match on it (`ip rule add from VIP ...`). The kernel
+// refuses a source that is not one of this node's addresses ("Invalid argument").
+[[nodiscard]] Result<Route> lookupRoute(const InterfaceAddress& destination,
+                                        const std::optional<InterfaceAddress>& source = {});
 
 }  // namespace vipd::netlink

@@ -28,6 +28,7 @@
 #include "daemon/session/key.h"
 #include "doctor/checks.h"
 #include "doctor/fact_parsing.h"
+#include "doctor/identity_flags.h"
 #include "netlink/address_table.h"
 #include "netlink/route_lookup.h"
 
@@ -371,6 +372,110 @@ void gatherStaticPods(const GatherOptions& options, doctor::NodeFacts& facts) {
             [](const auto& a, const auto& b) { return a.name < b.name; });
 }
 
+// kubeadm writes the kubelet's node-specific flags here (--node-ip among them); a systemd
+// drop-in passes them to the kubelet.
+constexpr const char* kKubeadmFlagsFile = "/var/lib/kubelet/kubeadm-flags.env";
+
+bool hasFlag(const std::vector<std::string>& arguments, std::string_view flag) {
+  return std::any_of(arguments.begin(), arguments.end(), [&](const std::string& a) {
+    return a == flag || (a.starts_with(flag) && a.size() > flag.size() && a[flag.size()] == '=');
+  });
+}
+
+// The processes on this node's network (the same network namespace as this process: in a lab
+// with many nodes on one kernel, another node's kubelet is not this node's): the control-plane
+// programs' identity flags and the routing daemons.
+void gatherProcesses(doctor::NodeFacts& facts) {
+  std::error_code ec;
+  const auto ownNet = fs::read_symlink("/proc/self/ns/net", ec);
+  fs::directory_iterator it("/proc", ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string pidText = it->path().filename().string();
+    int pid = 0;
+    if (std::from_chars(pidText.data(), pidText.data() + pidText.size(), pid).ec != std::errc{}) {
+      continue;
+    }
+    std::error_code netError;
+    if (fs::read_symlink(it->path() / "ns" / "net", netError) != ownNet || netError) {
+      continue;
+    }
+    auto comm = readSmallFile((it->path() / "comm").string());
+    if (!comm) {
+      continue;
+    }
+    const std::string name = comm->substr(0, comm->find('\n'));
+    if (doctor::isRoutingDaemon(name)) {
+      facts.routingDaemons.push_back({pid, name});
+    }
+    if (!doctor::isIdentityProgram(name)) {
+      continue;
+    }
+    auto cmdline = readSmallFile((it->path() / "cmdline").string());
+    if (!cmdline) {
+      continue;
+    }
+    const auto arguments = doctor::splitCmdline(*cmdline);
+    auto flags = doctor::identityFlags(name, arguments, fmt::format("/proc/{}/cmdline", pid));
+    facts.identities.insert(facts.identities.end(), flags.begin(), flags.end());
+    if (name == "kubelet") {
+      facts.kubeletSeen = true;
+      facts.kubeletNodeIpSet = facts.kubeletNodeIpSet || hasFlag(arguments, "--node-ip");
+    }
+  }
+  std::sort(facts.routingDaemons.begin(), facts.routingDaemons.end(),
+            [](const auto& a, const auto& b) { return a.pid < b.pid; });
+}
+
+// kubeadm's kubelet flags file and the static-pod manifests (etcd.yaml, kube-apiserver.yaml):
+// what the programs are given at their next start, which may differ from what runs.
+void gatherIdentityFiles(doctor::NodeFacts& facts) {
+  if (auto text = readSmallFile(kKubeadmFlagsFile)) {
+    facts.kubeletSeen = true;
+    auto flags = doctor::identityFlagsInText(*text, kKubeadmFlagsFile);
+    facts.kubeletNodeIpSet = facts.kubeletNodeIpSet || text->find("--node-ip") != std::string::npos;
+    facts.identities.insert(facts.identities.end(), flags.begin(), flags.end());
+  }
+  for (const auto& file : facts.staticPods.files) {
+    if (!file.regular || file.strayReason || file.runsVipd) {
+      continue;
+    }
+    const auto path = (fs::path(facts.staticPods.path) / file.name).string();
+    if (auto text = readSmallFile(path)) {
+      auto flags = doctor::identityFlagsInText(*text, path);
+      facts.identities.insert(facts.identities.end(), flags.begin(), flags.end());
+    }
+  }
+}
+
+// How this node reaches each VIP, and where replies sent from a VIP to each peer of its family
+// go (the route lookups of `ip route get`; nothing is sent).
+void gatherVipRoutes(const config::Config& config, doctor::NodeFacts& facts) {
+  for (const auto& vip : config.vips) {
+    doctor::VipRoute route{vip.prefix, false, std::nullopt, ""};
+    const auto address = toInterfaceAddress(vip.prefix.address);
+    if (auto found = netlink::lookupRoute(address)) {
+      route.local = found->local;
+      route.interface = found->ifname;
+    } else {
+      route.error = found.error().reason;
+      route.noRoute = found.error().code == ENETUNREACH;
+    }
+    facts.vipRoutes.push_back(std::move(route));
+    for (const auto& peer : config.peers) {
+      if (peer.address.isV4() != vip.prefix.address.isV4()) {
+        continue;
+      }
+      doctor::VipReplyRoute reply{vip.prefix, peer.address, std::nullopt, ""};
+      if (auto found = netlink::lookupRoute(toInterfaceAddress(peer.address), address)) {
+        reply.interface = found->ifname;
+      } else {
+        reply.error = found.error().reason;
+      }
+      facts.vipReplyRoutes.push_back(std::move(reply));
+    }
+  }
+}
+
 }  // namespace
 
 doctor::NodeFacts gatherFacts(const config::Config& config, const GatherOptions& options) {
@@ -390,6 +495,9 @@ doctor::NodeFacts gatherFacts(const config::Config& config, const GatherOptions&
   gatherStateDir(config, facts);
   gatherKeyFiles(config, facts);
   gatherStaticPods(options, facts);
+  gatherProcesses(facts);
+  gatherIdentityFiles(facts);
+  gatherVipRoutes(config, facts);
   return facts;
 }
 

@@ -2,7 +2,9 @@
 // and never changes anything: rtnetlink (addresses, links, a route lookup per peer: no packet
 // leaves the node), /proc (the TCP table, which process holds each BGP socket, this process's
 // capabilities), the sysctls, the state directory, the key files and the static-pod directory,
-// and, for health.type apiserver, the certificate the apiserver serves (one TLS handshake).
+// and, for health.type apiserver, the certificate the apiserver serves (one TLS handshake); and
+// the VIP's place on the node (issue 42): the control-plane programs' identity flags (their
+// command lines, kubeadm's files), the routing daemons running, the routes to and from each VIP.
 //
 // Peers are judged reachable by the kernel's route to them, not by connecting: a TCP connect to
 // the router's port 179 is a BGP connection attempt in the router's eyes (logged, counted, and
