@@ -724,6 +724,9 @@ void Speaker::handleControl(const nlohmann::json& request, ControlServer::Reply 
                                   handoff_.roleName())}});
     return;
   }
+  if (*command == Withdraw && !request.value("persist", true) && handoff_.handBack(reply)) {
+    return;  // the pod's preStop with a static pod on standby: handed back, nothing drained
+  }
   if ((*command == Withdraw || *command == Announce) && !handoff_.active()) {
     auto holder = handoff_.holder();
     log_.warn("control", "refused vipctl {}: this instance is {} and announces nothing",

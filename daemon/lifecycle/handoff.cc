@@ -5,6 +5,7 @@
 #include "daemon/control/client.h"
 #include "daemon/control/request.h"
 #include "daemon/lifecycle/handoff_protocol.h"
+#include "daemon/lifecycle/instance_lock.h"
 
 namespace vipd::daemon {
 namespace {
@@ -435,6 +436,42 @@ void Handoff::handleYield(const nlohmann::json& request, ControlServer::Reply re
                                            : "yielded to the daemonset instance");
     reply({{"ok", true}, {"identity", toJson(identityOf(config_))}, {"peers", peers}});
   });
+}
+
+bool Handoff::handBack(ControlServer::Reply& reply) {
+  if (role_ != Role::Active || config_.mode != config::Mode::DaemonSet || !lock_ ||
+      !slotHeld(config_, instanceSlots(config::Mode::StaticPod).front())) {
+    return false;
+  }
+  auto marked = lock_->writeYieldMarker({config_.routerId.toString(), bootTimeMs(),
+                                         config_.handoff.restartTime.count()});
+  if (!marked) {
+    log_.warn("handoff", "cannot hand the node back to the static-pod instance: {}; draining",
+              marked.error());
+    return false;
+  }
+  log_.info("handoff", "stopping with a static-pod instance on standby: handing the node back "
+            "to it: closing every session without a NOTIFICATION (graceful restart, restart time "
+            "{}s); the VIPs stay bound, nothing is drained",
+            std::chrono::duration_cast<std::chrono::seconds>(config_.handoff.restartTime).count());
+  role_ = Role::Standby;
+  host_.yieldSessions(false, [this, reply = std::move(reply)](std::vector<nlohmann::json> peers) {
+    lock_->release();
+    ++state_.yielded;
+    state_.lastYieldPeers = peers;
+    // Not taken back by this instance unless the static pod leaves it lying (then this one
+    // speaks again, and its SIGTERM drains as before).
+    state_.noTakebackBefore = std::chrono::steady_clock::now() + kTakebackDelay;
+    waitForLock(Role::Standby, "handed the node back to the static-pod instance (this pod is "
+                               "stopping)");
+    reply({{"ok", true},
+           {"acknowledged", true},
+           {"handedBack", true},
+           {"detail", "handed the node to the static-pod instance on standby (graceful "
+                      "restart); nothing drained"},
+           {"peers", peers}});
+  });
+  return true;
 }
 
 std::optional<LockHolder> Handoff::holder() const {

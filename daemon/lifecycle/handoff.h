@@ -75,6 +75,15 @@ class Handoff {
   void handleCheck(const nlohmann::json& request, ControlServer::Reply reply);
   void handleYield(const nlohmann::json& request, ControlServer::Reply reply);
 
+  // A stopping daemonset instance (its pod's preStop hook: `vipctl withdraw --transient`) whose
+  // node has a static-pod instance on standby hands the node back to it, as a rollout hands it
+  // to a successor (graceful restart, the VIPs stay bound), instead of draining: deleting the
+  // DaemonSet (`helm uninstall`) then leaves every node to its static pod with no route change,
+  // where draining every node at once would empty the fabric's route. Returns false, having
+  // done nothing, when there is no such standby (or this is not an active daemonset instance):
+  // the caller drains as before. Otherwise `reply` gets the answer once the sessions are closed.
+  bool handBack(ControlServer::Reply& reply);
+
   Role role() const { return role_; }
   bool active() const { return role_ == Role::Active; }
   std::string_view roleName() const;

@@ -172,6 +172,23 @@ std::string vipLockName(std::string_view tag, const bgp::Prefix& vip, std::strin
   return fmt::format("{}/vip/{}/{}", tag, vip.toString(), slot);
 }
 
+bool slotHeld(const config::Config& config, std::string_view slot, std::string_view tag) {
+  if (config.vips.empty()) {
+    return false;
+  }
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    return false;
+  }
+  socklen_t length = 0;
+  const sockaddr_un address = abstractAddress(vipLockName(tag, config.vips.front().prefix, slot),
+                                              length);
+  const bool held = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), length) == 0 ||
+                    errno == EAGAIN;
+  ::close(fd);
+  return held;
+}
+
 tl::expected<InstanceLock, std::string> InstanceLock::acquire(const config::Config& config,
                                                               std::vector<std::string>& warnings,
                                                               std::string_view tag) {

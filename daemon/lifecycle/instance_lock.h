@@ -43,6 +43,11 @@ inline constexpr std::string_view kDaemonSetSuccessorSlot = "daemonset-successor
 // The abstract socket name (without the leading NUL) that locks `vip` for `slot`.
 std::string vipLockName(std::string_view tag, const bgp::Prefix& vip, std::string_view slot);
 
+// Whether an instance of another process holds `slot` on this node's network: its lock of the
+// config's first VIP accepts a connection (a full queue counts as held). The daemonset instance
+// asks it of "static-pod" to know a static pod stands by (Handoff::handBack()).
+bool slotHeld(const config::Config& config, std::string_view slot, std::string_view tag = "vipd");
+
 class InstanceLock {
  public:
   // Takes every lock `config` calls for, or none: the error names what is held, by whom, and

@@ -421,11 +421,13 @@ fileCheckFrequency: 5s
         return self.C.kubectl("exec", "-n", namespace, name, "-c", container, "--", *argv,
                               check=False, timeout=60)
 
-    def pod(self, prefix: str) -> dict:
-        """This node's pod named prefix* as the API has it (a static pod's mirror included)."""
+    def pod(self, prefix: str, exclude: str = "vipd-bootstrap") -> dict:
+        """This node's pod named prefix* but not exclude* as the API has it (a static pod's
+        mirror is vipd-bootstrap-NODE: pod("vipd-bootstrap", exclude="") finds it)."""
         got = self.C.get("pods", "-n", "kube-system", "--field-selector",
                          f"spec.nodeName={self.name}")
-        mine = [p for p in got["items"] if p["metadata"]["name"].startswith(prefix)]
+        mine = [p for p in got["items"] if p["metadata"]["name"].startswith(prefix) and
+                not (exclude and p["metadata"]["name"].startswith(exclude))]
         lab.check(len(mine) == 1, f"{self.name}: one pod {prefix}*: "
                   f"{[p['metadata']['name'] for p in got['items']]} {got.get('error', '')}")
         return mine[0]

@@ -77,7 +77,7 @@ def test() -> None:
                   ("static-pod", "active", version),
                   f"node 1's vipctl reaches the static pod's vipd of this build: {status['mode']} "
                   f"{status['role']} {status['version']}")
-        pod = n1.pod("vipd-bootstrap")
+        pod = n1.pod("vipd-bootstrap", exclude="")
         pid = n1.check_container(pod)
         inside = n1.exec_in_pod("vipd-bootstrap", ["vipctl", "status"])
         lab.check(inside.returncode == 0 and "static-pod" in inside.stdout,

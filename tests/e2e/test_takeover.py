@@ -11,6 +11,10 @@ sharing one handoff directory (the hostPath /run/vipd) and one state directory:
    never disappears; the static-pod instance is on standby.
 4. SIGTERM to the daemonset instance: it drains, and the standby takes the node back (the gap,
    while node 2 carries the traffic, is printed).
+   Then a takeover again, and the daemonset pod's preStop hook (`vipctl withdraw --wait
+   --transient`) with the static pod on standby: the node is handed back with graceful restart,
+   not drained; node 1's next hop never leaves the fabric (`helm uninstall` stops every node's
+   pod at once, so draining each would empty the route).
 5. a second takeover, then SIGTERM to the standby static-pod instance: nothing is withdrawn.
 6. SIGKILL of the daemonset instance, now alone: BIRD drops the stale path within the restart
    time (3 s).
@@ -220,6 +224,34 @@ def test() -> None:
               f"{sum(g for _, g in gaps) * 1000:.0f} ms (drain, then the standby announces; node 2 "
               f"carried the traffic); standby active {took_back:.3f}s after the exit")
         lab.check(static.status()["handoff"]["tookBack"] == 1, "the standby counts the take-back")
+
+        # 4b. The daemonset pod stopping with the static pod on standby (`helm uninstall`,
+        # `kubectl delete daemonset`): its preStop hook hands the node back with graceful
+        # restart instead of draining, so every node can stop at once and the route stays.
+        ds3, _ = takeover(L, topo, n1, bird, static, ds_cfg, "ds-3", expect_gapless=True)
+        monitor = RouteMonitor(L, topo.fabric, n1.v4, "handback-route-monitor")
+        poller = lab.FabricPoller(topo.fabric, n1.v4)
+        time.sleep(0.2)
+        hook = ds3.vipctl_run("withdraw", "--wait", "--transient")
+        lab.check(hook.returncode == 0 and "handed the node to the static-pod instance" in
+                  hook.stdout + hook.stderr,
+                  f"preStop with a standby hands back: {hook.returncode} {hook.stdout}"
+                  f"{hook.stderr}")
+        handed = wait_role(static, "active", 5)
+        ds3.proc.signal(signal.SIGTERM)
+        lab.check(ds3.wait_exit(5) == 0, "the handed-back daemonset instance exits 0 at once")
+        time.sleep(1.5)  # past BIRD's stale-route handling
+        poller.stop()
+        monitor.stop()
+        lab.check(not poller.gaps() and not monitor.gaps(),
+                  f"node 1's next hop never left the fabric during the hand-back: "
+                  f"{poller.gaps()} {monitor.events()}")
+        lab.check(static.status()["handoff"]["gracefulRestart"],
+                  "the static-pod instance took the node back as a graceful restart")
+        lab.check(ds3.log_lines(r"handing the node back"), "the daemonset instance says so")
+        print(f"preStop of the daemonset pod with the static pod on standby: handed back, the "
+              f"static-pod instance active {handed:.3f}s later; node 1's next hop never missing "
+              f"({poller.summary()})")
 
         # 5. Take over again, then stop the standby: nothing is withdrawn.
         ds2, _ = takeover(L, topo, n1, bird, static, ds_cfg, "ds-2", expect_gapless=True)
