@@ -196,8 +196,12 @@ void Handoff::watchHolder() {
   for (const auto& p : config_.peers) {
     peers.push_back({p.address, p.port});
   }
-  const bool changed =
-      silence_.sample(anyBgpSessionEstablished(readKernelTcpTable(), peers), now);
+  // A stopped holder's connections count as silence (holderStopped()): one frozen mid-handshake
+  // keeps an Established TCP connection the peer holds for minutes in OpenSent.
+  auto holder = lock_ ? lock_->holder() : std::nullopt;
+  const bool speaking = anyBgpSessionEstablished(readKernelTcpTable(), peers) &&
+                        !(holder && holderStopped(*holder));
+  const bool changed = silence_.sample(speaking, now);
   if (silence_.silent()) {
     fenceSilentHolder(changed);
   } else if (changed) {

@@ -115,6 +115,14 @@ std::optional<std::string> fenceRefusal(const SilentHolder& holder) {
   return std::nullopt;
 }
 
+bool holderStopped(const LockHolder& holder) {
+  if (holder.pid <= 0 || !sharesPidNamespace(holder)) {
+    return false;
+  }
+  const auto state = processState(readText(fmt::format("/proc/{}/stat", holder.pid)));
+  return state && (*state == 'T' || *state == 't');
+}
+
 tl::expected<std::string, std::string> fenceStoppedHolder(const LockHolder& holder,
                                                           const HostLock& lock) {
   SilentHolder facts{.samePidNamespace = sharesPidNamespace(holder)};

@@ -81,6 +81,12 @@ struct SilentHolder {
 };
 std::optional<std::string> fenceRefusal(const SilentHolder& holder);
 
+// Whether `holder` is a process this one can see (the same PID namespace) that is stopped (state
+// T or t). A stopped holder speaks to no one even where the kernel keeps its TCP connection
+// Established (a connect() completes in the kernel after SIGSTOP, and the peer then waits minutes
+// in OpenSent): the watcher counts its connections as silence. Not pure: /proc.
+bool holderStopped(const LockHolder& holder);
+
 // Fences the silent `holder` of `lock` when fenceRefusal() allows it: opens a pidfd for it (so a
 // reused pid cannot be hit), checks what fenceRefusal() needs through /proc, and sends SIGKILL.
 // Returns what was done ("killed pid 4711 (stopped, state T)"), or why not (an error: the holder

@@ -12,6 +12,9 @@ GRACEFUL_SHUTDOWN phase it checks again, sees the others draining, and the tie-b
 lowest router ID: node 1's command exits 4 (the guard's refusal) and names the rule, nodes 2
 and 3 exit 0, node 1 stays in the fabric's route, its state is not withdrawn, and `ip monitor
 route` on the fabric never shows the VIP's route deleted. Then nodes 2 and 3 announce again.
+On a loaded machine one node's request may arrive after the other two are already draining: it
+is refused at once by the guard's first check (safe too); the test accepts that round when the
+refusal shows the others draining, and requires the tie-break in at least half the rounds.
 
 On main 5c7d414 (the guard checked once, at the request) every command exits 0 and the fabric's
 route to the VIP is deleted in every round.
@@ -91,6 +94,7 @@ def test() -> None:
         lab.check(nodes[0].v4 == all4[0], f"node 1 has the lowest router ID: {all4}")
         monitor = benchlab.RouteMonitor(L, topo.fabric, lab.VIP4.split("/")[0])
         refused_s = []
+        tie_breaks = 0
         for round_no in range(1, ROUNDS + 1):
             for v in vipds:
                 lab.wait_until(lambda v=v: serving_others(v) == 2, 20, 0.1,
@@ -103,35 +107,54 @@ def test() -> None:
             codes = [r.returncode for r in results]
             lab.log(f"round {round_no}: exit codes {codes} in {took:.2f}s; node 1: "
                     f"{results[0].stderr.strip()[:200]}")
-            lab.check(codes == [4, 0, 0],
-                      f"round {round_no}: node 1 (lowest router ID) must be refused with exit 4, "
-                      f"nodes 2 and 3 withdrawn with exit 0: {codes}; stderr "
-                      f"{[r.stderr.strip() for r in results]}")
-            lab.check("refused: fewer than guard.minAnnouncers" in results[0].stderr
-                      and "lowest router ID stays" in results[0].stderr,
-                      f"round {round_no}: node 1's refusal names the rule: {results[0].stderr}")
+            # Exactly one node keeps its path and says so with exit 4. When the three drain
+            # together the tie-break keeps node 1 (the lowest router ID) at the end of the
+            # GRACEFUL_SHUTDOWN phase; on a loaded machine one request can arrive after the
+            # other two are already draining, and that node is refused at once (the guard's
+            # first check sees them draining): safe too, and said in its refusal.
+            lab.check(sorted(codes) == [0, 0, 4],
+                      f"round {round_no}: one node refused with exit 4, two withdrawn with exit "
+                      f"0: {codes}; stderr {[r.stderr.strip() for r in results]}")
+            keeper = codes.index(4)
+            why = results[keeper].stderr
+            lab.check("refused: fewer than guard.minAnnouncers" in why,
+                      f"round {round_no}: the refusal names the rule: {why}")
+            if keeper == 0:
+                lab.check("lowest router ID stays" in why,
+                          f"round {round_no}: node 1's refusal names the tie-break: {why}")
+                tie_breaks += 1
+            else:
+                lab.check("(draining)" in why and "lowest router ID" not in why,
+                          f"round {round_no}: node {keeper + 1} kept its path only because the "
+                          f"others were already draining when it asked: {why}")
+                lab.log(f"round {round_no}: node {keeper + 1}'s request came after the others "
+                        f"drained: refused at once")
             refused_s.append(took)
-            lab.wait_until(lambda: topo.fabric.kernel_nexthops(lab.VIP4) == [nodes[0].v4], 10,
-                           0.05, lambda: f"round {round_no}: only node 1 in the fabric's route: "
-                           f"{topo.fabric.route_show(lab.VIP4)}")
-            st = vipds[0].status()
+            lab.wait_until(lambda: topo.fabric.kernel_nexthops(lab.VIP4) == [nodes[keeper].v4],
+                           10, 0.05, lambda: f"round {round_no}: only node {keeper + 1} in the "
+                           f"fabric's route: {topo.fabric.route_show(lab.VIP4)}")
+            st = vipds[keeper].status()
             lab.check(not st["withdrawn"]["active"] and not st["draining"],
-                      f"round {round_no}: node 1 is neither withdrawn nor draining: "
+                      f"round {round_no}: node {keeper + 1} is neither withdrawn nor draining: "
                       f"{st['withdrawn']} draining {st['draining']}")
-            lab.check(not os.path.exists(L.path("vipd-n1-state", "withdrawn.json")),
-                      f"round {round_no}: node 1's withdrawn state is not left on disk")
+            lab.check(not os.path.exists(L.path(f"vipd-n{keeper + 1}-state", "withdrawn.json")),
+                      f"round {round_no}: node {keeper + 1}'s withdrawn state is not left on "
+                      f"disk")
             seen = [(round(t - t0, 3), sorted(h)) for t, h in monitor.events if t >= t0]
             deleted = [at for at, hops in seen if not hops]
             lab.check(not deleted, f"round {round_no}: the fabric deleted the VIP's route at "
                       f"{deleted} s; changes {seen}")
-            for v in vipds[1:]:
-                announce(v)
+            for i, v in enumerate(vipds):
+                if i != keeper:
+                    announce(v)
             lab.wait_until(lambda: topo.fabric.kernel_nexthops(lab.VIP4) == all4, 20, 0.05,
                            lambda: f"round {round_no}: every node back: "
                            f"{topo.fabric.route_show(lab.VIP4)}")
-        lab.check(bool(vipds[0].log_lines("lowest router ID stays")),
-                  "node 1 logs the refusal at the end of its GRACEFUL_SHUTDOWN phase")
-        print(f"FIGURES parallel_withdraw rounds={ROUNDS} refused_after_s_max="
+        lab.check(tie_breaks >= ROUNDS // 2 and bool(vipds[0].log_lines("lowest router ID stays")),
+                  f"the tie-break decided at least half the rounds ({tie_breaks} of {ROUNDS}) and "
+                  f"node 1 logs it at the end of its GRACEFUL_SHUTDOWN phase")
+        print(f"FIGURES parallel_withdraw rounds={ROUNDS} tie_breaks={tie_breaks} "
+              f"refused_after_s_max="
               f"{max(refused_s):.2f} refused_after_s_min={min(refused_s):.2f}", flush=True)
 
 
