@@ -15,7 +15,8 @@
 #                         `image runtime arm64`: cross-compiled for arm64, ...:VERSION-arm64)
 #   scripts/dev.sh release  the images for amd64 and arm64 as one OCI archive in dist/, with their
 #                         SBOMs, signatures, public key and SHA256SUMS (see release() below)
-#   scripts/dev.sh verify ARCHIVE [PUBKEY]  check a release archive's digests and signatures
+#   scripts/dev.sh verify ARCHIVE (--key PUBKEY | --fingerprint FPR)  a release archive's digests
+#                                           and signatures, against a key you trust
 #   scripts/dev.sh unit-arm64 [build]  the unit tests cross-compiled for arm64, run through
 #                         qemu-user (build: compile only; `test` runs them as unit_arm64)
 #   scripts/dev.sh qemu-user   register qemu-user for arm64 binaries (until the next reboot)
@@ -458,14 +459,34 @@ sign() {
   gpgconf --kill gpg-agent
 }
 
-# verify ARCHIVE [PUBKEY]: the release's own check, before `podman load` or `skopeo copy` to a
-# registry. Unpacks ARCHIVE (skopeo checks every manifest and layer against its digest), adds
-# the signatures shipped beside it (vipd-VERSION.signatures.tar) and copies it under a
-# containers-policy.json that rejects anything not signed by PUBKEY (default: the
-# vipd-release-key.gpg beside it; compare its fingerprint with the published one) for the name
-# the archive carries. Exit 0: verified; 1: refused, with skopeo's reason.
+# verify ARCHIVE (--key PUBKEY | --fingerprint FPR): the release's own check, before `podman load`
+# or `skopeo copy` to a registry. The key is one the user trusts, never one that merely travels
+# with the archive (an attacker who replaces the archive replaces that key too): --key names a
+# key file holding exactly that one key (a file with several would accept a signature by any of
+# them); --fingerprint pins the key beside the archive (vipd-release-key.gpg) to the published
+# fingerprint. The version is the file's: vipd-VERSION.oci.tar must hold localhost/vipd:VERSION,
+# signed for that name (a signed older release renamed is refused). Unpacks ARCHIVE (skopeo
+# checks every manifest and layer against its digest), adds the signatures shipped beside it
+# (vipd-VERSION.signatures.tar) and copies it under a containers-policy.json that rejects
+# anything not signed by that key for that name. Exit 0: verified; 1: refused, with the reason;
+# 2: usage.
 verify() {
-  local archive=${1:?usage: $0 verify ARCHIVE [PUBKEY]} pubkey=${2:-} ref tmp signatures path
+  local archive="" pubkey="" fingerprint="" ref tmp signatures path version keys found
+  while (($#)); do
+    case $1 in
+      --key) pubkey=${2:-}; shift 2 ;;
+      --fingerprint) fingerprint=${2:-}; shift 2 ;;
+      -*) echo "verify: unknown option $1" >&2; return 2 ;;
+      *) [[ -z $archive ]] || { echo "verify: one archive at a time" >&2; return 2; }
+         archive=$1; shift ;;
+    esac
+  done
+  if [[ -z $archive || ( -z $pubkey && -z $fingerprint ) || ( -n $pubkey && -n $fingerprint ) ]]; then
+    echo "usage: $0 verify ARCHIVE (--key PUBKEY | --fingerprint FINGERPRINT)" >&2
+    echo "  --key: the release key you obtained from the project, not the copy beside the archive" >&2
+    echo "  --fingerprint: the published fingerprint the key beside the archive must have" >&2
+    return 2
+  fi
   for path in skopeo gpg python3; do
     command -v "$path" >/dev/null ||
       { echo "verify needs $path: apt-get install skopeo gnupg python3" >&2; return 1; }
@@ -475,7 +496,27 @@ verify() {
   for path in "$archive" "$signatures" "$pubkey"; do
     [[ -f $path ]] || { echo "verify: $path does not exist" >&2; return 1; }
   done
+  version=$(basename "$archive")
+  version=${version#vipd-}
+  version=${version%.oci.tar}
+  if [[ $(basename "$archive") != "vipd-$version.oci.tar" || -z $version ]]; then
+    echo "verify: REFUSED $archive: not named vipd-VERSION.oci.tar, so its version is unknown" >&2
+    return 1
+  fi
   pubkey=$(realpath "$pubkey")
+  keys=$(gpg --batch --with-colons --show-keys "$pubkey" 2>/dev/null |
+         awk -F: '$1 == "pub" { n++ } $1 == "fpr" && !seen[n]++ { print $10 }')
+  if [[ $(wc -w <<<"$keys") -ne 1 ]]; then
+    echo "verify: REFUSED: $pubkey holds $(wc -w <<<"$keys") keys ($(echo $keys)); a key file" \
+      "must hold the one key you trust (skopeo accepts a signature by any key in it)" >&2
+    return 1
+  fi
+  found=$keys
+  if [[ -n $fingerprint && ${fingerprint// /} != "$found" ]]; then
+    echo "verify: REFUSED: the key beside the archive is $found, not the fingerprint you" \
+      "pinned (${fingerprint// /})" >&2
+    return 1
+  fi
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' RETURN
   ref=$(tar -xOf "$archive" index.json | python3 -c '
@@ -486,6 +527,11 @@ names.discard("")
 print(names.pop() if len(names) == 1 else "")') || true
   if [[ -z $ref ]]; then
     echo "verify: REFUSED $archive: its index.json names no single image" >&2
+    return 1
+  fi
+  if [[ $ref != "localhost/vipd:$version" ]]; then
+    echo "verify: REFUSED $archive: it is named for $version but holds $ref (a signed release" \
+      "under another name)" >&2
     return 1
   fi
   if ! skopeo copy --quiet --all "oci-archive:$archive" "dir:$tmp/image" 2>"$tmp/err"; then
@@ -506,14 +552,15 @@ PY
     cat "$tmp/err" >&2
     return 1
   fi
-  local fingerprint platforms
-  fingerprint=$(gpg --batch --with-colons --show-keys "$pubkey" |
-                awk -F: '$1 == "fpr" { print $10; exit }')
+  local platforms
   platforms=$(python3 -c '
 import json, sys
-print(" ".join(m["platform"]["os"] + "/" + m["platform"]["architecture"]
-               for m in json.load(open(sys.argv[1]))["manifests"]))' "$tmp/image/manifest.json")
-  echo "verified: $archive is $ref ($platforms); every manifest and layer is signed by $fingerprint"
+m = json.load(open(sys.argv[1]))
+print(" ".join(i.get("platform", {}).get("os", "?") + "/" +
+               i.get("platform", {}).get("architecture", "?")
+               for i in m["manifests"]) if "manifests" in m else "one image")' \
+    "$tmp/image/manifest.json")
+  echo "verified: $archive is $ref ($platforms); every manifest and layer is signed by $found"
 }
 
 # Lets this machine run arm64 binaries through qemu-user (qemu-user-static registers with

@@ -27,9 +27,12 @@ Release (issue 30), from the same `scripts/dev.sh release`:
   architecture, each with its licences, and their source packages; those are exactly the
   packages whose copyright files the image holds;
 - the release leaves no gpg-agent running;
-- `scripts/dev.sh verify` passes on the archive; it refuses a copy with one byte of a layer
-  changed, a copy whose image manifests lost their signatures, and the archive checked against
-  another key.
+- `scripts/dev.sh verify` passes on the archive with the release key named (--key) or pinned
+  (--fingerprint); it refuses to run with neither (exit 2: the key beside an archive proves
+  nothing), a copy with one byte of a layer changed, a copy whose image manifests lost their
+  signatures, the archive checked against another key, a key file holding the release key and
+  another (skopeo would accept either), a pinned fingerprint the key beside it does not have, and
+  the signed archive renamed to another version.
 """
 import gzip
 import io
@@ -255,13 +258,26 @@ def check_release(L: lab.Lab, archive: str, version: str) -> None:
         lab.check(size <= SIZE_GOAL_BYTES, f"linux/{arch} image files: {mb(size)}")
         check_sbom(os.path.join(dist, f"vipd-{version}.linux-{arch}.sbom.cdx.json"), arch, files)
 
+    release_key = os.path.join(dist, "vipd-release-key.gpg")
+
     def verify(path: str, *key: str) -> subprocess.CompletedProcess:
-        return subprocess.run([pods.DEV_SH, "verify", path, *key], capture_output=True,
-                              text=True, timeout=300)
+        return subprocess.run([pods.DEV_SH, "verify", path, *(key or ("--key", release_key))],
+                              capture_output=True, text=True, timeout=300)
     ok = verify(archive)
     lab.check(ok.returncode == 0 and "linux/amd64 linux/arm64" in ok.stdout,
               f"scripts/dev.sh verify passes on the release: {ok.stdout}{ok.stderr}")
     lab.log(ok.stdout.strip())
+    fingerprint = ok.stdout.strip().rsplit(" ", 1)[-1]
+    pinned = verify(archive, "--fingerprint", fingerprint)
+    lab.check(pinned.returncode == 0, f"verify with the fingerprint pinned: {pinned.stderr}")
+    wrong = verify(archive, "--fingerprint", "0" * len(fingerprint))
+    lab.check(wrong.returncode == 1 and "not the fingerprint you pinned" in wrong.stderr,
+              f"verify refuses the key beside the archive under another pin: {wrong.stderr}")
+    bare = subprocess.run([pods.DEV_SH, "verify", archive], capture_output=True, text=True,
+                          timeout=60)
+    lab.check(bare.returncode == 2 and "--key" in bare.stderr,
+              f"verify without a key the user names is a usage error: {bare.returncode} "
+              f"{bare.stderr}")
 
     copies = L.path("tampered")
     os.makedirs(copies)
@@ -304,6 +320,23 @@ def check_release(L: lab.Lab, archive: str, version: str) -> None:
     bad = verify(archive, other)
     lab.check(bad.returncode == 1 and "not signed" in bad.stderr,
               f"verify refuses the release against another key: {bad.returncode} "
+              f"{bad.stderr[-1500:]}")
+    both = os.path.join(copies, "both.gpg")
+    with open(both, "wb") as f, open(release_key, "rb") as a, open(other, "rb") as b:
+        f.write(a.read() + b.read())
+    bad = verify(archive, "--key", both)
+    lab.check(bad.returncode == 1 and "holds 2 keys" in bad.stderr,
+              f"verify refuses a key file with a second key in it: {bad.returncode} "
+              f"{bad.stderr[-1500:]}")
+    renamed_dir = L.path("renamed")
+    os.makedirs(renamed_dir)
+    renamed = os.path.join(renamed_dir, f"vipd-{version}.1.oci.tar")
+    shutil.copy(archive, renamed)
+    shutil.copy(os.path.join(dist, f"vipd-{version}.signatures.tar"),
+                os.path.join(renamed_dir, f"vipd-{version}.1.signatures.tar"))
+    bad = verify(renamed)
+    lab.check(bad.returncode == 1 and "holds localhost/vipd:" + version in bad.stderr,
+              f"verify refuses a signed release under another version's name: {bad.returncode} "
               f"{bad.stderr[-1500:]}")
 
 
