@@ -17,6 +17,8 @@
 #                         SBOMs, signatures, public key and SHA256SUMS (see release() below)
 #   scripts/dev.sh verify ARCHIVE (--key PUBKEY | --fingerprint FPR)  a release archive's digests
 #                                           and signatures, against a key you trust
+#   scripts/dev.sh publish REPOSITORY [--insecure]  push the release to an OCI registry, signed with
+#                         cosign, the SBOMs attested, the Helm chart beside it
 #   scripts/dev.sh unit-arm64 [build]  the unit tests cross-compiled for arm64, run through
 #                         qemu-user (build: compile only; `test` runs them as unit_arm64)
 #   scripts/dev.sh qemu-user   register qemu-user for arm64 binaries (until the next reboot)
@@ -73,8 +75,9 @@ packages=(
   python3-yaml $(command -v kubectl >/dev/null || echo kubernetes-client)
   # The image (scripts/dev.sh image) and the pods the tests run from it: podman with runc (crun
   # refuses these machines' hybrid cgroup layout), mmdebstrap for a base image without a registry;
-  # containerd for its `ctr images import` of the release archive (a kubelet's runtime).
-  podman runc mmdebstrap containerd
+  # containerd for its `ctr images import` of the release archive (a kubelet's runtime);
+  # docker-registry (the distribution registry) on loopback for `scripts/dev.sh publish`'s test.
+  podman runc mmdebstrap containerd docker-registry
   # The real-cluster lab (tests/e2e/cluster.py): its kubelets' runtime is Debian's containerd,
   # which reports its network ready only with a CNI configuration and its plugins there.
   containernetworking-plugins
@@ -563,6 +566,66 @@ print(" ".join(i.get("platform", {}).get("os", "?") + "/" +
   echo "verified: $archive is $ref ($platforms); every manifest and layer is signed by $found"
 }
 
+# publish REPOSITORY [--insecure]: the release of this tree's version (dist/, made by `release`
+# when missing) pushed to an OCI registry as REPOSITORY:VERSION (the amd64 + arm64 index), signed
+# with cosign, each architecture's CycloneDX SBOM attached to its image as a cosign attestation,
+# and the Helm chart pushed beside it (oci://REGISTRY/PATH/charts/vipd:CHART_VERSION). The key
+# pair: VIPD_COSIGN_KEY (a cosign private key file; its password in COSIGN_PASSWORD); without it a
+# development key pair of this machine's (build-podman/cosign/), made once and said so. The public
+# key is written as dist/cosign.pub. Keyless signing (Fulcio, Rekor) needs a network this project
+# does not have: the signatures are not uploaded to a transparency log (--tlog-upload=false), and
+# verifying them takes --insecure-ignore-tlog (docs/operations.md). --insecure: the registry
+# speaks plain HTTP (a lab's loopback registry). The last line is the signed image's reference
+# by digest.
+publish() {
+  local repo=${1:?usage: $0 publish REPOSITORY [--insecure]} insecure=${2:-} version dist archive
+  local tools key tls=() cosign_flags=() helm_flags=() digest arch arch_digest tmp
+  [[ -z $insecure || $insecure == --insecure ]] || { echo "usage: $0 publish REPOSITORY [--insecure]" >&2; return 2; }
+  version=$("$here/scripts/version.sh")
+  dist=$here/dist
+  archive=$dist/vipd-$version.oci.tar
+  [[ -f $archive ]] || release >/dev/null
+  tools=$(build_tools | tail -n 1)
+  if [[ -n $insecure ]]; then
+    tls=(--dest-tls-verify=false)
+    cosign_flags=(--allow-insecure-registry --allow-http-registry)
+    helm_flags=(--plain-http)
+  fi
+  key=${VIPD_COSIGN_KEY:-}
+  if [[ -z $key ]]; then
+    key=$here/build-podman/cosign/cosign.key
+    if [[ ! -f $key ]]; then
+      mkdir -p -m 0700 "${key%/*}"
+      (cd "${key%/*}" && COSIGN_PASSWORD='' "$tools/cosign" generate-key-pair >/dev/null)
+    fi
+    export COSIGN_PASSWORD=''
+    echo "== VIPD_COSIGN_KEY is not set: signing with this machine's development key pair" \
+      "(${key%/*}); it proves only that nothing changed since" >&2
+  fi
+  "$tools/cosign" public-key --key "$key" >"$dist/cosign.pub"
+  skopeo copy --quiet --all "${tls[@]}" "oci-archive:$archive" "docker://$repo:$version"
+  digest=sha256:$(skopeo inspect --raw "${tls[@]/dest-/}" "docker://$repo:$version" | sha256sum |
+                  cut -d' ' -f1)
+  "$tools/cosign" sign --yes --key "$key" --tlog-upload=false "${cosign_flags[@]}" \
+    "$repo@$digest" >&2
+  for arch in "${release_arches[@]}"; do
+    arch_digest=$(skopeo inspect --raw "${tls[@]/dest-/}" "docker://$repo@$digest" | python3 -c '
+import json, sys
+print(next(m["digest"] for m in json.load(sys.stdin)["manifests"]
+           if m["platform"]["architecture"] == sys.argv[1]))' "$arch")
+    "$tools/cosign" attest --yes --key "$key" --tlog-upload=false --type cyclonedx \
+      --predicate "$dist/vipd-$version.linux-$arch.sbom.cdx.json" "${cosign_flags[@]}" \
+      "$repo@$arch_digest" >&2
+  done
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  "$tools/helm" package "$here/charts/vipd" --destination "$tmp" >/dev/null
+  "$tools/helm" push "$tmp"/vipd-*.tgz "oci://${repo%/*}/charts" "${helm_flags[@]}" >&2
+  echo "== published $repo:$version, signed; the SBOMs attested; the chart in" \
+    "oci://${repo%/*}/charts/vipd" >&2
+  echo "$repo@$digest"
+}
+
 # Lets this machine run arm64 binaries through qemu-user (qemu-user-static registers with
 # binfmt_misc's fix-binary flag, so containers need no qemu of their own). The registration
 # lasts until a reboot: a fresh machine needs it once. tests/e2e/pods.py calls it too.
@@ -727,6 +790,11 @@ case ${1:-} in
     shift
     verify "$@"
     ;;
+  publish)
+    shift
+    install_packages
+    publish "$@"
+    ;;
   unit-arm64)
     [[ ${2:-build} == build ]] || { echo "usage: $0 unit-arm64 [build]" >&2; exit 2; }
     install_packages
@@ -740,7 +808,7 @@ case ${1:-} in
     build_tools
     ;;
   *)
-    echo "usage: $0 demo|test|build|unit|image|release|verify|unit-arm64|qemu-user|tools" >&2
+    echo "usage: $0 demo|test|build|unit|image|release|verify|publish|unit-arm64|qemu-user|tools" >&2
     exit 2
     ;;
 esac
