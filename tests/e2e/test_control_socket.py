@@ -41,9 +41,7 @@ def error_reply(path: str, data: bytes, what: str) -> str:
 
 def test() -> None:
     with lab.Lab("control-socket") as L:
-        sock_dir = L.path("run")
-        os.makedirs(sock_dir)
-        os.chmod(sock_dir, 0o755)
+        sock_dir = lab.socket_dir(L)
 
         def edit(c: dict, topo: lab.Topology) -> None:
             c["control"]["socket"] = os.path.join(sock_dir, "vipd.sock")

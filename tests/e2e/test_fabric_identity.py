@@ -149,16 +149,7 @@ def hostile_neighbour(L: lab.Lab, topo) -> None:
     with open(conf, "w") as f:
         f.write(EXABGP_CONF.format(node=nodes[0].v4, rid=HOSTILE_V4, asn=nodes[0].asn,
                                    routes="\n".join(routes)))
-    env = {
-        "exabgp_daemon_daemonize": "false",
-        "exabgp_daemon_user": "root",
-        "exabgp_daemon_drop": "false",
-        "exabgp_log_destination": "stdout",
-        "exabgp_api_cli": "false",
-        "exabgp_tcp_bind": HOSTILE_V4,
-        "exabgp_tcp_port": "179",
-    }
-    L.start(ns, "exabgp-hostile", ["exabgp", conf], env=env)
+    L.start(ns, "exabgp-hostile", ["exabgp", conf], env=lab.exabgp_env(HOSTILE_V4))
 
 
 def hostile_session() -> None:

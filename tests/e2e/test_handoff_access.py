@@ -46,9 +46,7 @@ def as_nobody(node: lab.Node, path: str, request: dict) -> dict:
 
 def test() -> None:
     with lab.Lab("handoff-access") as L:
-        sock_dir = L.path("run")
-        os.makedirs(sock_dir)
-        os.chmod(sock_dir, 0o755)
+        sock_dir = lab.socket_dir(L)
 
         def edit(c: dict, topo: lab.Topology) -> None:
             c["mode"] = "static-pod"

@@ -35,7 +35,7 @@ from .base import (BUILD_DIR, COMMUNITIES, E2E_DIR, FABRIC_ASN, FABRIC_V4, FABRI
 from .bird import Bird, bird_since_delta
 from .capture import BfdCapture, TcpCapture, check_bfd_single_hop, first_withdrawal
 from .checks import SANITIZER_REPORTS, check, sanitizer_report, timed_wait, wait_never, wait_until
-from .exabgp import Exabgp
+from .exabgp import Exabgp, exabgp_env
 from .fabric import FabricPoller, time_nexthop
 from .frr import Frr
 from .gobgp import Gobgp
@@ -48,6 +48,7 @@ from .scenarios import (PEER_CLASSES, EcmpLab, ExabgpSpeaker, GobgpSpeaker, Sing
                         peer_scenario, speaker_binaries, speaker_dials, start_fabric_peer,
                         start_speaker, wait_established)
 from .vipd import (METRICS_LISTEN, UNBIND_DELAY, Vipd, as_user, bind_vips, control_exchange,
+                   socket_dir,
                    http_get, parse_prometheus, to_yaml, vipd_config)
 from .wire import (BGP_UPDATE, GRACEFUL_SHUTDOWN, update_attributes, update_communities,
                    update_prefixes)
@@ -70,11 +71,12 @@ __all__ = [
     "BGP_UPDATE", "GRACEFUL_SHUTDOWN", "update_attributes", "update_prefixes",
     "update_communities",
     # peers
-    "Neighbor", "Origin", "BfdTimers", "Bird", "bird_since_delta", "Frr", "Gobgp", "Exabgp",
+    "Neighbor", "Origin", "BfdTimers", "Bird", "bird_since_delta", "Frr", "Gobgp", "Exabgp", "exabgp_env",
     # capture
     "TcpCapture", "BfdCapture", "check_bfd_single_hop", "first_withdrawal",
     # vipd
     "METRICS_LISTEN", "UNBIND_DELAY", "to_yaml", "vipd_config", "as_user", "control_exchange",
+    "socket_dir",
     "http_get", "parse_prometheus", "bind_vips", "Vipd",
     # apiserver
     "make_ca", "KUBEADM_APISERVER_DNS", "KUBEADM_SERVICE_IP", "make_server_cert", "FakeApiserver",

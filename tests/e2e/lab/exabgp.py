@@ -15,6 +15,20 @@ from .netns import Lab, Namespace
 from .peers import Neighbor, Origin
 
 
+
+def exabgp_env(bind: str) -> dict[str, str]:
+    """ExaBGP in the foreground as the lab runs it (root, no privilege drop, no CLI pipe, logs to
+    stdout), listening on bind:179 so that passive neighbours can be dialled."""
+    return {
+        "exabgp_daemon_daemonize": "false",
+        "exabgp_daemon_user": "root",
+        "exabgp_daemon_drop": "false",
+        "exabgp_log_destination": "stdout",
+        "exabgp_api_cli": "false",
+        "exabgp_tcp_bind": bind,
+        "exabgp_tcp_port": "179",
+    }
+
 class Exabgp:
     """Foreground ExaBGP. Its API process (exabgp_recorder.py) appends every received JSON
     message to a file, which stands in for a RIB."""
@@ -77,17 +91,8 @@ class Exabgp:
             c.append("}")
         with open(self.conf, "w") as f:
             f.write("\n".join(c) + "\n")
-        env = {
-            "exabgp_daemon_daemonize": "false",
-            "exabgp_daemon_user": "root",
-            "exabgp_daemon_drop": "false",
-            "exabgp_log_destination": "stdout",
-            "exabgp_api_cli": "false",
-            "exabgp_api_ack": "false",
-            "exabgp_tcp_bind": local_address,  # listen, so passive neighbours can be dialled
-            "exabgp_tcp_port": "179",
-            "exabgp_log_network": "true",
-        }
+        env = dict(exabgp_env(local_address), exabgp_api_ack="false",
+                   exabgp_log_network="true")
         self.proc = lab.start(ns, name, ["exabgp", self.conf], env=env)
         self.procs = [self.proc]
 

@@ -90,6 +90,15 @@ def as_user(user: str, dac_override: bool = False) -> list[str]:
             "--inh-caps=+dac_override", "--ambient-caps=+dac_override", "--"]
 
 
+def socket_dir(L, name: str = "run") -> str:
+    """A folder in the lab's tree that every user may enter (0755), for a control socket the
+    tests reach as other users (as_user()): the lab's own folder is root's alone."""
+    path = L.path(name)
+    os.makedirs(path)
+    os.chmod(path, 0o755)
+    return path
+
+
 _HTTP_GET = """
 import sys, urllib.request, urllib.error
 try:
