@@ -749,10 +749,16 @@ case ${1:-} in
     install_packages
     build
     if [[ ${2:-} == --cluster ]]; then
-      # The real-cluster lab at day 0 (tests/e2e/cluster.py): the pinned tools, the release's
-      # image in three kubelets, vipd as their static pods, kubectl through the VIP.
+      # The real-cluster lab at day 0 (tests/e2e/cluster.py): the pinned tools, this tree's
+      # image (this machine's architecture only: a demo needs no release) in three kubelets,
+      # vipd as their static pods, kubectl through the VIP.
       build_tools >/dev/null
-      CI=true VIPD_BUILD_DIR=$build_dir python3 "$here/tests/e2e/test_cluster_day0.py"
+      demo_image=$here/build-podman/demo-image.oci.tar
+      mkdir -p "$here/build-podman"
+      rm -f "$demo_image"
+      podman save --format oci-archive -o "$demo_image" "$(build_image runtime)"
+      CI=true VIPD_BUILD_DIR=$build_dir VIPD_IMAGE_ARCHIVE=$demo_image \
+        python3 "$here/tests/e2e/test_cluster_day0.py"
     else
       VIPD_BUILD_DIR=$build_dir python3 "$here/tests/e2e/demo.py"
     fi
