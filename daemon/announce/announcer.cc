@@ -55,7 +55,7 @@ Announcer::Announcer(asio::io_context& io, const config::Config& config,
 // ---- deciding ----
 
 policy::Decision Announcer::decide(const std::map<bgp::Prefix, policy::VipView>& view) const {
-  const auto& gate = gate_;
+  const auto& gate = *gate_;
   policy::PolicyInputs in;
   in.active = gate.active;
   in.shuttingDown = gate.shuttingDown;
@@ -134,7 +134,7 @@ const policy::Decision& Announcer::refresh() const {
 }
 
 const policy::Decision& Announcer::decision() const {
-  if (host_.gate() != gate_) {
+  if (!gate_ || *gate_ != host_.gate()) {
     refresh();
   }
   return decision_;

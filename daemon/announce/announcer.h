@@ -28,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -88,7 +89,8 @@ class Announcer final : private VipKeeperHost {
   // of the inputs, which this only brings up to date.
   const policy::Decision& refresh() const;
   // The kept decision and the fabric view it was taken on (status, /readyz, the logs, the
-  // bindings): decided again only when AnnouncerHost::gate() has changed since.
+  // bindings): decided again only when AnnouncerHost::gate() has changed since (or when none
+  // was taken yet: an instance that never spoke still reports every VIP).
   const policy::Decision& decision() const;
   const std::map<bgp::Prefix, policy::VipView>& fabricView() const;
   // How many decisions were taken since start (each change takes one; reads take none).
@@ -178,7 +180,8 @@ class Announcer final : private VipKeeperHost {
   // The last decision and the view it was taken on (refresh() brings them up to date).
   mutable policy::Decision decision_;
   mutable std::map<bgp::Prefix, policy::VipView> view_;
-  mutable AnnounceGate gate_;  // what the other rooms reported for decision_
+  // What the other rooms reported for decision_; nullopt before the first decision.
+  mutable std::optional<AnnounceGate> gate_;
   mutable uint64_t decisionsTaken_ = 0;
   // This node's own addresses (not the VIPs): a path sent back with one of them as next hop is
   // this node's. Re-read from the kernel on every fabric change.

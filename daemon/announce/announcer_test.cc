@@ -125,6 +125,18 @@ TEST_F(AnnouncerTest, TheDecisionIsTakenOncePerChangeAndReadWithoutDecidingAgain
   EXPECT_EQ(announcer_->decisionsTaken(), taken + 1);
 }
 
+// An instance that never spoke (standby, contending) has taken no decision on a change; its
+// first read takes one, so status still names every VIP and why it is not announced.
+TEST_F(AnnouncerTest, TheFirstReadDecidesEvenIfTheGateNeverChanged) {
+  host_.state = AnnounceGate{};  // not active: the instance does not speak
+  make();
+  EXPECT_EQ(announcer_->decisionsTaken(), 0u);
+  ASSERT_EQ(announcer_->decision().vips.count(kVipPrefix), 1u);
+  EXPECT_EQ(announcer_->decision().vips.at(kVipPrefix).reason, "this instance does not speak BGP");
+  EXPECT_EQ(announcer_->fabricView().count(kVipPrefix), 1u);
+  EXPECT_EQ(announcer_->decisionsTaken(), 1u);
+}
+
 TEST_F(AnnouncerTest, NothingBoundIsNeverAnnounced) {
   make();
   announcer_->announce();
