@@ -10,9 +10,10 @@
 //
 // When it decides: announce() (every change that reaches the wire: the kernel, a session, the
 // fabric, the health gate, the return-path check, the drain, a reload), refresh() (the withdraw
-// guard reads the inputs at the moment it is asked), and a read of the kept decision that finds
-// the gate changed (the role, the drain, the health gate, shutting down: changes that send
-// nothing by themselves). Each builds the fabric view once for the decision; announce() builds it
+// guard reads the inputs at the moment it is asked; a reload's new VIPs and health settings are
+// inputs the gate does not show), and a read of the kept decision that finds the gate changed
+// (the role, the drain, the health gate, shutting down: changes that send nothing by
+// themselves) or finds no decision taken yet. Each builds the fabric view once for the decision; announce() builds it
 // once more after the sessions took the new announcements, so that the view it keeps shows this
 // node's own path as the peers now have it.
 //
