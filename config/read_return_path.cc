@@ -83,69 +83,81 @@ void ConfigReader::readReturnPath(const Field& f, const std::vector<Vip>& vips,
     }
   }
   if (const Field* t = m->find("targets")) {
-    auto list = readList(*t);
-    if (!list) {
+    if (!readReturnPathTargets(*t, vips, returnPath)) {
       return;
-    }
-    for (size_t i = 0; i < list->size(); ++i) {
-      Field item{YAML::Node(), (*list)[i], indexPath(t->path, i)};
-      auto address = readAddress(item);
-      if (!address) {
-        continue;
-      }
-      const bool isVip = std::any_of(vips.begin(), vips.end(), [&](const Vip& v) {
-        return v.prefix.address == *address;
-      });
-      if (isMulticast(*address) || isBroadcast(*address) || isLoopback(*address) ||
-          address->isLinkLocalV6() || address->isZero()) {
-        error(item, fmt::format("{} cannot be a return-path target; use a router's unicast "
-                                "address that routes the VIP back to the nodes",
-                                address->toString()));
-      } else if (isVip) {
-        error(item, fmt::format("{} is a VIP; a return-path target is a router the VIP's "
-                                "answers come back through",
-                                address->toString()));
-      } else if (std::find(returnPath.targets.begin(), returnPath.targets.end(), *address) !=
-                 returnPath.targets.end()) {
-        error(item, fmt::format("{} is listed twice", address->toString()));
-      } else {
-        returnPath.targets.push_back(*address);
-      }
     }
   }
   if (const Field* n = m->find("relayNetworks")) {
-    auto list = readList(*n);
-    if (!list) {
-      return;
+    readRelayNetworks(*n, returnPath);
+  }
+}
+
+bool ConfigReader::readReturnPathTargets(const Field& t, const std::vector<Vip>& vips,
+                                         ReturnPath& returnPath) {
+  auto list = readList(t);
+  if (!list) {
+    return false;
+  }
+  for (size_t i = 0; i < list->size(); ++i) {
+    Field item{YAML::Node(), (*list)[i], indexPath(t.path, i)};
+    auto address = readAddress(item);
+    if (!address) {
+      continue;
     }
-    for (size_t i = 0; i < list->size(); ++i) {
-      Field item{YAML::Node(), (*list)[i], indexPath(n->path, i)};
-      if (!item.value.IsScalar()) {
-        error(item, fmt::format("expected a network such as 192.0.2.0/24, got {}",
-                                describe(item.value)));
-        continue;
-      }
-      auto prefix = bgp::Prefix::parse(item.value.Scalar());
-      if (!prefix) {
-        error(item, fmt::format("'{}' is not a network such as 192.0.2.0/24 or 2001:db8::/64",
-                                item.value.Scalar()));
-        continue;
-      }
-      auto network = *prefix;
-      for (size_t bit = network.length; bit < size_t{network.maxLength()}; ++bit) {
-        network.address.bytes[bit / 8] &= static_cast<uint8_t>(~(0x80u >> (bit % 8)));
-      }
-      if (network != *prefix) {
-        error(item, fmt::format("{} has host bits set; write the network, {}",
-                                prefix->toString(), network.toString()));
-      } else if (isMulticast(network.address) || isLoopback(network.address) ||
-                 (network.length == 0)) {
-        error(item, fmt::format("{} is not a node network; relays go only to the nodes' "
-                                "unicast addresses",
-                                network.toString()));
-      } else {
-        returnPath.relayNetworks.push_back(network);
-      }
+    const bool isVip = std::any_of(vips.begin(), vips.end(), [&](const Vip& v) {
+      return v.prefix.address == *address;
+    });
+    if (isMulticast(*address) || isBroadcast(*address) || isLoopback(*address) ||
+        address->isLinkLocalV6() || address->isZero()) {
+      error(item, fmt::format("{} cannot be a return-path target; use a router's unicast "
+                              "address that routes the VIP back to the nodes",
+                              address->toString()));
+    } else if (isVip) {
+      error(item, fmt::format("{} is a VIP; a return-path target is a router the VIP's "
+                              "answers come back through",
+                              address->toString()));
+    } else if (std::find(returnPath.targets.begin(), returnPath.targets.end(), *address) !=
+               returnPath.targets.end()) {
+      error(item, fmt::format("{} is listed twice", address->toString()));
+    } else {
+      returnPath.targets.push_back(*address);
+    }
+  }
+  return true;
+}
+
+void ConfigReader::readRelayNetworks(const Field& n, ReturnPath& returnPath) {
+  auto list = readList(n);
+  if (!list) {
+    return;
+  }
+  for (size_t i = 0; i < list->size(); ++i) {
+    Field item{YAML::Node(), (*list)[i], indexPath(n.path, i)};
+    if (!item.value.IsScalar()) {
+      error(item, fmt::format("expected a network such as 192.0.2.0/24, got {}",
+                              describe(item.value)));
+      continue;
+    }
+    auto prefix = bgp::Prefix::parse(item.value.Scalar());
+    if (!prefix) {
+      error(item, fmt::format("'{}' is not a network such as 192.0.2.0/24 or 2001:db8::/64",
+                              item.value.Scalar()));
+      continue;
+    }
+    auto network = *prefix;
+    for (size_t bit = network.length; bit < size_t{network.maxLength()}; ++bit) {
+      network.address.bytes[bit / 8] &= static_cast<uint8_t>(~(0x80u >> (bit % 8)));
+    }
+    if (network != *prefix) {
+      error(item, fmt::format("{} has host bits set; write the network, {}",
+                              prefix->toString(), network.toString()));
+    } else if (isMulticast(network.address) || isLoopback(network.address) ||
+               (network.length == 0)) {
+      error(item, fmt::format("{} is not a node network; relays go only to the nodes' "
+                              "unicast addresses",
+                              network.toString()));
+    } else {
+      returnPath.relayNetworks.push_back(network);
     }
   }
 }

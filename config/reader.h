@@ -105,6 +105,10 @@ class ConfigReader : public FieldReader {
 
   // --- read_return_path.cc
   void readReturnPath(const Field& f, const std::vector<Vip>& vips, ReturnPath& returnPath);
+  // returnPath.targets; false when it is not a list (the rest of the section is not read).
+  bool readReturnPathTargets(const Field& t, const std::vector<Vip>& vips,
+                             ReturnPath& returnPath);
+  void readRelayNetworks(const Field& n, ReturnPath& returnPath);
 
   ConfigOverrides overrides_;
   std::optional<Mapping> peerDefaults_;

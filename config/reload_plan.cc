@@ -13,9 +13,9 @@ const T* findBy(const std::vector<T>& in, const Key& key, auto keyOf) {
   return it == in.end() ? nullptr : &*it;
 }
 
-// The settings the health checker runs with; degrade, onFailure and unbindWhenUnhealthy are the
-// policy's and the sessions', read where they are used.
-bool sameCheck(const Health& a, const Health& b) {
+}  // namespace
+
+bool sameHealthCheck(const Health& a, const Health& b) {
   Health x = a;
   Health y = b;
   for (Health* h : {&x, &y}) {
@@ -25,8 +25,6 @@ bool sameCheck(const Health& a, const Health& b) {
   }
   return x == y;
 }
-
-}  // namespace
 
 ReloadPlan planReload(const Config& running, const Config& next,
                       const std::set<bgp::IpAddress>& keysChanged) {
@@ -91,7 +89,7 @@ ReloadPlan planReload(const Config& running, const Config& next,
   plan.routeAttributes = running.communities != applied.communities ||
                          running.largeCommunities != applied.largeCommunities ||
                          running.health.degrade != applied.health.degrade;
-  plan.healthCheck = !sameCheck(running.health, applied.health);
+  plan.healthCheck = !sameHealthCheck(running.health, applied.health);
   plan.healthPolicy = running.health.onFailure != applied.health.onFailure ||
                       running.health.unbindWhenUnhealthy != applied.health.unbindWhenUnhealthy;
   plan.returnPath = running.returnPath != applied.returnPath;

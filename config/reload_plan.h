@@ -72,6 +72,11 @@ struct ReloadPlan {
   bool empty() const { return live.empty(); }
 };
 
+// Whether the health checker runs the same with `a` and `b`: every health setting but degrade,
+// onFailure and unbindWhenUnhealthy (the policy's and the sessions', read where they are used).
+// ReloadPlan::healthCheck is its negation over the running and the applied config.
+bool sameHealthCheck(const Health& a, const Health& b);
+
 // `keysChanged`: the peers in both configs whose TCP-MD5 key differs by content (a key set or
 // removed counts); a passwordFile renamed with the same key in it resets nothing.
 ReloadPlan planReload(const Config& running, const Config& next,

@@ -163,10 +163,7 @@ void ConfigReloader::reload(std::string_view trigger) {
     log_.info("vipd", "{} is valid and unchanged; nothing to apply", names);
     return;
   }
-  size_t failed = 0;
-  for (const auto& p : o.pending) {
-    failed += p.reason == "needs a restart" ? 0 : 1;
-  }
+  const size_t failed = o.notApplied();
   log_.log(failed > 0 ? LogLevel::Warn : LogLevel::Info, "vipd",
            fmt::format("{} is valid: {} change(s): {} applied, {} needing a restart{}", names,
                        changes, o.applied.size(), o.pending.size() - failed,

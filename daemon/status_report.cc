@@ -88,15 +88,18 @@ nlohmann::json bfdJson(const BfdSessionStatus& b) {
 
 StatusReport::StatusReport(const config::Config& config,
                            const std::vector<std::unique_ptr<PeerSession>>& peers,
-                           const VipBinder& binder, const HealthChecker& health,
-                           const BfdService& bfd, const Drainer& drainer, const Handoff& handoff)
+                           const Announcer& announcer, const HealthChecker& health,
+                           const BfdService& bfd, const Drainer& drainer, const Handoff& handoff,
+                           const ReturnPathChecker& returnPath)
     : config_(config),
       peers_(peers),
-      binder_(binder),
+      announcer_(announcer),
+      binder_(announcer.vips().binder()),
       health_(health),
       bfd_(bfd),
       drainer_(drainer),
-      handoff_(handoff) {}
+      handoff_(handoff),
+      returnPath_(returnPath) {}
 
 std::chrono::steady_clock::duration StatusReport::warnAboutStuckPeers(const Logger& log) {
   auto now = std::chrono::steady_clock::now();
@@ -458,6 +461,95 @@ nlohmann::json fabricVipJson(const policy::VipView& view) {
     v["notCounted"] = view.notCounted;
   }
   return v;
+}
+
+SpeakerIntent StatusReport::intent(bool shuttingDown) const {
+  const auto& d = announcer_.decision();
+  SpeakerIntent out{d.announced(), shuttingDown, {}, {}};
+  if (handoff_.active() && config_.returnPath.mode != config::ReturnPath::Mode::Off) {
+    out.speakerChecks.push_back({"return-path", returnPath_.readinessFailure()});
+  }
+  if (handoff_.active()) {
+    // The never-zero rule's holds and unchecked withdrawals, and duplicates of this node's router
+    // ID that two sessions confirm (one alone may be a forgery, issue 40): /readyz names them (a
+    // held node is unhealthy or broken anyway; this says why it still announces).
+    std::vector<std::string> fabric;
+    for (const auto& [vip, v] : d.vips) {
+      if (v.heldByNeverZero) {
+        fabric.push_back(fmt::format("vip {}: {}", vip.toString(), v.reason));
+      }
+    }
+    for (const auto& [vip, view] : announcer_.fabricView()) {
+      fabric.insert(fabric.end(), view.duplicateRouterIdConfirmed.begin(),
+                    view.duplicateRouterIdConfirmed.end());
+    }
+    out.speakerChecks.push_back(
+        {"fabric", fabric.empty() ? std::nullopt
+                                  : std::optional(fmt::format("{}", fmt::join(fabric, "; ")))});
+  }
+  for (const auto& vip : announcer_.vips().binder().announceable()) {
+    auto decided = d.vips.find(vip);
+    if (decided == d.vips.end()) {
+      continue;  // bound since the last decision (which follows at once): nothing to say yet
+    }
+    const auto& v = decided->second;
+    if (v.announce == policy::Announce::None && returnPath_.blocks(vip)) {
+      out.withheld[vip] = "withheld: VIP-sourced packets get no answer (return path; see "
+                          "returnPath)" +
+                          std::string(v.unguardedWithdrawal ? "; no fabric view to check that "
+                                                              "another node serves it"
+                                                            : "");
+    } else if (v.heldByNeverZero) {
+      out.held[vip] = "announced degraded: " + v.reason;
+    }
+  }
+  for (const auto& [vip, timer] : announcer_.removals()) {
+    // Removed from the config, being unbound.
+    auto decided = d.vips.find(vip);
+    out.withheld[vip] = decided != d.vips.end() ? decided->second.reason
+                                                : std::string("removed from the config");
+  }
+  if (announcer_.heldForHealth()) {
+    // The gate's unbinding, not a lost address, is why these VIPs are absent.
+    for (const auto& binding : announcer_.vips().binder().status()) {
+      if (binding.state != BindState::Bound) {
+        out.withheld[binding.vip.prefix] =
+            "health gate closed; unbound until the check passes (health.unbindWhenUnhealthy)";
+      }
+    }
+  }
+  return out;
+}
+
+nlohmann::json StatusReport::fabricStatus() const {
+  const auto& decision = announcer_.decision();
+  nlohmann::json vips = nlohmann::json::object();
+  std::vector<std::string> duplicates;
+  std::vector<std::string> confirmed;
+  for (const auto& [vip, view] : announcer_.fabricView()) {
+    nlohmann::json v = fabricVipJson(view);
+    if (auto d = decision.vips.find(vip); d != decision.vips.end()) {
+      v["announce"] = std::string(policy::announceName(d->second.announce));
+      v["heldByNeverZero"] = d->second.heldByNeverZero;
+      if (d->second.unguardedWithdrawal) {
+        v["unguardedWithdrawal"] = d->second.reason;
+      }
+    }
+    duplicates.insert(duplicates.end(), view.duplicateRouterId.begin(),
+                      view.duplicateRouterId.end());
+    confirmed.insert(confirmed.end(), view.duplicateRouterIdConfirmed.begin(),
+                     view.duplicateRouterIdConfirmed.end());
+    vips[vip.toString()] = std::move(v);
+  }
+  nlohmann::json out{{"vips", std::move(vips)},
+                     {"duplicateRouterId", duplicates},
+                     {"duplicateRouterIdConfirmed", confirmed},
+                     {"guard", {{"minAnnouncers", config_.guard.minAnnouncers}}}};
+  if (config_.guard.expectedAnnouncers != 0) {
+    out["guard"]["expectedAnnouncers"] = config_.guard.expectedAnnouncers;
+  }
+  out["guard"]["nodesShareAsn"] = config_.guard.nodesShareAsn;
+  return out;
 }
 
 }  // namespace vipd::daemon

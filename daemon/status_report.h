@@ -17,10 +17,12 @@
 #include "bgp/ip_address.h"
 #include "config/config.h"
 #include "daemon/base/logger.h"
+#include "daemon/announce/announcer.h"
 #include "daemon/bfd/service.h"
 #include "daemon/health/checker.h"
 #include "daemon/lifecycle/drainer.h"
 #include "daemon/lifecycle/handoff.h"
+#include "daemon/returnpath/checker.h"
 #include "daemon/session/peer_session.h"
 #include "daemon/vip/binder.h"
 #include "policy/fabric_view.h"
@@ -34,10 +36,10 @@ struct ReadinessCheck {
   std::optional<std::string> failure;
 };
 
-// What the speaker decides and the report only reads: what should be announced now, and whether
-// the process is stopping; and what only the speaker knows: its own readiness checks (the
-// return-path check's, while it speaks), appended after the report's, and why it holds back a
-// VIP that is bound (shown as the VIP's reason while no peer has it).
+// What the Announcer decided and the report only reads (intent()): what should be announced now,
+// and whether the process is stopping; the speaker's own readiness checks (the return-path
+// check's and the fabric's, while it speaks), appended after the report's, and why a VIP that is
+// bound is held back (shown as the VIP's reason while no peer has it).
 struct SpeakerIntent {
   std::set<bgp::Prefix> announcements;
   bool shuttingDown = false;
@@ -50,10 +52,15 @@ struct SpeakerIntent {
 class StatusReport {
  public:
   StatusReport(const config::Config& config,
-               const std::vector<std::unique_ptr<PeerSession>>& peers, const VipBinder& binder,
+               const std::vector<std::unique_ptr<PeerSession>>& peers, const Announcer& announcer,
                const HealthChecker& health, const BfdService& bfd, const Drainer& drainer,
-               const Handoff& handoff);
+               const Handoff& handoff, const ReturnPathChecker& returnPath);
 
+  // The Announcer's kept decision as status and /readyz read it (nothing is decided again).
+  SpeakerIntent intent(bool shuttingDown) const;
+  // Status `fabric`: each VIP's view (fabricVipJson) with what was decided for it, the
+  // duplicate router IDs, and the guard's settings.
+  nlohmann::json fabricStatus() const;
   nlohmann::json status(const SpeakerIntent& intent) const;
   // Every check, passing or not, in a fixed order.
   std::vector<ReadinessCheck> readinessChecks(const SpeakerIntent& intent) const;
@@ -77,11 +84,13 @@ class StatusReport {
 
   const config::Config& config_;
   const std::vector<std::unique_ptr<PeerSession>>& peers_;
+  const Announcer& announcer_;
   const VipBinder& binder_;
   const HealthChecker& health_;
   const BfdService& bfd_;
   const Drainer& drainer_;
   const Handoff& handoff_;
+  const ReturnPathChecker& returnPath_;
   std::map<bgp::IpAddress, std::chrono::steady_clock::time_point> lastStuckWarning_;
 };
 

@@ -159,6 +159,75 @@ void printFabricDisagreement(const json& view) {
   }
 }
 
+// Status `fabric`: each VIP's announcers as the fabric holds them, and duplicate router IDs.
+void printFabric(const json& fabric) {
+  if (!fabric.contains("vips") || !fabric["vips"].is_object()) {
+    return;
+  }
+  for (const auto& [vip, view] : fabric["vips"].items()) {
+    if (!view.is_object()) {
+      continue;
+    }
+    if (!view.value("available", false)) {
+      fmt::print("fabric: {} {}\n", vip, str(view, "reason"));
+      continue;
+    }
+    std::string list;
+    if (view.contains("announcers") && view["announcers"].is_array()) {
+      for (const auto& a : view["announcers"]) {
+        if (!a.is_object()) {
+          continue;
+        }
+        list += list.empty() ? "" : "; ";
+        list += str(a, "node");
+        if (a.value("self", false)) {
+          continue;
+        }
+        list += " via " + (a.contains("via") ? a["via"].dump() : std::string("-"));
+        if (a.value("draining", false)) {
+          list += " (draining)";
+        } else if (a.value("degraded", false)) {
+          list += " (degraded)";
+        }
+      }
+    }
+    fmt::print("fabric: {} {} announcer(s): {}{}\n", vip, str(view, "count"),
+               list.empty() ? "none" : list,
+               view.value("heldByNeverZero", false)
+                   ? "  HELD ANNOUNCED (degraded) by the never-zero rule"
+                   : "");
+    printFabricDisagreement(view);
+  }
+  if (fabric.contains("duplicateRouterId") && fabric["duplicateRouterId"].is_array()) {
+    for (const auto& line : fabric["duplicateRouterId"]) {
+      fmt::print("DUPLICATE ROUTER ID: {}\n",
+                 line.is_string() ? vipd::daemon::printable(line.get<std::string>()) : "");
+    }
+  }
+}
+
+// The BFD table, when any peer runs BFD.
+void printBfdPeers(const json& peers) {
+  bool anyBfd = false;
+  for (const auto& p : peers) {
+    anyBfd = anyBfd || (p.contains("bfd") && p["bfd"].value("enabled", false));
+  }
+  if (anyBfd) {
+    fmt::print("\n{:<28} {:<10} {:<10} {:>8} {:>8} {:>8}  {}\n", "BFD PEER", "STATE", "REMOTE",
+               "TX-MS", "DETECT", "DOWNS", "DIAGNOSTIC / LAST CHANGE");
+    for (const auto& p : peers) {
+      if (!p.contains("bfd") || !p["bfd"].value("enabled", false)) {
+        continue;
+      }
+      const auto& b = p["bfd"];
+      fmt::print("{:<28} {:<10} {:<10} {:>8} {:>8} {:>8}  {} / {}\n", str(p, "address"),
+                 str(b, "state"), str(b, "remoteState"), str(b, "txIntervalMs"),
+                 str(b, "detectionTimeMs"), str(b, "downTransitions"), str(b, "diagnostic"),
+                 str(b, "lastReason"));
+    }
+  }
+}
+
 void printStatus(const json& s) {
   fmt::print("vipd {}  router-id {}  AS{}  mode {}  ready {}\n", str(s, "version"),
              str(s, "routerId"), str(s, "localAsn"), str(s, "mode"), str(s, "ready"));
@@ -190,48 +259,8 @@ void printStatus(const json& s) {
       }
     }
   }
-  if (s.contains("fabric") && s["fabric"].is_object() && s["fabric"].contains("vips") &&
-      s["fabric"]["vips"].is_object()) {
-    for (const auto& [vip, view] : s["fabric"]["vips"].items()) {
-      if (!view.is_object()) {
-        continue;
-      }
-      if (!view.value("available", false)) {
-        fmt::print("fabric: {} {}\n", vip, str(view, "reason"));
-        continue;
-      }
-      std::string list;
-      if (view.contains("announcers") && view["announcers"].is_array()) {
-        for (const auto& a : view["announcers"]) {
-          if (!a.is_object()) {
-            continue;
-          }
-          list += list.empty() ? "" : "; ";
-          list += str(a, "node");
-          if (a.value("self", false)) {
-            continue;
-          }
-          list += " via " + (a.contains("via") ? a["via"].dump() : std::string("-"));
-          if (a.value("draining", false)) {
-            list += " (draining)";
-          } else if (a.value("degraded", false)) {
-            list += " (degraded)";
-          }
-        }
-      }
-      fmt::print("fabric: {} {} announcer(s): {}{}\n", vip, str(view, "count"),
-                 list.empty() ? "none" : list,
-                 view.value("heldByNeverZero", false)
-                     ? "  HELD ANNOUNCED (degraded) by the never-zero rule"
-                     : "");
-      printFabricDisagreement(view);
-    }
-    if (s["fabric"].contains("duplicateRouterId") && s["fabric"]["duplicateRouterId"].is_array()) {
-      for (const auto& line : s["fabric"]["duplicateRouterId"]) {
-        fmt::print("DUPLICATE ROUTER ID: {}\n",
-                   line.is_string() ? vipd::daemon::printable(line.get<std::string>()) : "");
-      }
-    }
+  if (s.contains("fabric") && s["fabric"].is_object()) {
+    printFabric(s["fabric"]);
   }
   if (s.contains("withdrawn") && s["withdrawn"].value("active", false)) {
     fmt::print("WITHDRAWN since {}: {}  (vipctl announce to undo)\n", str(s["withdrawn"], "since"),
@@ -245,24 +274,7 @@ void printStatus(const json& s) {
                str(p, "stateFor"), str(p, "prefixesAdvertised"), str(p, "updatesReceived"),
                p.value("lastError", std::string()).empty() ? "-" : str(p, "lastError"));
   }
-  bool anyBfd = false;
-  for (const auto& p : s["peers"]) {
-    anyBfd = anyBfd || (p.contains("bfd") && p["bfd"].value("enabled", false));
-  }
-  if (anyBfd) {
-    fmt::print("\n{:<28} {:<10} {:<10} {:>8} {:>8} {:>8}  {}\n", "BFD PEER", "STATE", "REMOTE",
-               "TX-MS", "DETECT", "DOWNS", "DIAGNOSTIC / LAST CHANGE");
-    for (const auto& p : s["peers"]) {
-      if (!p.contains("bfd") || !p["bfd"].value("enabled", false)) {
-        continue;
-      }
-      const auto& b = p["bfd"];
-      fmt::print("{:<28} {:<10} {:<10} {:>8} {:>8} {:>8}  {} / {}\n", str(p, "address"),
-                 str(b, "state"), str(b, "remoteState"), str(b, "txIntervalMs"),
-                 str(b, "detectionTimeMs"), str(b, "downTransitions"), str(b, "diagnostic"),
-                 str(b, "lastReason"));
-    }
-  }
+  printBfdPeers(s["peers"]);
   fmt::print("\n{:<28} {:<10} {:<18} {:<10}  {}\n", "VIP", "INTERFACE", "BINDING", "ANNOUNCED",
              "REASON");
   for (const auto& v : s["vips"]) {

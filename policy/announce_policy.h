@@ -1,6 +1,7 @@
 // What this node announces for each VIP, and whether its VIPs stay bound: one pure decision from
-// every input (issues 19, 28). The Speaker gathers the inputs, calls decide(), and carries the
-// decision out; nothing else decides what is announced.
+// every input (issues 19, 28). The Announcer (daemon/announce/announcer.h) gathers the inputs,
+// calls decide() once per change, and carries the decision out; nothing else decides what is
+// announced.
 //
 // In order:
 //   1. Not the instance that speaks (standby, contending), shutting down, or the VIP not bound on

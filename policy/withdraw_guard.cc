@@ -74,6 +74,8 @@ GuardCheck checkWithdraw(const std::map<bgp::Prefix, VipView>& views,
     parts.push_back(fmt::format("{}: {} other node(s) would remain ({})", vip.toString(),
                                 remaining, describeAnnouncers(views.at(vip), false)));
   }
+  out.shortOf = refusal->remaining;
+  out.shortfall = fmt::format("{}", fmt::join(parts, "; "));
   out.refusal = fmt::format(
       "refused: fewer than guard.minAnnouncers ({}) other nodes would remain announcing{}: {}; "
       "the node is still announcing. `vipctl withdraw --force` withdraws it anyway",
@@ -81,7 +83,7 @@ GuardCheck checkWithdraw(const std::map<bgp::Prefix, VipView>& views,
       moment == GuardMoment::Effect
           ? " once the nodes withdrawn at the same time have left (lowest router ID stays)"
           : "",
-      fmt::join(parts, "; "));
+      out.shortfall);
   return out;
 }
 

@@ -45,9 +45,17 @@ struct GuardCheck {
   std::optional<std::string> refusal;
   // What the guard could not check (VIPs without a fabric view), empty when it checked all.
   std::string note;
+  // When refused: the VIPs that would fall short, with how many other nodes would remain, and
+  // the same as one phrase ("203.0.113.10/32: 0 other node(s) would remain (...)"; "; " between
+  // VIPs), for a caller that words the refusal its own way (a reload keeps what it would remove).
+  std::map<bgp::Prefix, size_t> shortOf;
+  std::string shortfall;
 };
 
-// `announced`: the VIPs this node announces now; `views`: the fabric view (buildFabricView()).
+// The one withdraw guard: `vipctl withdraw` (at the request and at the drain's GRACEFUL_SHUTDOWN
+// end), a reload that removes VIPs or every peer, and (later) a Kubernetes request all call it.
+// `announced`: the VIPs the withdrawal would take off (this node announces them now); `views`:
+// the fabric view (buildFabricView()).
 [[nodiscard]] GuardCheck checkWithdraw(const std::map<bgp::Prefix, VipView>& views,
                                        const std::set<bgp::Prefix>& announced,
                                        size_t minAnnouncers, const GuardSelf& self,

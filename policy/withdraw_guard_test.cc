@@ -59,6 +59,21 @@ TEST(WithdrawGuard, AtTheRequestOnlyNodesNotDrainingStay) {
   EXPECT_FALSE(checkWithdraw({{kVip4, v}}, {kVip4}, 1, self(1), GuardMoment::Request).refusal);
 }
 
+// What falls short is also given apart from the operator's sentence, for a caller that words the
+// refusal its own way (a reload keeps the VIPs it would remove: daemon/speaker_reload.cc).
+TEST(WithdrawGuard, ARefusalSaysWhichVipsFallShortAndByHowMuch) {
+  auto v = view({other(2, false, Named::NextHop), other(3, true, Named::NextHop)});
+  auto check = checkWithdraw({{kVip4, v}}, {kVip4}, 2, self(1), GuardMoment::Request);
+  ASSERT_TRUE(check.refusal);
+  EXPECT_EQ(check.shortOf, (std::map<bgp::Prefix, size_t>{{kVip4, 1}}));
+  EXPECT_EQ(check.shortfall.rfind("203.0.113.10/32: 1 other node(s) would remain (", 0), 0u)
+      << check.shortfall;
+  EXPECT_NE(check.refusal->find(check.shortfall), std::string::npos);
+  auto allowed = checkWithdraw({{kVip4, v}}, {kVip4}, 1, self(1), GuardMoment::Request);
+  EXPECT_TRUE(allowed.shortOf.empty());
+  EXPECT_TRUE(allowed.shortfall.empty());
+}
+
 TEST(WithdrawGuard, WhatItCannotCheckIsAllowedAndSaidSo) {
   VipView none;
   none.available = false;

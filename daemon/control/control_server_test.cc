@@ -64,9 +64,9 @@ class ControlServerHandOverTest : public ::testing::Test {
     ASSERT_NE(own, nullptr);
     server_ = std::make_unique<ControlServer>(
         io_, path_, std::string(own->gr_name),
-        [this](const nlohmann::json& request, ControlServer::Reply reply) {
+        [this](const ControlRequest& request, ControlServer::Reply reply) {
           // Held, as handleYield holds it while the sessions close.
-          pendingCommand_ = request.value("command", "");
+          pendingCommand_ = request.name;
           pending_ = std::move(reply);
         },
         log_);

@@ -60,7 +60,7 @@ std::optional<std::string> reasonProblem(std::string_view reason) {
   return std::nullopt;
 }
 
-tl::expected<nlohmann::json, std::string> parseControlRequest(std::string_view line) {
+tl::expected<ControlRequest, std::string> parseControlRequest(std::string_view line) {
   auto request = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (request.is_discarded() || !request.is_object() || !request.contains("command") ||
       !request["command"].is_string()) {
@@ -94,7 +94,22 @@ tl::expected<nlohmann::json, std::string> parseControlRequest(std::string_view l
       return tl::unexpected(fmt::format("malformed request: \"reason\" {}", *bad));
     }
   }
-  return request;
+  ControlRequest out;
+  out.name = request["command"].get<std::string>();
+  out.command = commandNamed(out.name);
+  out.persist = request.value("persist", true);
+  out.wait = request.value("wait", false);
+  out.force = request.value("force", false);
+  if (auto it = request.find("reason"); it != request.end()) {
+    out.reason = it->get<std::string>();
+  }
+  if (auto it = request.find("timeoutMs"); it != request.end()) {
+    out.timeoutMs = it->get<uint64_t>();
+  }
+  if (auto it = request.find("identity"); it != request.end()) {
+    out.identity = std::move(*it);
+  }
+  return out;
 }
 
 }  // namespace vipd::daemon

@@ -2,13 +2,14 @@
 // that it can be unit-tested and fuzzed (tests/fuzz/control_request.cc). Pure: no I/O, and no
 // exception leaves it.
 //
-// The command handlers (Speaker::handleControl and the handlers it calls) read optional fields
-// with nlohmann::json::value(), which throws when a field is present with another type. They run
-// on the io_context thread, where nothing catches: a request such as
-// {"command":"withdraw","persist":"no"} used to end vipd. So every field a handler reads is
-// type-checked here, before any handler sees the request.
+// A request is parsed once, here, at the edge, into a ControlRequest: every field a handler reads
+// is type-checked and typed, so the handlers (Speaker::handleControl, the Drainer's withdraw, the
+// Handoff's check and yield) read struct members, never the JSON again. (They used to read it
+// with nlohmann::json::value(), which throws on another type, on the io_context thread where
+// nothing catches: {"command":"withdraw","persist":"no"} once ended vipd.)
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -38,12 +39,30 @@ enum class ControlCommand { Status, Withdraw, Announce, HandoffCheck, HandoffYie
 // A `control.group` member could otherwise make the speaker close its sessions (issue 43).
 [[nodiscard]] bool betweenInstances(ControlCommand command);
 
+// A request as the handlers read it. Every field but the command is optional on the wire; an
+// absent one has the default below.
+struct ControlRequest {
+  // The command as sent ("withdraw"); `command` is nullopt when vipd does not know it (the
+  // Speaker answers with the known ones).
+  std::string name;
+  std::optional<ControlCommand> command;
+  // withdraw: false for `vipctl withdraw --transient` (a pod's preStop hook): not persisted.
+  bool persist = true;
+  bool wait = false;   // withdraw: answer once the peers have acknowledged
+  bool force = false;  // withdraw: past the withdraw guard
+  std::optional<std::string> reason;     // withdraw: checked by reasonProblem()
+  std::optional<uint64_t> timeoutMs;     // withdraw --wait: overrides drain.timeout
+  // handoff-check, handoff-yield: the other instance's identity, an object or null when absent
+  // (its contents are identityFromJson()'s to judge, daemon/lifecycle/handoff_protocol.h).
+  nlohmann::json identity;
+};
+
 // Parses `line` (one JSON object; a trailing newline is allowed) and checks it: "command" is
-// required and a string; "persist" and "wait" are booleans, "reason" a string that passes
-// reasonProblem(), "timeoutMs" an unsigned integer, and "identity" an object (its contents are
-// identityFromJson()'s to judge), each when present. Unknown fields are ignored. Returns the
-// request, or the error to answer with, starting "malformed request: ".
-[[nodiscard]] tl::expected<nlohmann::json, std::string> parseControlRequest(std::string_view line);
+// required and a string; "persist", "wait" and "force" are booleans, "reason" a string that
+// passes reasonProblem(), "timeoutMs" an unsigned integer, and "identity" an object, each when
+// present. Unknown fields are ignored. Returns the request, or the error to answer with,
+// starting "malformed request: ".
+[[nodiscard]] tl::expected<ControlRequest, std::string> parseControlRequest(std::string_view line);
 
 // Why `reason` (a withdraw's, for `vipctl status`, vipd's log and withdrawn.json) cannot be one:
 // it must be one line of printable text, with no control character (a newline forged a log line,

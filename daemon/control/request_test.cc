@@ -59,10 +59,35 @@ TEST(ControlRequestTest, AcceptsWhatVipctlSends) {
       R"({"command":"withdraw","wait":true,"persist":false,"timeoutMs":5000,"reason":"x"})"
       "\n");
   ASSERT_TRUE(request.has_value()) << request.error();
-  EXPECT_EQ((*request)["command"], "withdraw");
-  EXPECT_EQ(request->value("timeoutMs", 0u), 5000u);
+  EXPECT_EQ(request->name, "withdraw");
+  EXPECT_EQ(request->command, ControlCommand::Withdraw);
+  EXPECT_TRUE(request->wait);
+  EXPECT_FALSE(request->persist);
+  EXPECT_FALSE(request->force);
+  EXPECT_EQ(request->timeoutMs, 5000u);
+  EXPECT_EQ(request->reason, "x");
+  EXPECT_TRUE(request->identity.is_null());
   EXPECT_TRUE(parseControlRequest(R"({"command":"status","unknownField":[1,2]})").has_value());
-  EXPECT_TRUE(parseControlRequest(R"({"command":"handoff-check","identity":{}})").has_value());
+  auto check = parseControlRequest(R"({"command":"handoff-check","identity":{"a":1}})");
+  ASSERT_TRUE(check.has_value());
+  EXPECT_EQ(check->command, ControlCommand::HandoffCheck);
+  EXPECT_EQ(check->identity, nlohmann::json({{"a", 1}}));
+}
+
+// What a request leaves out has the handlers' defaults; an unknown command is still a request
+// (the Speaker answers it with the known ones).
+TEST(ControlRequestTest, AbsentFieldsHaveTheirDefaultsAndAnUnknownCommandIsNamed) {
+  auto request = parseControlRequest(R"({"command":"withdraw"})");
+  ASSERT_TRUE(request.has_value());
+  EXPECT_TRUE(request->persist);
+  EXPECT_FALSE(request->wait);
+  EXPECT_FALSE(request->force);
+  EXPECT_EQ(request->reason, std::nullopt);
+  EXPECT_EQ(request->timeoutMs, std::nullopt);
+  auto unknown = parseControlRequest(R"({"command":"reboot"})");
+  ASSERT_TRUE(unknown.has_value());
+  EXPECT_EQ(unknown->name, "reboot");
+  EXPECT_EQ(unknown->command, std::nullopt);
 }
 
 TEST(ControlRequestTest, RejectsWhatIsNotACommandObject) {

@@ -154,8 +154,8 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
       send({{"error", request.error()}});
       return;
     }
-    if (auto command = commandNamed((*request)["command"].get_ref<const std::string&>())) {
-      if (!admit(*command)) {
+    if (request->command) {
+      if (!admit(*request->command)) {
         return;
       }
     }

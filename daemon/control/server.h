@@ -34,6 +34,7 @@
 #include "daemon/base/listener_stats.h"
 #include "daemon/base/logger.h"
 #include "daemon/base/throttled_count.h"
+#include "daemon/control/request.h"
 
 namespace vipd::daemon {
 
@@ -62,7 +63,7 @@ class ControlServer {
   // Answers one request (already parsed and authorised) by calling `reply` exactly once, now or
   // later (`vipctl withdraw --wait` answers when the drain has been acknowledged).
   using Reply = std::function<void(nlohmann::json response)>;
-  using Handler = std::function<void(const nlohmann::json& request, Reply reply)>;
+  using Handler = std::function<void(const ControlRequest& request, Reply reply)>;
 
   // `group`: members may use the socket too (mode 0660); nullopt: root only (mode 0600).
   ControlServer(asio::io_context& io, std::string path, std::optional<std::string> group,

@@ -169,92 +169,9 @@ Metrics::Metrics()
       doctorChecks_(gauges(*registry_, "vipd_doctor_checks",
                            "vipd doctor's checks in its last run (at start, after a reload), by "
                            "result: ok, warn, fail (vipctl status names them).")),
-      // The return-path check (issue 19), from returnPath; absent in mode off.
-      // vipd_return_path_available: 1 while the check runs (0: no CAP_NET_RAW, say; the status
-      // says why). Reads: returnPath.available.
-      returnPathAvailable_(gauges(*registry_, "vipd_return_path_available",
-                                  "1 while the return-path check can run, 0 when it cannot "
-                                  "(vipctl status says why).")),
-      // vipd_return_path_state{vip,state}: one series per state (unverified, passing, broken,
-      // retrying), 1 for the VIP's current one. Reads: returnPath.vips.<vip>.state.
-      returnPathState_(gauges(*registry_, "vipd_return_path_state",
-                              "1 for each VIP's return-path state: unverified, passing, broken "
-                              "(its packets get no answer; withdrawn in enforce mode) or "
-                              "retrying.")),
-      // vipd_return_path_probes_total{source}: echoes sent from the node's address (node) and
-      // from the VIPs (vip). Reads: returnPath.counters.nodeProbes, vipProbes.
-      returnPathEchoes_(counters(*registry_, "vipd_return_path_probes_total",
-                                 "Return-path echoes sent, by source: node, vip.")),
-      // vipd_return_path_answers_total{source,via}: of those, answered; via direct (this node
-      // got the answer) or relay (another node got it and sent it back). Reads:
-      // returnPath.counters.nodeAnswered, vipAnswered, vipAnsweredRelayed.
-      returnPathAnswers_(counters(*registry_, "vipd_return_path_answers_total",
-                                  "Return-path echoes answered, by source (node, vip) and via "
-                                  "(direct, relay).")),
-      // vipd_return_path_relays_total{result}: answers to other nodes' echoes this node received
-      // and sent back (sent) or did not relay (dropped, for any reason). Reads:
-      // returnPath.counters.relaysSent, relaysDropped.
-      returnPathRelays_(counters(*registry_, "vipd_return_path_relays_total",
-                                 "Answers to other nodes' return-path probes relayed to them, by "
-                                 "result: sent, dropped.")),
-      // vipd_return_path_relay_drops_total{reason}: echo replies not relayed (issue 28), by
-      // reason: source (not from a peer or target), destination (not to a VIP), relay_address
-      // (not a node on a node network), relay_port, duplicate (nonce relayed already), budget
-      // (the named sender's relay budget spent: a flood), malformed (vipd's echo magic in a
-      // truncated or garbled packet). Reads: returnPath.counters.relaysDroppedByReason,
-      // malformedReplies.
-      returnPathRelayDrops_(
-          counters(*registry_, "vipd_return_path_relay_drops_total",
-                   "Echo replies carrying vipd probe data that were not relayed, by "
-                   "reason: source, destination, relay_address, relay_port, "
-                   "duplicate, budget, malformed.")),
-      // vipd_return_path_witness_total{event}: witness queries (issue 28): query_sent (this
-      // node asked whether answers still reach another), answer_received, query_answered
-      // (another node asked this one), query_refused (not from a node network, or over the
-      // rate). Reads: returnPath.counters.witness*.
-      returnPathWitness_(counters(*registry_, "vipd_return_path_witness_total",
-                                  "Return-path witness queries, by event: query_sent, "
-                                  "answer_received, query_answered, query_refused.")),
-      // vipd_return_path_silences_uncounted_total: rounds in which the VIP's echoes went
-      // unanswered but nothing said this node alone loses them (the node that relayed its
-      // answers froze or left), so the round was not counted against it. Reads:
-      // returnPath.counters.silencesUncounted.
-      returnPathSilences_(
-          counters(*registry_, "vipd_return_path_silences_uncounted_total",
-                   "Rounds with unanswered VIP echoes not counted against this node: "
-                   "no evidence that it alone loses them.")),
-      // The fabric's view (issue 28), from fabric; series per VIP, the VIP label as
-      // vipd_vip_bound writes it.
-      // vipd_fabric_view_available{vip}: 1 while an Established peer sends every path for the
-      // VIP back (ADD-PATH), 0 when it is unavailable. Reads: fabric.vips.<vip>.available.
-      fabricAvailable_(gauges(*registry_, "vipd_fabric_view_available",
-                              "1 while the fabric's view of the VIP is available (a "
-                              "peer sends every path back), 0 when it is not.")),
-      // vipd_fabric_announcers{vip}: the nodes the fabric holds a path from, this node included;
-      // absent while the view is unavailable. Reads: fabric.vips.<vip>.count.
-      fabricAnnouncers_(gauges(*registry_, "vipd_fabric_announcers",
-                               "Nodes the fabric holds a path from for the VIP, this "
-                               "node included (only with a fabric view).")),
-      // vipd_fabric_held_by_never_zero{vip}: 1 while the never-zero rule keeps the VIP
-      // announced, degraded, instead of withdrawing it. Reads: fabric.vips.<vip>.heldByNeverZero.
-      fabricHeld_(gauges(*registry_, "vipd_fabric_held_by_never_zero",
-                         "1 while an automatic withdrawal of the VIP is held back "
-                         "because no other node serves it (announced degraded).")),
-      // vipd_fabric_duplicate_router_id: paths from another next hop that carry this node's
-      // router ID as ORIGINATOR_ID (a cloned node). Reads: fabric.duplicateRouterId.
-      fabricDuplicateRouterId_(
-          gauges(*registry_, "vipd_fabric_duplicate_router_id",
-                 "Paths in the fabric from another node that carry this node's router ID.")),
-      // vipd_fabric_expected_announcers: guard.expectedAnnouncers, when set (the alert compares
-      // vipd_fabric_announcers with it). Reads: fabric.guard.expectedAnnouncers.
-      fabricExpectedAnnouncers_(
-          gauges(*registry_, "vipd_fabric_expected_announcers",
-                 "How many nodes should announce each VIP (guard.expectedAnnouncers).")),
-      // vipd_guard_min_announcers: guard.minAnnouncers, the other announcers vipctl withdraw
-      // leaves at least. Reads: fabric.guard.minAnnouncers.
-      guardMinAnnouncers_(
-          gauges(*registry_, "vipd_guard_min_announcers",
-                 "Other announcers vipctl withdraw must leave (guard.minAnnouncers).")) {}
+      // returnPath and fabric: documented in their factories below.
+      returnPath_(returnPathFamilies(*registry_)),
+      fabric_(fabricFamilies(*registry_)) {}
 
 // The BGP session of each peer, from peers[]: series labelled with the peer's address, created
 // when the peer is first seen.
@@ -425,6 +342,100 @@ Metrics::HealthFamilies Metrics::healthFamilies(prometheus::Registry& registry) 
   };
 }
 
+// The return-path check (issue 19), from returnPath; absent in mode off.
+Metrics::ReturnPathFamilies Metrics::returnPathFamilies(prometheus::Registry& registry) {
+  return {
+      // vipd_return_path_available: 1 while the check runs (0: no CAP_NET_RAW, say; the status
+      // says why). Reads: returnPath.available.
+      .available = gauges(registry, "vipd_return_path_available",
+                          "1 while the return-path check can run, 0 when it cannot "
+                          "(vipctl status says why)."),
+      // vipd_return_path_state{vip,state}: one series per state (unverified, passing, broken,
+      // retrying), 1 for the VIP's current one. Reads: returnPath.vips.<vip>.state.
+      .state = gauges(registry, "vipd_return_path_state",
+                      "1 for each VIP's return-path state: unverified, passing, broken "
+                      "(its packets get no answer; withdrawn in enforce mode) or "
+                      "retrying."),
+      // vipd_return_path_probes_total{source}: echoes sent from the node's address (node) and
+      // from the VIPs (vip). Reads: returnPath.counters.nodeProbes, vipProbes.
+      .echoes = counters(registry, "vipd_return_path_probes_total",
+                         "Return-path echoes sent, by source: node, vip."),
+      // vipd_return_path_answers_total{source,via}: of those, answered; via direct (this node
+      // got the answer) or relay (another node got it and sent it back). Reads:
+      // returnPath.counters.nodeAnswered, vipAnswered, vipAnsweredRelayed.
+      .answers = counters(registry, "vipd_return_path_answers_total",
+                          "Return-path echoes answered, by source (node, vip) and via "
+                          "(direct, relay)."),
+      // vipd_return_path_relays_total{result}: answers to other nodes' echoes this node received
+      // and sent back (sent) or did not relay (dropped, for any reason). Reads:
+      // returnPath.counters.relaysSent, relaysDropped.
+      .relays = counters(registry, "vipd_return_path_relays_total",
+                         "Answers to other nodes' return-path probes relayed to them, by "
+                         "result: sent, dropped."),
+      // vipd_return_path_relay_drops_total{reason}: echo replies not relayed (issue 28), by
+      // reason: source (not from a peer or target), destination (not to a VIP), relay_address
+      // (not a node on a node network), relay_port, duplicate (nonce relayed already), budget
+      // (the named sender's relay budget spent: a flood), malformed (vipd's echo magic in a
+      // truncated or garbled packet). Reads: returnPath.counters.relaysDroppedByReason,
+      // malformedReplies.
+      .relayDrops = counters(registry, "vipd_return_path_relay_drops_total",
+                             "Echo replies carrying vipd probe data that were not relayed, by "
+                             "reason: source, destination, relay_address, relay_port, "
+                             "duplicate, budget, malformed."),
+      // vipd_return_path_witness_total{event}: witness queries (issue 28): query_sent (this
+      // node asked whether answers still reach another), answer_received, query_answered
+      // (another node asked this one), query_refused (not from a node network, or over the
+      // rate). Reads: returnPath.counters.witness*.
+      .witness = counters(registry, "vipd_return_path_witness_total",
+                          "Return-path witness queries, by event: query_sent, "
+                          "answer_received, query_answered, query_refused."),
+      // vipd_return_path_silences_uncounted_total: rounds in which the VIP's echoes went
+      // unanswered but nothing said this node alone loses them (the node that relayed its
+      // answers froze or left), so the round was not counted against it. Reads:
+      // returnPath.counters.silencesUncounted.
+      .silences = counters(registry, "vipd_return_path_silences_uncounted_total",
+                           "Rounds with unanswered VIP echoes not counted against this node: "
+                           "no evidence that it alone loses them."),
+  };
+}
+
+// The fabric's view (issue 28), from fabric; series per VIP, the VIP label as vipd_vip_bound
+// writes it. And the withdraw guard's settings.
+Metrics::FabricFamilies Metrics::fabricFamilies(prometheus::Registry& registry) {
+  return {
+      // vipd_fabric_view_available{vip}: 1 while an Established peer sends every path for the
+      // VIP back (ADD-PATH), 0 when it is unavailable. Reads: fabric.vips.<vip>.available.
+      .available = gauges(registry, "vipd_fabric_view_available",
+                          "1 while the fabric's view of the VIP is available (a "
+                          "peer sends every path back), 0 when it is not."),
+      // vipd_fabric_announcers{vip}: the nodes the fabric holds a path from, this node included;
+      // absent while the view is unavailable. Reads: fabric.vips.<vip>.count.
+      .announcers = gauges(registry, "vipd_fabric_announcers",
+                           "Nodes the fabric holds a path from for the VIP, this "
+                           "node included (only with a fabric view)."),
+      // vipd_fabric_held_by_never_zero{vip}: 1 while the never-zero rule keeps the VIP
+      // announced, degraded, instead of withdrawing it. Reads: fabric.vips.<vip>.heldByNeverZero.
+      .held = gauges(registry, "vipd_fabric_held_by_never_zero",
+                     "1 while an automatic withdrawal of the VIP is held back "
+                     "because no other node serves it (announced degraded)."),
+      // vipd_fabric_duplicate_router_id: paths from another next hop that carry this node's
+      // router ID as ORIGINATOR_ID (a cloned node). Reads: fabric.duplicateRouterId.
+      .duplicateRouterId = gauges(
+          registry, "vipd_fabric_duplicate_router_id",
+          "Paths in the fabric from another node that carry this node's router ID."),
+      // vipd_fabric_expected_announcers: guard.expectedAnnouncers, when set (the alert compares
+      // vipd_fabric_announcers with it). Reads: fabric.guard.expectedAnnouncers.
+      .expectedAnnouncers = gauges(
+          registry, "vipd_fabric_expected_announcers",
+          "How many nodes should announce each VIP (guard.expectedAnnouncers)."),
+      // vipd_guard_min_announcers: guard.minAnnouncers, the other announcers vipctl withdraw
+      // leaves at least. Reads: fabric.guard.minAnnouncers.
+      .guardMinAnnouncers = gauges(
+          registry, "vipd_guard_min_announcers",
+          "Other announcers vipctl withdraw must leave (guard.minAnnouncers)."),
+  };
+}
+
 void Metrics::update(const json& status) {
   if (!status.is_object()) {
     return;
@@ -487,26 +498,26 @@ void Metrics::updateFabric(const json& fabric) {
     for (const auto& [vip, view] : vips->items()) {
       const Labels labels{{"vip", vip}};
       if (auto available = boolean(view, "available")) {
-        fabricAvailable_.Add(labels).Set(flag(*available));
+        fabric_.available.Add(labels).Set(flag(*available));
       }
       if (auto count = number(view, "count")) {
-        fabricAnnouncers_.Add(labels).Set(static_cast<double>(*count));
+        fabric_.announcers.Add(labels).Set(static_cast<double>(*count));
       }
       if (auto held = boolean(view, "heldByNeverZero")) {
-        fabricHeld_.Add(labels).Set(flag(*held));
+        fabric_.held.Add(labels).Set(flag(*held));
       }
     }
   }
   if (const json* duplicates = member(fabric, "duplicateRouterId");
       duplicates != nullptr && duplicates->is_array()) {
-    fabricDuplicateRouterId_.Add({}).Set(static_cast<double>(duplicates->size()));
+    fabric_.duplicateRouterId.Add({}).Set(static_cast<double>(duplicates->size()));
   }
   if (const json* guard = member(fabric, "guard"); guard != nullptr) {
     if (auto n = number(*guard, "minAnnouncers")) {
-      guardMinAnnouncers_.Add({}).Set(static_cast<double>(*n));
+      fabric_.guardMinAnnouncers.Add({}).Set(static_cast<double>(*n));
     }
     if (auto n = number(*guard, "expectedAnnouncers")) {
-      fabricExpectedAnnouncers_.Add({}).Set(static_cast<double>(*n));
+      fabric_.expectedAnnouncers.Add({}).Set(static_cast<double>(*n));
     }
   }
 }
@@ -516,13 +527,13 @@ void Metrics::updateReturnPath(const json& returnPath) {
     return;
   }
   if (auto available = boolean(returnPath, "available")) {
-    returnPathAvailable_.Add({}).Set(flag(*available));
+    returnPath_.available.Add({}).Set(flag(*available));
   }
   if (const json* vips = member(returnPath, "vips"); vips != nullptr && vips->is_object()) {
     for (const auto& [vip, check] : vips->items()) {
       if (auto state = string(check, "state")) {
         for (auto name : {"unverified", "passing", "broken", "retrying"}) {
-          returnPathState_.Add({{"vip", vip}, {"state", name}}).Set(flag(*state == name));
+          returnPath_.state.Add({{"vip", vip}, {"state", name}}).Set(flag(*state == name));
         }
       }
     }
@@ -532,51 +543,51 @@ void Metrics::updateReturnPath(const json& returnPath) {
     return;
   }
   if (auto n = number(*c, "nodeProbes")) {
-    advance(returnPathEchoes_, {{"source", "node"}}, *n);
+    advance(returnPath_.echoes, {{"source", "node"}}, *n);
   }
   if (auto n = number(*c, "vipProbes")) {
-    advance(returnPathEchoes_, {{"source", "vip"}}, *n);
+    advance(returnPath_.echoes, {{"source", "vip"}}, *n);
   }
   if (auto n = number(*c, "nodeAnswered")) {
-    advance(returnPathAnswers_, {{"source", "node"}, {"via", "direct"}}, *n);
+    advance(returnPath_.answers, {{"source", "node"}, {"via", "direct"}}, *n);
   }
   auto vipAnswered = number(*c, "vipAnswered");
   auto relayed = number(*c, "vipAnsweredRelayed");
   if (vipAnswered && relayed) {
-    advance(returnPathAnswers_, {{"source", "vip"}, {"via", "direct"}}, *vipAnswered - *relayed);
-    advance(returnPathAnswers_, {{"source", "vip"}, {"via", "relay"}}, *relayed);
+    advance(returnPath_.answers, {{"source", "vip"}, {"via", "direct"}}, *vipAnswered - *relayed);
+    advance(returnPath_.answers, {{"source", "vip"}, {"via", "relay"}}, *relayed);
   }
   if (auto n = number(*c, "relaysSent")) {
-    advance(returnPathRelays_, {{"result", "sent"}}, *n);
+    advance(returnPath_.relays, {{"result", "sent"}}, *n);
   }
   if (auto n = number(*c, "relaysDropped")) {
-    advance(returnPathRelays_, {{"result", "dropped"}}, *n);
+    advance(returnPath_.relays, {{"result", "dropped"}}, *n);
   }
   if (const json* reasons = member(*c, "relaysDroppedByReason");
       reasons != nullptr && reasons->is_object()) {
     for (const auto& [reason, count] : reasons->items()) {
       if (count.is_number_unsigned()) {
-        advance(returnPathRelayDrops_, {{"reason", reason}}, count.get<uint64_t>());
+        advance(returnPath_.relayDrops, {{"reason", reason}}, count.get<uint64_t>());
       }
     }
   }
   if (auto n = number(*c, "witnessQueriesSent")) {
-    advance(returnPathWitness_, {{"event", "query_sent"}}, *n);
+    advance(returnPath_.witness, {{"event", "query_sent"}}, *n);
   }
   if (auto n = number(*c, "witnessAnswersReceived")) {
-    advance(returnPathWitness_, {{"event", "answer_received"}}, *n);
+    advance(returnPath_.witness, {{"event", "answer_received"}}, *n);
   }
   if (auto n = number(*c, "witnessQueriesAnswered")) {
-    advance(returnPathWitness_, {{"event", "query_answered"}}, *n);
+    advance(returnPath_.witness, {{"event", "query_answered"}}, *n);
   }
   if (auto n = number(*c, "witnessQueriesRefused")) {
-    advance(returnPathWitness_, {{"event", "query_refused"}}, *n);
+    advance(returnPath_.witness, {{"event", "query_refused"}}, *n);
   }
   if (auto n = number(*c, "silencesUncounted")) {
-    advance(returnPathSilences_, {}, *n);
+    advance(returnPath_.silences, {}, *n);
   }
   if (auto n = number(*c, "malformedReplies")) {
-    advance(returnPathRelayDrops_, {{"reason", "malformed"}}, *n);
+    advance(returnPath_.relayDrops, {{"reason", "malformed"}}, *n);
   }
 }
 

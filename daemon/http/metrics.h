@@ -125,10 +125,30 @@ class Metrics {
     GaugeFamily& degraded;
     GaugeFamily& vipsUnbound;
   };
+  struct ReturnPathFamilies {  // returnPath
+    GaugeFamily& available;
+    GaugeFamily& state;
+    CounterFamily& echoes;
+    CounterFamily& answers;
+    CounterFamily& relays;
+    CounterFamily& relayDrops;
+    CounterFamily& witness;
+    CounterFamily& silences;
+  };
+  struct FabricFamilies {  // fabric
+    GaugeFamily& available;
+    GaugeFamily& announcers;
+    GaugeFamily& held;
+    GaugeFamily& duplicateRouterId;
+    GaugeFamily& expectedAnnouncers;
+    GaugeFamily& guardMinAnnouncers;
+  };
   static PeerFamilies peerFamilies(prometheus::Registry& registry);
   static BfdFamilies bfdFamilies(prometheus::Registry& registry);
   static VipFamilies vipFamilies(prometheus::Registry& registry);
   static HealthFamilies healthFamilies(prometheus::Registry& registry);
+  static ReturnPathFamilies returnPathFamilies(prometheus::Registry& registry);
+  static FabricFamilies fabricFamilies(prometheus::Registry& registry);
 
   std::unique_ptr<prometheus::Registry> registry_;
 
@@ -154,20 +174,8 @@ class Metrics {
   CounterFamily& configReloads_;
   GaugeFamily& configPendingRestart_;
   GaugeFamily& doctorChecks_;
-  GaugeFamily& returnPathAvailable_;
-  GaugeFamily& returnPathState_;
-  CounterFamily& returnPathEchoes_;
-  CounterFamily& returnPathAnswers_;
-  CounterFamily& returnPathRelays_;
-  CounterFamily& returnPathRelayDrops_;
-  CounterFamily& returnPathWitness_;
-  CounterFamily& returnPathSilences_;
-  GaugeFamily& fabricAvailable_;
-  GaugeFamily& fabricAnnouncers_;
-  GaugeFamily& fabricHeld_;
-  GaugeFamily& fabricDuplicateRouterId_;
-  GaugeFamily& fabricExpectedAnnouncers_;
-  GaugeFamily& guardMinAnnouncers_;
+  ReturnPathFamilies returnPath_;
+  FabricFamilies fabric_;
 
   // Last status value fed into each counter series (the series are owned by their family and
   // never removed, so the pointers stay valid).

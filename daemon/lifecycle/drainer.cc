@@ -184,14 +184,13 @@ void Drainer::refuse(const std::string& refusalText) {
   }
 }
 
-void Drainer::handleWithdraw(const nlohmann::json& request, ControlServer::Reply reply,
+void Drainer::handleWithdraw(const ControlRequest& request, ControlServer::Reply reply,
                              Guard guard) {
-  std::string reason = request.value("reason", std::string("vipctl withdraw"));
-  bool wait = request.value("wait", false);
+  std::string reason = request.reason.value_or("vipctl withdraw");
+  bool wait = request.wait;
   std::optional<std::chrono::milliseconds> ackTimeout;
-  if (request.contains("timeoutMs") && request["timeoutMs"].is_number_unsigned()) {
-    ackTimeout = std::min(std::chrono::milliseconds(request["timeoutMs"].get<uint64_t>()),
-                          kMaxAckTimeout);
+  if (request.timeoutMs) {
+    ackTimeout = std::min(std::chrono::milliseconds(*request.timeoutMs), kMaxAckTimeout);
   }
   if (drain_) {
     log_.warn("drain", "refused vipctl withdraw (\"{}\"): a drain is already in progress",
@@ -209,7 +208,7 @@ void Drainer::handleWithdraw(const nlohmann::json& request, ControlServer::Reply
   }
   // A transient withdraw (a pod's preStop hook) drains this process only: persisting it would
   // leave the pod that replaces this one withdrawn forever.
-  bool persist = request.value("persist", true);
+  bool persist = request.persist;
   Withdrawn state{reason, utcNow()};
   // Persist first: if vipd or the node dies mid-drain, it must come back withdrawn.
   if (persist) {

@@ -75,7 +75,7 @@ class Drainer {
   // at the end of the GRACEFUL_SHUTDOWN phase; a refusal then ends the drain, clears the
   // withdrawn state, keeps the node announcing, and answers (with --wait) as a refusal at the
   // request would: {"error", "refused": "guard"}.
-  void handleWithdraw(const nlohmann::json& request, ControlServer::Reply reply,
+  void handleWithdraw(const ControlRequest& request, ControlServer::Reply reply,
                       Guard guard = nullptr);
   void handleAnnounce(ControlServer::Reply reply);
 

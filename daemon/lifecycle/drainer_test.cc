@@ -20,6 +20,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// A request as the control socket hands it over: parsed (and checked) once, at the edge.
+ControlRequest parsed(const nlohmann::json& request) {
+  auto out = parseControlRequest(request.dump());
+  EXPECT_TRUE(out.has_value()) << request.dump();
+  return out.value_or(ControlRequest{});
+}
+
 class RecordingHost : public DrainHost {
  public:
   void setGracefulShutdown(bool on) override {
@@ -62,7 +69,8 @@ class DrainerTest : public ::testing::Test {
   std::vector<nlohmann::json> withdraw(nlohmann::json request, Drainer::Guard guard = nullptr) {
     std::vector<nlohmann::json> replies;
     drainer_->handleWithdraw(
-        request, [&](nlohmann::json r) { replies.push_back(std::move(r)); }, std::move(guard));
+        parsed(request), [&](nlohmann::json r) { replies.push_back(std::move(r)); },
+        std::move(guard));
     io_.restart();
     io_.run();
     return replies;
@@ -159,7 +167,7 @@ TEST_F(DrainerTest, SigtermDuringAGuardedWithdrawLeavesWhateverTheGuardSays) {
   bool stopped = false;
   std::vector<nlohmann::json> replies;
   drainer.handleWithdraw(
-      {{"command", "withdraw"}, {"wait", true}},
+      parsed({{"command", "withdraw"}, {"wait", true}}),
       [&](nlohmann::json r) { replies.push_back(std::move(r)); },
       [&]() -> std::optional<std::string> {
         ++checks;
@@ -259,12 +267,12 @@ TEST_F(DrainerTest, ADrainInProgressRefusesAnnounceAndASecondWithdraw) {
   auto& drainer = make({60000ms, 10000ms, 0ms});
   std::vector<nlohmann::json> replies;
   auto reply = [&](nlohmann::json r) { replies.push_back(std::move(r)); };
-  drainer.handleWithdraw({{"command", "withdraw"}}, reply);
+  drainer.handleWithdraw(parsed({{"command", "withdraw"}}), reply);
   ASSERT_TRUE(drainer.draining());
   EXPECT_FALSE(drainer.withdrawSent());
 
   drainer.handleAnnounce(reply);
-  drainer.handleWithdraw({{"command", "withdraw"}}, reply);
+  drainer.handleWithdraw(parsed({{"command", "withdraw"}}), reply);
   ASSERT_EQ(replies.size(), 3u);
   EXPECT_NE(replies[1]["error"].get<std::string>().find("a drain is in progress"),
             std::string::npos);

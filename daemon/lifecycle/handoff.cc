@@ -370,9 +370,9 @@ void Handoff::onYieldAnswer(tl::expected<nlohmann::json, std::string> answer) {
   pollLock();
 }
 
-void Handoff::handleCheck(const nlohmann::json& request, ControlServer::Reply reply) {
+void Handoff::handleCheck(const ControlRequest& request, ControlServer::Reply reply) {
   auto mine = identityOf(config_);
-  auto theirs = identityFromJson(request.value("identity", nlohmann::json()));
+  auto theirs = identityFromJson(request.identity);
   nlohmann::json answer{{"identity", toJson(mine)}};
   std::optional<std::string> refusal;
   if (!theirs) {
@@ -392,8 +392,8 @@ void Handoff::handleCheck(const nlohmann::json& request, ControlServer::Reply re
   reply(answer);
 }
 
-std::optional<std::string> Handoff::yieldRefusal(const nlohmann::json& request) const {
-  auto theirs = identityFromJson(request.value("identity", nlohmann::json()));
+std::optional<std::string> Handoff::yieldRefusal(const ControlRequest& request) const {
+  auto theirs = identityFromJson(request.identity);
   if (!theirs) {
     return theirs.error();
   }
@@ -406,7 +406,7 @@ std::optional<std::string> Handoff::yieldRefusal(const nlohmann::json& request) 
   return handoffRefusal(identityOf(config_), *theirs);
 }
 
-void Handoff::handleYield(const nlohmann::json& request, ControlServer::Reply reply) {
+void Handoff::handleYield(const ControlRequest& request, ControlServer::Reply reply) {
   auto mine = identityOf(config_);
   if (auto refusal = yieldRefusal(request)) {
     log_.warn("handoff", "refused to yield: {}", *refusal);
@@ -421,7 +421,7 @@ void Handoff::handleYield(const nlohmann::json& request, ControlServer::Reply re
   }
   // A taker of this instance's own mode is its successor in a DaemonSet rollout: it needs the
   // node's control socket and the listeners this instance holds.
-  const auto taker = identityFromJson(request.value("identity", nlohmann::json()));
+  const auto taker = identityFromJson(request.identity);
   const bool toSuccessor = taker && taker->mode == config::modeName(config_.mode);
   log_.info("handoff", "yielding to the {}: closing every session without a NOTIFICATION "
             "(graceful restart, restart time {}s); the VIPs stay bound{}",

@@ -72,8 +72,8 @@ class Handoff {
   void stop();
 
   // The control commands `handoff-check` and `handoff-yield`, from the other instance.
-  void handleCheck(const nlohmann::json& request, ControlServer::Reply reply);
-  void handleYield(const nlohmann::json& request, ControlServer::Reply reply);
+  void handleCheck(const ControlRequest& request, ControlServer::Reply reply);
+  void handleYield(const ControlRequest& request, ControlServer::Reply reply);
 
   // A stopping daemonset instance (its pod's preStop hook: `vipctl withdraw --transient`) whose
   // node has a static-pod instance on standby hands the node back to it, as a rollout hands it
@@ -109,7 +109,7 @@ class Handoff {
   void onCheckAnswer(const LockHolder& holder, tl::expected<nlohmann::json, std::string> answer);
   void onYieldAnswer(tl::expected<nlohmann::json, std::string> answer);
   void refuse(std::string reason);
-  std::optional<std::string> yieldRefusal(const nlohmann::json& request) const;
+  std::optional<std::string> yieldRefusal(const ControlRequest& request) const;
 
   asio::io_context& io_;
   const config::Config& config_;

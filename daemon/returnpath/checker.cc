@@ -26,46 +26,17 @@
 #include "config/duration.h"
 #include "daemon/base/asio_address.h"
 #include "daemon/base/port_bind_error.h"
+#include "daemon/returnpath/raw_socket.h"
 
 namespace vipd::daemon {
 namespace {
 
+using raw_socket::fromIn6;
+using raw_socket::toSockaddr;
 
-// <linux/icmp.h>'s ICMP_FILTER (a raw IPv4 ICMP socket option: a bit set per ICMP type drops
-// that type), spelled here because that header clashes with <netinet/ip_icmp.h>.
-constexpr int kIcmpFilterOption = 1;
-constexpr uint32_t kIcmpV4EchoReplyType = 0;
-// Answers read per wake-up, so a flood of echo replies cannot hold the io_context thread.
-constexpr int kMaxReadsPerWakeup = 64;
 // Witnesses asked per VIP in a round: the nodes that relayed its answers and the fabric's
 // announcers are a handful; a bound keeps a forged fabric view from turning into a flood.
 constexpr size_t kMaxWitnesses = 8;
-
-std::string describe(const std::set<bgp::IpAddress>& addresses) {
-  std::vector<std::string> out;
-  for (const auto& a : addresses) {
-    out.push_back(a.toString());
-  }
-  return fmt::format("{}", fmt::join(out, ", "));
-}
-
-sockaddr_storage toSockaddr(const bgp::IpAddress& a, uint16_t port, socklen_t& length) {
-  sockaddr_storage out{};
-  if (a.isV4()) {
-    auto* sin = reinterpret_cast<sockaddr_in*>(&out);
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons(port);
-    std::memcpy(&sin->sin_addr, a.bytes.data(), 4);
-    length = sizeof(sockaddr_in);
-  } else {
-    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&out);
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(port);
-    std::memcpy(&sin6->sin6_addr, a.bytes.data(), 16);
-    length = sizeof(sockaddr_in6);
-  }
-  return out;
-}
 
 // A nonce from the kernel's random source (getrandom): 64 bits an off-path host cannot predict.
 uint64_t randomNonce() {
@@ -84,12 +55,6 @@ bgp::Prefix networkOf(const bgp::Prefix& address) {
     out.address.bytes[bit / 8] &= static_cast<uint8_t>(~(0x80u >> (bit % 8)));
   }
   return out;
-}
-
-bgp::IpAddress fromIn6(const in6_addr& a) {
-  std::array<uint8_t, 16> bytes{};
-  std::memcpy(bytes.data(), &a, 16);
-  return bgp::IpAddress::v6(bytes);
 }
 
 // The address the kernel would send from to reach `target`: this node's own address on the way
@@ -118,135 +83,6 @@ std::optional<bgp::IpAddress> kernelSourceFor(const bgp::IpAddress& target) {
 }
 
 }  // namespace
-
-// One raw ICMP (or ICMPv6) socket, receiving echo replies only, sending with a chosen source.
-class ReturnPathChecker::RawSocket {
- public:
-  // The socket, or the errno of the failure (EPERM without CAP_NET_RAW).
-  static tl::expected<std::unique_ptr<RawSocket>, int> open(asio::io_context& io, bool v6) {
-    const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                            v6 ? int{IPPROTO_ICMPV6} : int{IPPROTO_ICMP});
-    if (fd < 0) {
-      return tl::unexpected(errno);
-    }
-    bool ok = true;
-    if (v6) {
-      icmp6_filter filter{};
-      ICMP6_FILTER_SETBLOCKALL(&filter);
-      ICMP6_FILTER_SETPASS(ICMP6_ECHO_REPLY, &filter);
-      const int on = 1;
-      ok = ::setsockopt(fd, IPPROTO_ICMPV6, ICMP6_FILTER, &filter, sizeof(filter)) == 0 &&
-           ::setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on)) == 0;
-    } else {
-      const uint32_t dropAllBut = ~(1u << kIcmpV4EchoReplyType);
-      ok = ::setsockopt(fd, SOL_RAW, kIcmpFilterOption, &dropAllBut, sizeof(dropAllBut)) == 0;
-    }
-    if (!ok) {
-      const int error = errno;
-      ::close(fd);
-      return tl::unexpected(error);
-    }
-    return std::unique_ptr<RawSocket>(new RawSocket(io, fd, v6));
-  }
-
-  // Sends `message` to `to` from `source`; 0 or the errno.
-  int send(const std::vector<uint8_t>& message, const bgp::IpAddress& source,
-           const bgp::IpAddress& to) {
-    socklen_t length = 0;
-    auto destination = toSockaddr(to, 0, length);
-    iovec iov{const_cast<uint8_t*>(message.data()), message.size()};
-    alignas(cmsghdr) std::array<uint8_t, CMSG_SPACE(sizeof(in6_pktinfo))> control{};
-    msghdr msg{};
-    msg.msg_name = &destination;
-    msg.msg_namelen = length;
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.data();
-    cmsghdr* c = nullptr;
-    if (v6_) {
-      msg.msg_controllen = CMSG_SPACE(sizeof(in6_pktinfo));
-      c = CMSG_FIRSTHDR(&msg);
-      c->cmsg_level = IPPROTO_IPV6;
-      c->cmsg_type = IPV6_PKTINFO;
-      c->cmsg_len = CMSG_LEN(sizeof(in6_pktinfo));
-      in6_pktinfo info{};
-      std::memcpy(&info.ipi6_addr, source.bytes.data(), 16);
-      std::memcpy(CMSG_DATA(c), &info, sizeof(info));
-    } else {
-      msg.msg_controllen = CMSG_SPACE(sizeof(in_pktinfo));
-      c = CMSG_FIRSTHDR(&msg);
-      c->cmsg_level = IPPROTO_IP;
-      c->cmsg_type = IP_PKTINFO;
-      c->cmsg_len = CMSG_LEN(sizeof(in_pktinfo));
-      in_pktinfo info{};
-      std::memcpy(&info.ipi_spec_dst, source.bytes.data(), 4);
-      std::memcpy(CMSG_DATA(c), &info, sizeof(info));
-    }
-    return ::sendmsg(descriptor_.native_handle(), &msg, MSG_DONTWAIT) < 0 ? errno : 0;
-  }
-
-  // Calls `ready` once the socket is readable (not after close()).
-  template <typename Ready>
-  void waitReadable(Ready ready) {
-    descriptor_.async_wait(asio::posix::stream_descriptor::wait_read,
-                           [ready = std::move(ready)](const boost::system::error_code& ec) {
-                             if (!ec) {
-                               ready();
-                             }
-                           });
-  }
-
-  // Reads what is queued (bounded), passing each vipd echo reply to `onReply` and counting in
-  // `malformed` each packet that carries vipd's echo magic but does not parse.
-  template <typename OnReply>
-  void readAvailable(OnReply onReply, uint64_t& malformed) {
-    std::array<uint8_t, 1500> buffer{};
-    for (int i = 0; i < kMaxReadsPerWakeup; ++i) {
-      sockaddr_in6 from{};
-      alignas(cmsghdr) std::array<uint8_t, CMSG_SPACE(sizeof(in6_pktinfo))> control{};
-      iovec iov{buffer.data(), buffer.size()};
-      msghdr msg{};
-      msg.msg_name = &from;
-      msg.msg_namelen = sizeof(from);
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      msg.msg_control = control.data();
-      msg.msg_controllen = control.size();
-      const ssize_t n = ::recvmsg(descriptor_.native_handle(), &msg, MSG_DONTWAIT);
-      if (n < 0) {
-        return;  // EAGAIN: all read; anything else: try again on the next wake-up
-      }
-      std::span<const uint8_t> packet(buffer.data(), static_cast<size_t>(n));
-      std::optional<EchoReply> reply;
-      if (!v6_) {
-        reply = parseEchoReplyV4(packet);
-      } else {
-        std::optional<bgp::IpAddress> to;
-        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-          if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
-            in6_pktinfo info{};
-            std::memcpy(&info, CMSG_DATA(c), sizeof(info));
-            to = fromIn6(info.ipi6_addr);
-          }
-        }
-        if (to) {
-          reply = parseEchoReplyV6(packet, fromIn6(from.sin6_addr), *to);
-        }
-      }
-      if (reply) {
-        onReply(*reply);
-      } else if (carriesEchoMagic(packet, !v6_)) {
-        ++malformed;
-      }
-    }
-  }
-
- private:
-  RawSocket(asio::io_context& io, int fd, bool v6) : descriptor_(io, fd), v6_(v6) {}
-
-  asio::posix::stream_descriptor descriptor_;  // owns the descriptor
-  bool v6_;
-};
 
 ReturnPathChecker::ReturnPathChecker(asio::io_context& io, const config::ReturnPath& settings,
                                      std::vector<bgp::IpAddress> peers,
@@ -957,118 +793,6 @@ void ReturnPathChecker::recordRound() {
   if (changed) {
     hooks_.onChange();
   }
-}
-
-bool ReturnPathChecker::blocks(const bgp::Prefix& vip) const {
-  if (settings_.mode != config::ReturnPath::Mode::Enforce) {
-    return false;
-  }
-  auto it = checks_.find(vip);
-  return it != checks_.end() && it->second.judge.blocks();
-}
-
-std::string ReturnPathChecker::reasonFor(const bgp::Prefix& vip, const VipCheck& check) const {
-  (void)vip;
-  const auto state = check.judge.state();
-  if (state == ReturnPathState::Broken) {
-    return fmt::format("VIP-sourced packets get no answer (anti-spoof filter?): {}; {}",
-                       check.detail,
-                       settings_.mode == config::ReturnPath::Mode::Enforce
-                           ? fmt::format("withdrawn, retried in {}",
-                                         config::formatDuration(
-                                             settings_.interval *
-                                             check.judge.roundsUntilRetry()))
-                           : std::string("not withdrawn (returnPath.mode warn)"));
-  }
-  return check.detail.empty() ? std::string("no round finished yet") : check.detail;
-}
-
-std::optional<std::string> ReturnPathChecker::readinessFailure() const {
-  if (!running_) {
-    return std::nullopt;
-  }
-  if (unavailable_) {
-    return fmt::format("return-path check unavailable: {}", *unavailable_);
-  }
-  std::vector<std::string> broken;
-  for (const auto& [vip, check] : checks_) {
-    if (check.judge.state() == ReturnPathState::Broken) {
-      broken.push_back(fmt::format("vip {}: {}", vip.toString(), reasonFor(vip, check)));
-    }
-  }
-  if (broken.empty()) {
-    return std::nullopt;
-  }
-  return fmt::format("{}", fmt::join(broken, "; "));
-}
-
-nlohmann::json ReturnPathChecker::status() const {
-  nlohmann::json out{{"mode", config::returnPathModeName(settings_.mode)},
-                     {"running", running_},
-                     {"available", running_ && !unavailable_}};
-  if (settings_.mode == config::ReturnPath::Mode::Off) {
-    return out;
-  }
-  if (unavailable_) {
-    out["unavailableReason"] = *unavailable_;
-  }
-  out["relayPort"] = settings_.relayPort;
-  nlohmann::json networks = nlohmann::json::array();
-  for (const auto& n : relayPolicy_.node().networks) {
-    networks.push_back(n.toString());
-  }
-  out["relayNetworks"] = std::move(networks);
-  nlohmann::json targets = nlohmann::json::array();
-  for (const auto& t : this->targets()) {
-    targets.push_back({{"address", t.toString()},
-                       {"configured", !settings_.targets.empty()},
-                       {"trusted", trusted(t)}});
-  }
-  out["targets"] = std::move(targets);
-  nlohmann::json vips = nlohmann::json::object();
-  for (const auto& [vip, check] : checks_) {
-    vips[vip.toString()] = {
-        {"state", returnPathStateName(check.judge.state())},
-        {"withdrawn", blocks(vip)},
-        {"lastRound", check.judge.judged() ? roundVerdictName(check.judge.lastVerdict())
-                                           : "pending"},
-        {"reason", reasonFor(vip, check)},
-        {"consecutiveUnanswered", check.judge.consecutiveUnanswered()},
-        {"consecutiveAnswered", check.judge.consecutiveAnswered()},
-        {"rounds", check.judge.rounds()},
-        {"lastDelivery", check.lastDirect           ? std::string("direct")
-                         : check.lastRelayers.empty() ? std::string("none yet")
-                                                      : "relayed by " + describe(check.lastRelayers)}};
-  }
-  out["vips"] = std::move(vips);
-  uint64_t dropped = 0;
-  nlohmann::json byReason = nlohmann::json::object();
-  for (auto reason : kRelayDrops) {
-    auto it = counters_.relaysDropped.find(reason);
-    const uint64_t n = it == counters_.relaysDropped.end() ? 0 : it->second;
-    byReason[std::string(relayDropName(reason))] = n;
-    dropped += n;
-  }
-  // The status keys say "Probes", as they did before the echoes were named so: scripts and the
-  // metrics (vipd_return_path_probes_total) read them.
-  out["counters"] = {{"rounds", counters_.rounds},
-                     {"nodeProbes", counters_.nodeEchoes},
-                     {"nodeAnswered", counters_.nodeAnswered},
-                     {"vipProbes", counters_.vipEchoes},
-                     {"vipAnswered", counters_.vipAnswered},
-                     {"vipAnsweredRelayed", counters_.vipAnsweredRelayed},
-                     {"relaysSent", counters_.relaysSent},
-                     {"relaysDropped", dropped},
-                     {"relaysDroppedByReason", std::move(byReason)},
-                     {"malformedReplies", counters_.malformedReplies},
-                     {"witnessQueriesSent", counters_.witnessQueriesSent},
-                     {"witnessAnswersReceived", counters_.witnessAnswersReceived},
-                     {"witnessQueriesAnswered", counters_.witnessQueriesAnswered},
-                     {"witnessQueriesRefused", counters_.witnessQueriesRefused},
-                     {"silencesUncounted", counters_.silencesExplained},
-                     {"relayErrors", counters_.relayErrors},
-                     {"sendErrors", counters_.sendErrors}};
-  return out;
 }
 
 }  // namespace vipd::daemon

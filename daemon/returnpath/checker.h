@@ -182,6 +182,8 @@ class ReturnPathChecker {
   std::string reasonFor(const bgp::Prefix& vip, const VipCheck& check) const;
   VipCheck& checkFor(const bgp::Prefix& vip);
   void countDrop(RelayDrop drop, const EchoReply& reply);
+  // "192.0.2.1, 192.0.2.2", for logs and status.
+  static std::string describe(const std::set<bgp::IpAddress>& addresses);
 
   asio::io_context& io_;
   const config::ReturnPath& settings_;

@@ -1,9 +1,9 @@
 // Fuzz target: a control-socket request line. daemon/control/request.h is the pure
-// part of the control server (JSON parse and the type check of every field a command handler
-// reads); the rest of ControlServer is socket I/O. After a request is accepted, this target
-// reads it the way the Speaker's handlers do (nlohmann::json::value() and get(), which throw on
-// a type mismatch; nothing catches on the io_context thread, so a throw here is a crash of vipd)
-// and runs the handoff identity through identityFromJson() and handoffRefusal().
+// part of the control server (JSON parse, the type check of every field a command handler
+// reads, and the typed ControlRequest the handlers get); the rest of ControlServer is socket I/O.
+// After a request is accepted, this target runs the handoff identity through identityFromJson()
+// and handoffRefusal() (no exception may escape: nothing catches on the io_context thread, so a
+// throw here is a crash of vipd).
 //
 // Checks: a rejection says "malformed request: ..."; no exception escapes; an identity that
 // parses round-trips through toJson().
@@ -26,19 +26,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                     "rejections say what they are");
     return 0;
   }
-  // What Speaker::handleControl, handleWithdraw and the handoff handlers read.
-  const auto command = (*request)["command"].get<std::string>();
-  if (auto known = daemon::commandNamed(command)) {
-    VIPD_FUZZ_CHECK(daemon::commandName(*known) == command, "a command's name names it");
+  const auto& command = request->name;
+  if (request->command) {
+    VIPD_FUZZ_CHECK(daemon::commandName(*request->command) == command,
+                    "a command's name names it");
   }
-  (void)request->value("force", false);
-  (void)request->value("persist", true);
-  (void)request->value("wait", false);
-  (void)request->value("reason", std::string("vipctl withdraw"));
-  if (request->contains("timeoutMs") && (*request)["timeoutMs"].is_number_unsigned()) {
-    (void)(*request)["timeoutMs"].get<uint64_t>();
+  if (request->reason) {
+    VIPD_FUZZ_CHECK(!daemon::reasonProblem(*request->reason), "a reason passed the check");
   }
-  auto theirs = daemon::identityFromJson(request->value("identity", nlohmann::json()));
+  auto theirs = daemon::identityFromJson(request->identity);
   if (theirs) {
     daemon::SpeakerIdentity mine{{1}, "static-pod", "192.0.2.11", 65001, {"203.0.113.10/32"}};
     (void)daemon::handoffRefusal(mine, *theirs);
