@@ -181,10 +181,9 @@ class Exchange : public Call, public std::enable_shared_from_this<Exchange> {
     if (finished_) {
       return;
     }
+    // The callbacks are kept, never called again: cancel() may come from inside onLine_, which
+    // must not be destroyed while it runs. They go with the exchange.
     finished_ = true;
-    done_ = nullptr;
-    onLine_ = nullptr;
-    ended_ = nullptr;
     closeTransport();
   }
 
@@ -556,7 +555,6 @@ class Exchange : public Call, public std::enable_shared_from_this<Exchange> {
     }
     finished_ = true;
     closeTransport();
-    onLine_ = nullptr;
     if (auto ended = std::exchange(ended_, nullptr)) {
       ended(std::move(result));
     }
