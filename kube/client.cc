@@ -44,7 +44,6 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 constexpr size_t kReadChunkBytes = 16 * 1024;
-constexpr size_t kMaxStatusMessageBytes = 300;
 
 std::string_view methodName(Method m) {
   switch (m) {
@@ -187,11 +186,11 @@ class Exchange : public Call, public std::enable_shared_from_this<Exchange> {
     closeTransport();
   }
 
-  // What `on` calls this exchange in messages: "PATCH https://10.0.0.1:6443/apis/...".
-  std::string what() const {
-    std::string target = request_.target.substr(0, request_.target.find('?'));
-    return fmt::format("{} {}{}", methodName(request_.method), serverUrl(c_), target);
+  // The exchange in messages: "PATCH https://10.0.0.1:6443/apis/..." (the query left out).
+  std::string url() const {
+    return serverUrl(c_) + request_.target.substr(0, request_.target.find('?'));
   }
+  std::string what() const { return fmt::format("{} {}", methodName(request_.method), url()); }
 
  private:
   bool watching() const { return framer_.has_value(); }
@@ -266,7 +265,7 @@ class Exchange : public Call, public std::enable_shared_from_this<Exchange> {
     try {
       stream_.emplace(io_, *tls_);
     } catch (const boost::system::system_error& e) {
-      finish(fail(ErrorKind::Local, fmt::format("{}: cannot set up TLS: {}", what(), e.what())).value());
+      finish(Error{ErrorKind::Local, fmt::format("{}: cannot set up TLS: {}", what(), e.what())});
       return;
     }
     asio::async_connect(stream_->lowest_layer(), endpoints,
@@ -310,8 +309,9 @@ class Exchange : public Call, public std::enable_shared_from_this<Exchange> {
       return;
     }
     if (ec) {
-      finish(fail(ErrorKind::Tls, fmt::format("{}: TLS handshake failed: {}", what(),
-                                              describeTlsError(ec, stream_->native_handle(), c_))).value());
+      finish(Error{ErrorKind::Tls,
+                   fmt::format("{}: TLS handshake failed: {}", what(),
+                               describeTlsError(ec, stream_->native_handle(), c_))});
       return;
     }
     stage_ = "sending the request";
@@ -405,7 +405,7 @@ class Exchange : public Call, public std::enable_shared_from_this<Exchange> {
     auto& response = parser_->get();
     unsigned status = response.result_int();
     if (status < 200 || status > 299) {
-      finish(httpError(methodName(request_.method), what(), status, response.reason(),
+      finish(httpError(methodName(request_.method), url(), status, response.reason(),
                        response.body(), response[http::field::retry_after]));
       return;
     }
@@ -506,7 +506,7 @@ class Exchange : public Call, public std::enable_shared_from_this<Exchange> {
 
   void onWatchBodyDone() {
     if (errorBody_) {
-      finishStream(tl::unexpected(httpError("GET", what(), statusCode_, reason_, *errorBody_,
+      finishStream(tl::unexpected(httpError("GET", url(), statusCode_, reason_, *errorBody_,
                                             retryAfter_)));
       return;
     }
@@ -607,7 +607,9 @@ class ClientImpl : public Client, public std::enable_shared_from_this<ClientImpl
   std::shared_ptr<Call> request(Request request, Done done) override {
     auto token = tokens_.token(steady_clock::now());
     if (!token) {
-      asio::post(io_, [done = std::move(done), error = token.error()] { done(tl::unexpected(error)); });
+      asio::post(io_, [done = std::move(done), error = token.error()] {
+        done(tl::unexpected(error));
+      });
       return std::make_shared<NoCall>();
     }
     auto exchange =
@@ -687,22 +689,21 @@ Error httpError(std::string_view method, std::string_view target, unsigned statu
   nlohmann::json parsed = nlohmann::json::parse(body, nullptr, false);
   if (!parsed.is_discarded() && parsed.is_object()) {
     if (auto m = parsed.find("message"); m != parsed.end() && m->is_string()) {
-      detail = printableReason(m->get_ref<const std::string&>().substr(0, kMaxStatusMessageBytes));
+      detail = printableReason(m->get_ref<const std::string&>());  // 256 bytes, printable
     }
   }
   Error e;
   e.kind = ErrorKind::Http;
   e.httpStatus = status;
-  std::string_view t = target;
-  if (t.substr(0, method.size()) == method) {
-    t.remove_prefix(std::min(t.size(), method.size() + 1));  // what() already names the method
-  }
-  e.message = fmt::format("{} {}: HTTP {} {}{}{}", method, t, status,
+  e.message = fmt::format("{} {}: HTTP {} {}{}{}", method, target, status,
                           printableReason(reasonPhrase.substr(0, 64)), detail.empty() ? "" : ": ",
                           detail);
   if (status == 401) {
     e.message += " (the token or client certificate was refused; a service account token is "
                  "read again)";
+  } else if (status == 403 && detail.find("ValidatingAdmissionPolicy") != std::string::npos) {
+    e.message += " (vipd writes only its own node's VipdNode, with a token bound to a pod on "
+                 "that node: manifests/kube/admission-policy.yaml)";
   } else if (status == 403) {
     e.message += " (RBAC: see manifests/kube/rbac.yaml for what vipd's account needs)";
   }

@@ -95,9 +95,10 @@ class Client {
 // only, never blocking, at most kMaxCredentialFileBytes (config/file_reader.h).
 [[nodiscard]] ReadFile localFileReader();
 
-// An Error from a non-2xx answer: "<METHOD> <target>: HTTP 429 Too Many Requests: <the Status
-// object's message>", with httpStatus and Retry-After (delta-seconds only; an HTTP-date is
-// ignored).
+// An Error from a non-2xx answer: "<METHOD> <url>: HTTP 429 Too Many Requests: <the Status
+// object's message>" (both printable ASCII, the message cut at 256 bytes; a body that is not
+// JSON adds nothing), with what to do for 401 and 403, httpStatus and Retry-After
+// (delta-seconds only; an HTTP-date is ignored).
 [[nodiscard]] Error httpError(std::string_view method, std::string_view target, unsigned status,
                               std::string_view reasonPhrase, std::string_view body,
                               std::string_view retryAfter);

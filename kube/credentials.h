@@ -23,7 +23,8 @@
 
 namespace vipd::kube {
 
-inline constexpr std::string_view kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+inline constexpr std::string_view kServiceAccountDir =
+    "/var/run/secrets/kubernetes.io/serviceaccount";
 // A kubeconfig, a CA bundle or a certificate beyond this is not one: refused before parsing.
 inline constexpr size_t kMaxCredentialFileBytes = 1024 * 1024;
 // A bearer token beyond this is refused (service account tokens are about 1 KiB).

@@ -119,6 +119,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   boost::asio::steady_timer stopAt(io);
+  bool stopped = false;
   std::unique_ptr<NodeWatcher> watcher;
   std::unique_ptr<StatusWriter> writer;
   std::unique_ptr<boost::asio::steady_timer> ticker;
@@ -172,7 +173,11 @@ int main(int argc, char** argv) {
     // A status that changes every 100 ms: the writer must still write about once a second.
     ticker = std::make_unique<boost::asio::steady_timer>(io);
     auto tick = std::make_shared<std::function<void(int)>>();
+    // A tick may already be queued when the stop timer cancels the ticker: it must not re-arm.
     *tick = [&, tick](int n) {
+      if (stopped) {
+        return;
+      }
       VipdNodeStatus status;
       status.version = "kube_probe";
       status.updatedAt = rfc3339(std::chrono::system_clock::now());
@@ -190,6 +195,7 @@ int main(int argc, char** argv) {
   }
   stopAt.expires_after(milliseconds{durationMs});
   stopAt.async_wait([&](const boost::system::error_code&) {
+    stopped = true;
     if (watcher) {
       const auto& s = watcher->stats();
       print({{"op", "stats"}, {"lists", s.lists}, {"watches", s.watches}, {"events", s.events},

@@ -121,9 +121,10 @@ Result<NodeWatch::Update> NodeWatch::onList(std::string_view body) {
     }
     update = std::move(*u);
   }
-  if (!resourceVersion_.empty() || relists_ > 0 || bookmarks_ > 0) {
+  if (listed_) {
     ++relists_;
   }
+  listed_ = true;
   resourceVersion_ = std::move(*rv);
   return update;
 }

@@ -76,7 +76,7 @@ class NodeWatch {
 
   const std::string& resourceVersion() const { return resourceVersion_; }
   uint64_t bookmarks() const { return bookmarks_; }
-  uint64_t relists() const { return relists_; }
+  uint64_t relists() const { return relists_; }  // lists after the first
 
  private:
   Result<Update> fromObject(const nlohmann::json& node);
@@ -85,6 +85,7 @@ class NodeWatch {
   std::string resourceVersion_;
   uint64_t bookmarks_ = 0;
   uint64_t relists_ = 0;
+  bool listed_ = false;
 };
 
 }  // namespace vipd::kube

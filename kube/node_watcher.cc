@@ -18,11 +18,15 @@ NodeWatcher::NodeWatcher(boost::asio::io_context& io, std::shared_ptr<Client> cl
 
 NodeWatcher::~NodeWatcher() { stop(); }
 
-void NodeWatcher::start() { next(); }
+void NodeWatcher::start() {
+  if (!stopped_) {
+    next();
+  }
+}
 
 void NodeWatcher::stop() {
+  stopped_ = true;
   *alive_ = false;
-  alive_ = std::make_shared<bool>(true);
   timer_.cancel();
   if (auto call = std::exchange(call_, nullptr)) {
     call->cancel();

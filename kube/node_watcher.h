@@ -45,7 +45,7 @@ class NodeWatcher {
   NodeWatcher& operator=(const NodeWatcher&) = delete;
 
   void start();
-  // Cancels what is in flight; no hook runs after it.
+  // Cancels what is in flight, for good: no hook runs after it, and start() does nothing.
   void stop();
 
   const Stats& stats() const { return stats_; }
@@ -71,6 +71,7 @@ class NodeWatcher {
   Stats stats_;
   bool eventThisWatch_ = false;
   std::shared_ptr<bool> alive_;
+  bool stopped_ = false;
 };
 
 }  // namespace vipd::kube

@@ -23,8 +23,8 @@ StatusWriter::StatusWriter(boost::asio::io_context& io, std::shared_ptr<Client> 
 StatusWriter::~StatusWriter() { stop(); }
 
 void StatusWriter::stop() {
+  stopped_ = true;
   *alive_ = false;
-  alive_ = std::make_shared<bool>(true);
   timer_.cancel();
   if (auto call = std::exchange(call_, nullptr)) {
     call->cancel();
@@ -32,6 +32,9 @@ void StatusWriter::stop() {
 }
 
 void StatusWriter::update(VipdNodeStatus status) {
+  if (stopped_) {
+    return;
+  }
   status_ = std::move(status);
   schedule_.changed(Clock::now());
   arm();

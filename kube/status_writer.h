@@ -39,8 +39,9 @@ class StatusWriter {
   StatusWriter(const StatusWriter&) = delete;
   StatusWriter& operator=(const StatusWriter&) = delete;
 
-  // The status to report from now on (replaces any not yet written).
+  // The status to report from now on (replaces any not yet written). Ignored after stop().
   void update(VipdNodeStatus status);
+  // Cancels what is in flight, for good: no callback runs after it.
   void stop();
   const Stats& stats() const { return stats_; }
 
@@ -62,6 +63,7 @@ class StatusWriter {
   std::mt19937_64 random_;
   Stats stats_;
   std::shared_ptr<bool> alive_;
+  bool stopped_ = false;
 };
 
 }  // namespace vipd::kube
