@@ -607,10 +607,13 @@ class ClientImpl : public Client, public std::enable_shared_from_this<ClientImpl
   std::shared_ptr<Call> request(Request request, Done done) override {
     auto token = tokens_.token(steady_clock::now());
     if (!token) {
-      asio::post(io_, [done = std::move(done), error = token.error()] {
-        done(tl::unexpected(error));
+      auto call = std::make_shared<NoCall>();
+      asio::post(io_, [call, done = std::move(done), error = token.error()] {
+        if (!call->cancelled) {
+          done(tl::unexpected(error));
+        }
       });
-      return std::make_shared<NoCall>();
+      return call;
     }
     auto exchange =
         std::make_shared<Exchange>(io_, credentials_, limits_, tls_, std::move(request), *token);
@@ -628,10 +631,13 @@ class ClientImpl : public Client, public std::enable_shared_from_this<ClientImpl
   std::shared_ptr<Call> watch(std::string target, OnLine onLine, Ended ended) override {
     auto token = tokens_.token(steady_clock::now());
     if (!token) {
-      asio::post(io_, [ended = std::move(ended), error = token.error()] {
-        ended(tl::unexpected(error));
+      auto call = std::make_shared<NoCall>();
+      asio::post(io_, [call, ended = std::move(ended), error = token.error()] {
+        if (!call->cancelled) {
+          ended(tl::unexpected(error));
+        }
       });
-      return std::make_shared<NoCall>();
+      return call;
     }
     auto exchange = std::make_shared<Exchange>(
         io_, credentials_, limits_, tls_, Request{Method::Get, std::move(target), {}, {}}, *token);
@@ -650,9 +656,11 @@ class ClientImpl : public Client, public std::enable_shared_from_this<ClientImpl
   const Limits& limits() const override { return limits_; }
 
  private:
-  // What a request that never started returns (its callback is already posted).
+  // What a request that never started returns: its callback is posted, and skipped once
+  // cancelled.
   struct NoCall : Call {
-    void cancel() override {}
+    void cancel() override { cancelled = true; }
+    bool cancelled = false;
   };
 
   asio::io_context& io_;

@@ -23,6 +23,8 @@ the client reports, by kind and words:
 - 429 with Retry-After: the error carries it, the next try waits at least that long, and a
   Retry-After of a day is clamped to --max-retry-after-ms;
 - 500 on every status write: failures back off exponentially and stop growing at the cap;
+- a token file that is missing (a config error, nothing sent), and one rotated while the server
+  refuses the old token (401): read again and used;
 - the happy path of StatusWriter: 404 -> POST the VipdNode -> PATCH the status subresource with
   application/merge-patch+json and the bearer token; a status changing every 100 ms is written
   about once a second (coalesced); an Event POSTed to the default namespace.
@@ -57,6 +59,10 @@ class Dir:
         return os.path.join(self.tmp.name, name)
 
 
+def good_ca(d: Dir) -> str:
+    return d.ca
+
+
 def probe_binary() -> str:
     return os.path.join(lab.BUILD_DIR, "kube", "kube_probe")
 
@@ -66,7 +72,7 @@ def sanitized(binary: str) -> bool:
     return "libasan" in p.stdout
 
 
-def kubeconfig(d: Dir, name: str, port: int, ca: str) -> str:
+def kubeconfig(d: Dir, name: str, port: int, ca: str, user: str = f"{{token: {TOKEN}}}") -> str:
     path = d.path(f"{name}.kubeconfig")
     with open(path, "w") as f:
         f.write(f"""apiVersion: v1
@@ -80,7 +86,7 @@ clusters:
   cluster: {{server: "https://127.0.0.1:{port}", certificate-authority: {ca}}}
 users:
 - name: vipd
-  user: {{token: {TOKEN}}}
+  user: {user}
 """)
     return path
 
@@ -127,6 +133,7 @@ def test() -> None:
     cert = make_server_cert(d, ca, "api", only_ip="127.0.0.1")
     api = ha.HostileApi(*cert)
     good = kubeconfig(d, "good", api.port, ca[0])
+    d.ca = ca[0]
     try:
         run_cases(api, d, good, other_ca, rss_bound)
     finally:
@@ -359,6 +366,45 @@ def run_cases(api: ha.HostileApi, d: Dir, good: str, other_ca: tuple[str, str],
               and waits[0] <= 100, f"500s: backoff grows from 50-100 ms to the 800 ms cap: {waits}")
     patches = [r for r in api.seen() if r.method == "PATCH"]
     lab.check(len(patches) <= 6000 / 400 + 5, f"500s: {len(patches)} writes in 6 s, not a loop")
+
+    # --- the token file: missing (a config error at once), then rotated while refused (401)
+    token_file = d.path("token")
+    rotating = kubeconfig(d, "rotating", api.port, good_ca(d), user=f"{{tokenFile: {token_file}}}")
+    api.reset(lambda api_, conn, req: ha.send(conn, "200 OK", b"{}"))
+    lines = probe("token-file-missing", rotating, "get", "/api/v1/nodes", bound_s=2)
+    r = only(lines, "request")[0]
+    lab.check(not r["ok"] and r["kind"] == "config" and r["message"].startswith(
+        f"token file {token_file}: "), f"a missing token file: a config error: {r}")
+    lab.check(api.seen() == [], "a missing token file: nothing sent")
+
+    def only_new_token(api_: ha.HostileApi, conn, req) -> None:
+        if req.headers.get("authorization") != "Bearer new-token":
+            ha.send(conn, "401 Unauthorized", ha.status_body(401, "Unauthorized", "Unauthorized"))
+        elif not req.watch:
+            ha.send(conn, "200 OK", ha.node_list(NODE, "5"))
+        else:
+            ha.start_chunked(conn)
+            while ha.sleep_or_stop(api_, 0.1):
+                pass
+
+    with open(token_file, "w") as f:
+        f.write("old-token\n")
+    api.reset(only_new_token)
+    proc = subprocess.Popen([probe_binary(), "--kubeconfig", rotating, "--duration-ms", "3000",
+                             "--backoff-initial-ms", "200", "--backoff-max-ms", "400",
+                             "watch-node", NODE], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.8)
+    with open(token_file + ".tmp", "w") as f:
+        f.write("new-token\n")
+    os.rename(token_file + ".tmp", token_file)  # as the kubelet swaps it
+    out, _ = proc.communicate(timeout=10)
+    lines = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    refused = [e for e in only(lines, "error") if e["status"] == 401]
+    lab.check(refused and only(lines, "intent"),
+              f"a rotated token: refused ({len(refused)} x 401), then read again and used: "
+              f"{[l['op'] for l in lines]}")
+    lab.check(api.seen()[-1].headers.get("authorization") == "Bearer new-token",
+              "a rotated token: the new one is sent")
 
     # --- the happy path: 404 -> create -> status patches, coalesced; an Event
     created = {"done": False}
