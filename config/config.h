@@ -269,6 +269,25 @@ struct Guard {
   auto operator<=>(const Guard&) const = default;
 };
 
+// The link to the Kubernetes API (issue 41; kube/, docs/kubernetes.md): vipd reports its state
+// to Kubernetes (a VipdNode per node, Events) and takes an operator's requests from the Node
+// object, but what it announces never waits on the API. Off or unreachable, nothing else changes.
+struct Kubernetes {
+  // Resolved by the parser: the value written, or by default on in mode daemonset (the pod's
+  // service account) and wherever `kubeconfig` is set, off otherwise.
+  bool enabled = false;
+  // A kubeconfig file (an admin kubeconfig on a static-pod or systemd host). Unset: in-cluster,
+  // the pod's service account (KUBERNETES_SERVICE_HOST/PORT and its token and CA files).
+  std::optional<std::string> kubeconfig;
+  // The Node this vipd runs on. Unset: the NODE_NAME environment variable (the DaemonSet's
+  // downward API), read at start; required outside mode daemonset.
+  std::optional<std::string> nodeName;
+  auto operator<=>(const Kubernetes&) const = default;
+};
+
+// The longest name a Node may have (a DNS subdomain, RFC 1123).
+inline constexpr size_t kMaxNodeNameLength = 253;
+
 struct Config {
   std::string apiVersion;  // "vipd.io/v1alpha1"
   std::string kind;        // "SpeakerConfiguration"
@@ -290,6 +309,7 @@ struct Config {
   Handoff handoff;  // used only when mode is not standalone
   ReturnPath returnPath;
   Guard guard;
+  Kubernetes kubernetes;
   auto operator<=>(const Config&) const = default;
 };
 

@@ -189,7 +189,8 @@ void diffList(Visitor& d, std::string_view list, const std::vector<T>& before, A
 //
 // Needs a restart: the identity the sessions and the handoff were opened with (routerId,
 // localAsn), the listeners and sockets (listen, control, metrics), mode and handoff, a VIP's
-// interface, and allowNonLocalRouterId (checked at start only). Everything else applies live.
+// interface, allowNonLocalRouterId (checked at start only) and kubernetes. Everything else
+// applies live.
 template <typename Visitor, typename B>
 void walkFields(Visitor& d, const Config& a, B& b) {
   d.field("apiVersion", a.apiVersion, b.apiVersion);
@@ -250,6 +251,10 @@ void walkFields(Visitor& d, const Config& a, B& b) {
   d.field("guard.expectedAnnouncers", a.guard.expectedAnnouncers, b.guard.expectedAnnouncers,
           kLive);
   d.field("guard.nodesShareAsn", a.guard.nodesShareAsn, b.guard.nodesShareAsn, kLive);
+  // Not live yet: the Speaker does not use the link (issue 41, part 1 is the library alone).
+  d.field("kubernetes.enabled", a.kubernetes.enabled, b.kubernetes.enabled);
+  d.field("kubernetes.kubeconfig", a.kubernetes.kubeconfig, b.kubernetes.kubeconfig);
+  d.field("kubernetes.nodeName", a.kubernetes.nodeName, b.kubernetes.nodeName);
   diffList(
       d, "peers", a.peers, b.peers, [](const Peer& p) { return p.address; },
       [](const Peer& p) { return p.address.toString(); },

@@ -69,6 +69,17 @@ TEST(ConfigDiff, IdentityListenersModeAndHandoffNeedARestart) {
                           ConfigChange{"handoff.restartTime", "3s", "5s", kRestart}));
 }
 
+TEST(ConfigDiff, TheKubernetesLinkNeedsARestart) {
+  Config next = running();
+  next.kubernetes = Kubernetes{true, "/etc/kubernetes/admin.conf", "cp-1"};
+  EXPECT_THAT(diffConfig(running(), next),
+              ElementsAre(ConfigChange{"kubernetes.enabled", "false", "true", kRestart},
+                          ConfigChange{"kubernetes.kubeconfig", "unset",
+                                       "\"/etc/kubernetes/admin.conf\"", kRestart},
+                          ConfigChange{"kubernetes.nodeName", "unset", "\"cp-1\"", kRestart}));
+  EXPECT_EQ(liveConfig(running(), next).kubernetes, Kubernetes{}) << "the running link stays";
+}
+
 TEST(ConfigDiff, AttributesHealthReturnPathAndGuardApplyLive) {
   Config next = running();
   next.communities = {{65001, 100}};

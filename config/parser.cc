@@ -34,7 +34,7 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
                        {"apiVersion", "kind", "routerId", "localAsn", "vips", "communities",
                         "largeCommunities", "peerDefaults", "peers", "listen", "control", "drain",
                         "allowNonLocalRouterId", "health", "metrics", "mode", "handoff",
-                        "returnPath", "guard"});
+                        "returnPath", "guard", "kubernetes"});
   // Read in this order, not the file's, so errors at one position keep a fixed order; the
   // router ID is checked against the VIPs and the peers against the VIPs and localAsn.
   readTypeMeta(*m, config);
@@ -89,6 +89,7 @@ void ConfigReader::readDocument(const YAML::Node& root, Config& config) {
   if (const Field* f = m->find("guard")) {
     readGuard(*f, config.guard);
   }
+  readKubernetes(*m, config);
 }
 
 // apiVersion and kind, both required and each with exactly one accepted value.

@@ -53,6 +53,11 @@ struct ConfigOverrides {
 
 // Reads `path` and calls parseConfig(). An unreadable file (missing, permission, a directory, over
 // 4 MiB) is a single ConfigError without position that carries the OS's reason.
+// Why `name` is not a Node's name (a lowercase RFC 1123 subdomain: labels of a-z, 0-9 and '-',
+// not at either end, joined by dots; at most kMaxNodeNameLength characters), or nothing when it is
+// one. kubernetes.nodeName is checked with it, and so is NODE_NAME where the daemon reads it.
+[[nodiscard]] std::optional<std::string> nodeNameProblem(std::string_view name);
+
 [[nodiscard]] Result<Config> loadConfigFile(const std::string& path,
                                             const ConfigOverrides& overrides = {});
 

@@ -1723,5 +1723,77 @@ TEST(ConfigYaml, StrayCommaIsASyntaxErrorNotAHang) {
               HasSubstr("vipd.yaml:3:1: YAML syntax error"));
 }
 
+// ---- kubernetes (issue 41) ----
+
+TEST(ConfigParse, KubernetesDefaultsPerMode) {
+  auto c = parseConfig(withPeer(""), "vipd.yaml");
+  ASSERT_TRUE(c) << describeErrors(c.error());
+  EXPECT_EQ(c->kubernetes, Kubernetes{}) << "standalone: off unless configured";
+  c = parseConfig(withPeer("mode: daemonset\n"), "vipd.yaml");
+  ASSERT_TRUE(c) << describeErrors(c.error());
+  EXPECT_TRUE(c->kubernetes.enabled) << "daemonset: on, the pod's service account";
+  EXPECT_FALSE(c->kubernetes.kubeconfig);
+  EXPECT_FALSE(c->kubernetes.nodeName) << "NODE_NAME, read at start";
+  c = parseConfig(withPeer("mode: daemonset\nkubernetes: {enabled: false}\n"), "vipd.yaml");
+  ASSERT_TRUE(c) << describeErrors(c.error());
+  EXPECT_FALSE(c->kubernetes.enabled);
+  c = parseConfig(withPeer("mode: static-pod\n"), "vipd.yaml");
+  ASSERT_TRUE(c) << describeErrors(c.error());
+  EXPECT_FALSE(c->kubernetes.enabled) << "static-pod: off unless configured";
+}
+
+TEST(ConfigParse, KubernetesWithAKubeconfig) {
+  auto c = parseConfig(withPeer("mode: static-pod\nkubernetes:\n"
+                                "  kubeconfig: /etc/kubernetes/admin.conf\n"
+                                "  nodeName: cp-1.example\n"),
+                       "vipd.yaml");
+  ASSERT_TRUE(c) << describeErrors(c.error());
+  EXPECT_EQ(c->kubernetes, (Kubernetes{true, "/etc/kubernetes/admin.conf", "cp-1.example"}))
+      << "a kubeconfig turns it on";
+  c = parseConfig(withPeer("mode: daemonset\nkubernetes: {nodeName: cp-2}\n"), "vipd.yaml");
+  ASSERT_TRUE(c) << describeErrors(c.error());
+  EXPECT_EQ(c->kubernetes, (Kubernetes{true, std::nullopt, "cp-2"}));
+  c = parseConfig(withPeer("kubernetes: {enabled: false, kubeconfig: /k}\n"), "vipd.yaml");
+  ASSERT_TRUE(c) << describeErrors(c.error());
+  EXPECT_FALSE(c->kubernetes.enabled) << "turned off, the rest kept for later";
+}
+
+TEST(ConfigErrors, Kubernetes) {
+  EXPECT_EQ(onlyError(withPeer("kubernetes: {enabled: true}\n")),
+            "vipd.yaml:10:23: kubernetes.enabled: outside mode daemonset vipd has no service "
+            "account: set kubernetes.kubeconfig (an admin kubeconfig on a static-pod or systemd "
+            "host), or kubernetes.enabled: false; mode is standalone");
+  EXPECT_EQ(onlyError(withPeer("mode: static-pod\nkubernetes:\n  kubeconfig: /k\n")),
+            "vipd.yaml:12:3: kubernetes: kubernetes.nodeName is required outside mode daemonset "
+            "(only the DaemonSet's pod gets it from NODE_NAME); mode is static-pod");
+  EXPECT_EQ(onlyError(withPeer("kubernetes: {kubeconfig: admin.conf, nodeName: n}\n")),
+            "vipd.yaml:10:26: kubernetes.kubeconfig: the kubeconfig must be an absolute path, got "
+            "'admin.conf'");
+  EXPECT_EQ(onlyError(withPeer("mode: daemonset\nkubernetes: {nodeName: CP_1}\n")),
+            "vipd.yaml:11:24: kubernetes.nodeName: 'CP_1' is not a Node's name: a Node's name "
+            "holds only lowercase letters, digits, '-' and '.'");
+  EXPECT_THAT(onlyError(withPeer("kubernetes: {enabled: yes please}\n")),
+              HasSubstr("kubernetes.enabled: "));
+  EXPECT_THAT(onlyError(withPeer("kubernetes: {kubeConfig: /k}\n")),
+              HasSubstr("kubeconfig"));
+}
+
+TEST(NodeName, Rules) {
+  EXPECT_EQ(nodeNameProblem("cp-1"), std::nullopt);
+  EXPECT_EQ(nodeNameProblem("ip-10-0-0-1.eu-west-1.compute.internal"), std::nullopt);
+  EXPECT_EQ(nodeNameProblem("0"), std::nullopt);
+  EXPECT_TRUE(nodeNameProblem(""));
+  EXPECT_TRUE(nodeNameProblem("-cp"));
+  EXPECT_TRUE(nodeNameProblem("cp-"));
+  EXPECT_TRUE(nodeNameProblem("cp..1"));
+  EXPECT_TRUE(nodeNameProblem(".cp"));
+  EXPECT_TRUE(nodeNameProblem("cp."));
+  EXPECT_TRUE(nodeNameProblem("cp-.x"));
+  EXPECT_TRUE(nodeNameProblem("Cp"));
+  EXPECT_TRUE(nodeNameProblem("cp/1"));
+  EXPECT_TRUE(nodeNameProblem(std::string(254, 'a')));
+  EXPECT_EQ(nodeNameProblem(std::string(253, 'a')), std::nullopt);
+}
+
 }  // namespace
 }  // namespace vipd::config

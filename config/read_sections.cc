@@ -1,6 +1,6 @@
 // ConfigReader's readers for the optional top-level sections (reader.h): listen, control,
-// drain, health, metrics, mode and handoff. Each is a mapping of its own whose keys are checked
-// independently of the rest of the document.
+// drain, health, metrics, mode, handoff and kubernetes. Each is a mapping of its own whose keys
+// are checked independently of the rest of the document.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -472,6 +472,98 @@ void ConfigReader::readHandoff(const Field& f, Handoff& handoff) {
         handoff.restartTime = *t;
       }
     }
+  }
+}
+
+}  // namespace vipd::config::internal
+
+namespace vipd::config {
+
+std::optional<std::string> nodeNameProblem(std::string_view name) {
+  if (name.empty() || name.size() > kMaxNodeNameLength) {
+    return fmt::format("a Node's name is 1 to {} characters", kMaxNodeNameLength);
+  }
+  size_t label = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (c == '.') {
+      if (label == 0 || name[i - 1] == '-') {
+        return std::string("a label of a Node's name is empty or ends in '-'");
+      }
+      label = 0;
+      continue;
+    }
+    if (!alnum && c != '-') {
+      return std::string("a Node's name holds only lowercase letters, digits, '-' and '.'");
+    }
+    if (label == 0 && c == '-') {
+      return std::string("a label of a Node's name starts with a letter or digit");
+    }
+    ++label;
+  }
+  if (label == 0 || name.back() == '-') {
+    return std::string("a Node's name ends with a letter or digit");
+  }
+  return std::nullopt;
+}
+
+}  // namespace vipd::config
+
+namespace vipd::config::internal {
+
+void ConfigReader::readKubernetes(const Mapping& top, Config& config) {
+  Kubernetes& k = config.kubernetes;
+  const Field* f = top.find("kubernetes");
+  std::optional<bool> enabled;
+  // Where an error about the section as a whole goes: `enabled` when written, else the section.
+  // Copies: the Mapping they come from ends with the block below.
+  std::optional<Field> at;
+  if (f != nullptr) {
+    at = *f;
+    auto m = readMapping(f->value, f->path, {"enabled", "kubeconfig", "nodeName"});
+    if (!m) {
+      return;
+    }
+    if (const Field* e = m->find("enabled")) {
+      at = *e;
+      enabled = readBool(*e);
+      if (!enabled) {
+        return;
+      }
+    }
+    if (const Field* c = m->find("kubeconfig")) {
+      if (auto path = readAbsolutePath(*c, "kubeconfig")) {
+        k.kubeconfig = *path;
+      }
+    }
+    if (const Field* n = m->find("nodeName")) {
+      if (auto name = readString(*n)) {
+        if (auto problem = nodeNameProblem(*name)) {
+          error(*n, fmt::format("'{}' is not a Node's name: {}", shortKey(*name), *problem));
+        } else {
+          k.nodeName = *name;
+        }
+      }
+    }
+    if (!ok()) {
+      return;
+    }
+  }
+  bool daemonSet = config.mode == Mode::DaemonSet;
+  k.enabled = enabled.value_or(daemonSet || k.kubeconfig.has_value());
+  if (!k.enabled || daemonSet) {
+    return;  // a DaemonSet's pod has its service account and NODE_NAME
+  }
+  if (!k.kubeconfig) {
+    error(*at, fmt::format("outside mode daemonset vipd has no service account: set "
+                          "kubernetes.kubeconfig (an admin kubeconfig on a static-pod or systemd "
+                          "host), or kubernetes.enabled: false; mode is {}",
+                          modeName(config.mode)));
+  } else if (!k.nodeName) {
+    error(*at, fmt::format("kubernetes.nodeName is required outside mode daemonset (only the "
+                          "DaemonSet's pod gets it from NODE_NAME); mode is {}",
+                          modeName(config.mode)));
   }
 }
 

@@ -6,7 +6,7 @@
 //   parser.cc  the top level (readDocument) and the public entry points
 //   read_vips.cc      VIPs, the router ID and the community lists
 //   read_peers.cc     peers: addresses, timers, TTL and authentication, BFD, families
-//   read_sections.cc  listen, control, drain, health, metrics, mode and handoff
+//   read_sections.cc  listen, control, drain, health, metrics, mode, handoff and kubernetes
 //
 // Private to config/: shared by the files above and included by nothing outside config/, which
 // uses parser.h. The field readers they build on (FieldReader) are field_reader.h, which
@@ -102,6 +102,8 @@ class ConfigReader : public FieldReader {
   void readMetrics(const Field& f, Metrics& metrics);
   void readMode(const Field& f, Config& config);
   void readHandoff(const Field& f, Handoff& handoff);
+  // After mode: the defaults and the required keys depend on it.
+  void readKubernetes(const Mapping& m, Config& config);
 
   // --- read_return_path.cc
   void readReturnPath(const Field& f, const std::vector<Vip>& vips, ReturnPath& returnPath);

@@ -3,9 +3,16 @@
 template that `vipd render` fills.
 
 Asserts:
-- `kubectl kustomize manifests/` and `manifests/daemonset` build, the same objects, with nothing
-  on stderr but kustomize's own deprecation notice for `bases` (which kubectl 1.20 needs); they
-  are exactly the DaemonSet and its ConfigMap (the static-pod template is not picked up);
+- `kubectl kustomize manifests/` builds the objects of `manifests/daemonset` and `manifests/kube`
+  and nothing else, with nothing on stderr but kustomize's own deprecation notice for `bases`
+  (which kubectl 1.20 needs); the first is exactly the DaemonSet and its ConfigMap (the
+  static-pod template is not picked up);
+- manifests/kube (issue 41): the CRD vipdnodes.vipd.io (cluster-scoped, v1alpha1, the status
+  subresource, the printer columns, the condition types kube/vipd_node.h writes), the service
+  account kube-system/vipd, a ClusterRole of exactly read nodes / write vipdnodes and their
+  status / post events, its binding, and the ValidatingAdmissionPolicy (fails closed, applies to
+  vipd's account, the object's name must be the token's node-name) with a Deny binding; nothing
+  cluster-scoped carries a namespace;
 - the DaemonSet: kube-system, hostNetwork, system-node-critical, the control-plane role label as
   nodeSelector and tolerations, RollingUpdate maxSurge 1 / maxUnavailable 0, capabilities exactly
   NET_ADMIN + NET_BIND_SERVICE + NET_RAW with ALL dropped (tests/e2e/test_capabilities.py runs vipd with
@@ -27,7 +34,7 @@ Asserts:
 - the static-pod template holds exactly the six placeholders, is YAML as it stands, and after
   substitution is a Pod with the same security fields, probes on METRICS_PORT and the preStop
   on CONTROL_SOCKET;
-- manifests/distros/k3s and rke2: the base with only the CA volume's host path changed, to the
+- manifests/distros/k3s and rke2: manifests/ with only the CA volume's host path changed, to the
   CA file `vipd render --distro` mounts into the static pod and names in health.caFile;
 - one version: the DaemonSet's image is localhost/vipd:<meson's project version> (the release
   CHANGELOG.md's first entry describes), and no image anywhere in manifests/ or in what kustomize
@@ -272,8 +279,8 @@ def check_validate(c: Checks, text: str) -> None:
 def check_daemonset(c: Checks, objects: list[dict]) -> dict:
     """Returns the DaemonSet's selector, for the static pod's check."""
     kinds = sorted(o.get("kind", "") for o in objects)
-    c.equal(kinds, ["ConfigMap", "DaemonSet"], "manifests/ builds exactly a ConfigMap and a "
-            "DaemonSet (not the static-pod template)")
+    c.equal(kinds, ["ConfigMap", "DaemonSet"], "manifests/daemonset builds exactly a ConfigMap "
+            "and a DaemonSet (not the static-pod template)")
     ds = next((o for o in objects if o.get("kind") == "DaemonSet"), None)
     cm = next((o for o in objects if o.get("kind") == "ConfigMap"), None)
     if ds is None or cm is None:
@@ -440,8 +447,9 @@ def rendered_ca(c: Checks, distro: str) -> tuple[str, str]:
 
 
 def check_distros(c: Checks, base: list[dict]) -> None:
-    """manifests/distros/<name>: the base with only the CA volume's host path changed, to the file
-    `vipd render --distro <name>` mounts into the static pod and checks against."""
+    """manifests/distros/<name>: what manifests/ builds (`base`) with only the CA volume's host
+    path changed, to the file `vipd render --distro <name>` mounts into the static pod and checks
+    against."""
     if not os.access(VIPD, os.X_OK):
         c.expect(False, f"{VIPD} is built (set VIPD_BUILD_DIR)")
         return
@@ -464,7 +472,7 @@ def check_distros(c: Checks, base: list[dict]) -> None:
                 if ca_volume([o]):
                     ca_volume([o])["hostPath"]["path"] = ca
                     o["spec"]["template"]["spec"]["volumes"].sort(key=lambda v: v["name"])
-            return objs
+            return sorted(objs, key=key)
         c.expect(normal(objects, CA_FILE) == normal(base, CA_FILE),
                  f"{distro}: nothing but the CA's host path differs from the base")
 
@@ -558,16 +566,117 @@ def check_probe(c: Checks) -> None:
         shutil.rmtree(tmp)
 
 
+def key(o: dict) -> tuple[str, str]:
+    return (o.get("kind", ""), o.get("metadata", {}).get("name", ""))
+
+
+# What manifests/kube holds (issue 41): kind -> name.
+KUBE_OBJECTS = {
+    ("CustomResourceDefinition", "vipdnodes.vipd.io"),
+    ("ServiceAccount", "vipd"),
+    ("ClusterRole", "vipd"),
+    ("ClusterRoleBinding", "vipd"),
+    ("ValidatingAdmissionPolicy", "vipdnodes.vipd.io-own-node"),
+    ("ValidatingAdmissionPolicyBinding", "vipdnodes.vipd.io-own-node"),
+}
+SERVICE_ACCOUNT = "system:serviceaccount:kube-system:vipd"
+NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
+
+
+def conditions_in_code() -> list[str]:
+    """The condition types kube/vipd_node.h writes (kCondition... = "...")."""
+    with open(os.path.join(SOURCE_DIR, "kube", "vipd_node.h")) as f:
+        return re.findall(r'kCondition\w+ = "(\w+)"', f.read())
+
+
+def check_kube(c: Checks, objects: list[dict]) -> None:
+    """manifests/kube: the VipdNode CRD, vipd's account and RBAC, and the admission policy that
+    keeps each vipd to its own node's VipdNode."""
+    by = {key(o): o for o in objects}
+    c.equal(set(by), KUBE_OBJECTS, "manifests/kube builds the CRD, the account, its RBAC and the "
+            "admission policy with its binding")
+    for o in objects:
+        if o["kind"] != "ServiceAccount":
+            c.expect("namespace" not in o["metadata"],
+                     f"{o['kind']} {o['metadata']['name']}: cluster-scoped, no namespace")
+    crd = by.get(("CustomResourceDefinition", "vipdnodes.vipd.io"), {}).get("spec", {})
+    c.equal((crd.get("group"), crd.get("scope"), crd.get("names", {}).get("kind"),
+             crd.get("names", {}).get("plural")), ("vipd.io", "Cluster", "VipdNode", "vipdnodes"),
+            "CRD: vipd.io VipdNode, cluster-scoped")
+    versions = crd.get("versions", [{}])
+    v = versions[0]
+    c.equal((len(versions), v.get("name"), v.get("served"), v.get("storage"),
+             v.get("subresources")), (1, "v1alpha1", True, True, {"status": {}}),
+            "CRD: v1alpha1, served and stored, with the status subresource")
+    c.equal([col["name"] for col in v.get("additionalPrinterColumns", [])],
+            ["Announcing", "VIPs", "Fabric announcers", "Reason", "Age"], "CRD: printer columns")
+    status = v.get("schema", {}).get("openAPIV3Schema", {}).get("properties", {}).get("status", {})
+    c.equal(sorted(status.get("properties", {})),
+            ["conditions", "peers", "updatedAt", "version", "vips"],
+            "CRD: status holds what kube/vipd_node.h writes")
+    cond = status.get("properties", {}).get("conditions", {}).get("items", {})
+    c.equal(cond.get("properties", {}).get("type", {}).get("enum"), conditions_in_code(),
+            "CRD: the condition types are kube/vipd_node.h's")
+    vip = status.get("properties", {}).get("vips", {}).get("items", {}).get("properties", {})
+    c.equal(sorted(vip), ["address", "announced", "fabricAnnouncers", "reason", "state"],
+            "CRD: a VIP's fields")
+
+    sa = by.get(("ServiceAccount", "vipd"), {})
+    c.equal(sa.get("metadata", {}).get("namespace"), "kube-system",
+            "ServiceAccount kube-system/vipd")
+    rules = sorted((tuple(r["apiGroups"]), tuple(r["resources"]), tuple(sorted(r["verbs"])))
+                   for r in by.get(("ClusterRole", "vipd"), {}).get("rules", []))
+    c.equal(rules, sorted([
+        (("",), ("nodes",), ("get", "list", "watch")),
+        (("vipd.io",), ("vipdnodes",), ("create", "get", "patch", "update")),
+        (("vipd.io",), ("vipdnodes/status",), ("patch", "update")),
+        (("",), ("events",), ("create", "patch")),
+        (("events.k8s.io",), ("events",), ("create", "patch")),
+    ]), "ClusterRole: read nodes, write VipdNodes and their status, post events; nothing else")
+    binding = by.get(("ClusterRoleBinding", "vipd"), {})
+    c.equal((binding.get("roleRef", {}).get("name"), binding.get("subjects")),
+            ("vipd", [{"kind": "ServiceAccount", "name": "vipd", "namespace": "kube-system"}]),
+            "ClusterRoleBinding: the role to kube-system/vipd")
+
+    policy = by.get(("ValidatingAdmissionPolicy", "vipdnodes.vipd.io-own-node"), {}).get("spec", {})
+    rules = policy.get("matchConstraints", {}).get("resourceRules", [])
+    c.equal([(r.get("apiGroups"), sorted(r.get("operations", [])), sorted(r.get("resources", [])))
+             for r in rules],
+            [(["vipd.io"], ["CREATE", "UPDATE"], ["vipdnodes", "vipdnodes/status"])],
+            "policy: every create and update of a VipdNode and its status")
+    c.equal([m.get("expression") for m in policy.get("matchConditions", [])],
+            [f'request.userInfo.username == "{SERVICE_ACCOUNT}"'],
+            "policy: applies to vipd's service account")
+    variables = {v.get("name"): " ".join(v.get("expression", "").split())
+                 for v in policy.get("variables", [])}
+    c.equal(variables.get("nodeNames"),
+            f"has(request.userInfo.extra) && '{NODE_NAME_EXTRA}' in request.userInfo.extra ? "
+            f"request.userInfo.extra['{NODE_NAME_EXTRA}'] : []",
+            "policy: the token's node names, none when it carries no extra")
+    expressions = [v.get("expression", "") for v in policy.get("validations", [])]
+    c.equal(expressions, ["variables.nodeNames.size() == 1 && "
+                          "variables.nodeNames[0] == object.metadata.name"],
+            "policy: the object's name is the token's one node")
+    c.equal(policy.get("failurePolicy"), "Fail", "policy: fails closed")
+    pb = by.get(("ValidatingAdmissionPolicyBinding", "vipdnodes.vipd.io-own-node"),
+                {}).get("spec", {})
+    c.equal((pb.get("policyName"), pb.get("validationActions")),
+            ("vipdnodes.vipd.io-own-node", ["Deny"]), "policy binding: denies")
+
+
 def test(c: Checks) -> None:
     p = run([kubectl(), "version", "--client"])
     print(p.stdout.strip() or p.stderr.strip())
     objects = kustomize(c, MANIFESTS)
     base = kustomize(c, os.path.join(MANIFESTS, "daemonset"))
-    c.expect(base == objects, "manifests/ builds the same objects as its daemonset/ base")
-    selector = check_daemonset(c, objects)
+    kube = kustomize(c, os.path.join(MANIFESTS, "kube"))
+    c.expect(sorted(base + kube, key=key) == sorted(objects, key=key),
+             "manifests/ builds the objects of its daemonset/ and kube/ bases, nothing else")
+    selector = check_daemonset(c, base)
+    check_kube(c, kube)
     check_static_pod(c, selector)
     check_versions(c, objects)
-    check_distros(c, base)
+    check_distros(c, objects)
     check_probe(c)
 
 
