@@ -266,6 +266,13 @@ struct Guard {
   // unavailable). false: each node has an AS of its own, and a path whose origin AS is this
   // node's is this node's own path (issue 40). iBGP paths carry no AS either way.
   bool nodesShareAsn = false;
+  // Never zero at the same instant (issue 40): an automatic withdrawal waits this long, plus a
+  // jitter of up to as much again, announced degraded, before it weighs the fabric's view again
+  // (policy/withdraw_confirmation.h). It must exceed the time the fabric takes to pass a path on
+  // (its update delay: an eBGP MRAI, a route reflector's), else nodes failing together can still
+  // all leave; it adds to how late a single failing node leaves. 300ms suits a fabric that
+  // forwards at once (BIRD, FRR, GoBGP by default).
+  std::chrono::milliseconds confirmTime{300};
   auto operator<=>(const Guard&) const = default;
 };
 

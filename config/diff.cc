@@ -251,6 +251,8 @@ void walkFields(Visitor& d, const Config& a, B& b) {
   d.field("guard.expectedAnnouncers", a.guard.expectedAnnouncers, b.guard.expectedAnnouncers,
           kLive);
   d.field("guard.nodesShareAsn", a.guard.nodesShareAsn, b.guard.nodesShareAsn, kLive);
+  // Read once, when the Announcer's confirmation clock is made: a restart applies it.
+  d.field("guard.confirmTime", a.guard.confirmTime, b.guard.confirmTime);
   // Not live yet: the Speaker does not use the link (issue 41, part 1 is the library alone).
   d.field("kubernetes.enabled", a.kubernetes.enabled, b.kubernetes.enabled);
   d.field("kubernetes.kubeconfig", a.kubernetes.kubeconfig, b.kubernetes.kubeconfig);

@@ -1147,6 +1147,12 @@ TEST(ConfigParse, RelayNetworksAndTheGuard) {
   ok = parseConfig(withPeer("guard:\n  nodesShareAsn: true\n"), "vipd.yaml");
   ASSERT_TRUE(ok) << ok.error().front().toString();
   EXPECT_TRUE(ok->guard.nodesShareAsn);
+  EXPECT_EQ(ok->guard.confirmTime, std::chrono::milliseconds(300)) << "never zero's default";
+  ok = parseConfig(withPeer("guard:\n  confirmTime: 2s\n"), "vipd.yaml");
+  ASSERT_TRUE(ok) << ok.error().front().toString();
+  EXPECT_EQ(ok->guard.confirmTime, std::chrono::milliseconds(2000));
+  EXPECT_THAT(onlyError(withPeer("guard:\n  confirmTime: 10ms\n")), HasSubstr("confirmTime"));
+  EXPECT_THAT(onlyError(withPeer("guard:\n  confirmTime: 1m\n")), HasSubstr("confirmTime"));
 }
 
 TEST(ConfigErrors, RelayNetworksAndTheGuard) {

@@ -125,7 +125,8 @@ void ConfigReader::readDrain(const Field& f, Drain& drain) {
 }
 
 void ConfigReader::readGuard(const Field& f, Guard& guard) {
-  auto m = readMapping(f.value, f.path, {"minAnnouncers", "expectedAnnouncers", "nodesShareAsn"});
+  auto m = readMapping(f.value, f.path,
+                       {"minAnnouncers", "expectedAnnouncers", "nodesShareAsn", "confirmTime"});
   if (!m) {
     return;
   }
@@ -142,6 +143,11 @@ void ConfigReader::readGuard(const Field& f, Guard& guard) {
   if (const Field* n = m->find("nodesShareAsn")) {
     if (auto v = readBool(*n)) {
       guard.nodesShareAsn = *v;
+    }
+  }
+  if (const Field* t = m->find("confirmTime")) {
+    if (auto d = readBoundedDuration(*t, milliseconds{50}, milliseconds{10000})) {
+      guard.confirmTime = *d;
     }
   }
   if (guard.expectedAnnouncers != 0 && guard.minAnnouncers >= guard.expectedAnnouncers) {

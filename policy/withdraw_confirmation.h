@@ -25,14 +25,11 @@
 
 namespace vipd::policy {
 
-// The daemon's confirmation time: 300 ms, plus up to 300 ms of jitter. Long enough for a degraded
-// path to reach the other nodes through a fabric that forwards updates at once (BIRD, FRR and
-// GoBGP by default, route reflectors included: milliseconds); a fabric with an update delay (an
-// eBGP MRAI, BIRD `min delay`) longer than that cannot rely on it (docs/config.md). Short enough
-// that a single failing node leaves at most 0.6 s later than its health check says so.
-inline constexpr std::chrono::milliseconds kWithdrawConfirmBase{300};
-inline constexpr std::chrono::milliseconds kWithdrawConfirmJitter{300};
 
+// The daemon passes guard.confirmTime (config/config.h, default 300 ms) as both the base and the
+// jitter: long enough for a degraded path to reach the other nodes through a fabric that forwards
+// updates at once (BIRD, FRR and GoBGP by default, route reflectors included: milliseconds), and a
+// single failing node leaves at most twice that later than its health check says.
 class WithdrawConfirmation {
  public:
   using Clock = std::chrono::steady_clock;

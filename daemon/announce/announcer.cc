@@ -47,7 +47,7 @@ Announcer::Announcer(asio::io_context& io, const config::Config& config,
       host_(host),
       vips_(io, table, monitor, config.vips, log, *this),
       fabricSettleTimer_(io),
-      withdrawConfirmation_(policy::kWithdrawConfirmBase, policy::kWithdrawConfirmJitter,
+      withdrawConfirmation_(config.guard.confirmTime, config.guard.confirmTime,
                             config.routerId.v4Value()),
       withdrawConfirmTimer_(io),
       healthUnbind_(io, config.drain) {}
