@@ -44,8 +44,11 @@ from lab import make_ca, make_server_cert
 NODE = "cp-1"
 TOKEN = "hostile-test-token"
 RSS_BOUND_MIB = 24
-# AddressSanitizer's shadow memory and quarantine are not the client's (see test_hostile_peer).
-ASAN_RSS_ALLOWANCE_MIB = 64
+# AddressSanitizer's shadow memory and quarantine are not the client's (see test_hostile_peer):
+# under it kube_probe starts at about 80 MiB, and the 4 MiB chunked body's freed buffers stay in
+# the quarantine (102 MiB peak in CI). The plain build's bound is what shows the memory bounded;
+# the sanitizer's run shows no memory error, with this allowance.
+ASAN_RSS_ALLOWANCE_MIB = 112
 RESULTS: list[tuple[str, float, int]] = []
 
 
