@@ -174,7 +174,9 @@ int main(int argc, char** argv) {
     ticker = std::make_unique<boost::asio::steady_timer>(io);
     auto tick = std::make_shared<std::function<void(int)>>();
     // A tick may already be queued when the stop timer cancels the ticker: it must not re-arm.
-    *tick = [&, tick](int n) {
+    // The function holds itself only weakly (a strong copy would be a cycle LeakSanitizer
+    // reports): the pending wait's handler keeps it alive, and the chain ends with the ticker.
+    *tick = [&, self = std::weak_ptr<std::function<void(int)>>(tick)](int n) {
       if (stopped) {
         return;
       }
@@ -185,9 +187,9 @@ int main(int argc, char** argv) {
                                       static_cast<uint32_t>(n % 3 + 1)});
       writer->update(status);
       ticker->expires_after(milliseconds{100});
-      ticker->async_wait([tick, n](const boost::system::error_code& ec) {
-        if (!ec) {
-          (*tick)(n + 1);
+      ticker->async_wait([next = self.lock(), n](const boost::system::error_code& ec) {
+        if (!ec && next) {
+          (*next)(n + 1);
         }
       });
     };

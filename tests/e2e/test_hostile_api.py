@@ -110,7 +110,8 @@ def probe(case: str, config: str, *args: str, bound_s: float) -> list[dict]:
         print(f"  {l}")
     if p.stderr.strip():
         print(f"  stderr: {p.stderr.strip()[:2000]}")
-    lab.check(p.returncode == 0, f"{case}: kube_probe exits 0, not {p.returncode}")
+    lab.check(p.returncode == 0, f"{case}: kube_probe exits 0, not {p.returncode}; its "
+              f"stderr:\n{p.stderr[-8000:]}")
     lab.check(done, f"{case}: kube_probe finished")
     lab.check(elapsed <= bound_s, f"{case}: over in {elapsed:.2f} s, within {bound_s} s")
     return lines
