@@ -317,7 +317,7 @@ def check_release(L: lab.Lab, archive: str, version: str) -> None:
     with open(other, "wb") as f:
         f.write(subprocess.run(["gpg", "--batch", "--export"], env=env, capture_output=True,
                                check=True).stdout)
-    bad = verify(archive, other)
+    bad = verify(archive, "--key", other)
     lab.check(bad.returncode == 1 and "not signed" in bad.stderr,
               f"verify refuses the release against another key: {bad.returncode} "
               f"{bad.stderr[-1500:]}")
