@@ -3,6 +3,8 @@
 // bootstrap renderer share them, so there is exactly one schema.
 #pragma once
 
+#include <algorithm>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -319,5 +321,12 @@ struct Config {
   Kubernetes kubernetes;
   auto operator<=>(const Config&) const = default;
 };
+
+// The peer of `peers` at `address`, or nullptr: the one lookup a reload and the PeerSet share.
+inline const Peer* findPeer(const std::vector<Peer>& peers, const bgp::IpAddress& address) {
+  auto it = std::find_if(peers.begin(), peers.end(),
+                         [&](const Peer& p) { return p.address == address; });
+  return it == peers.end() ? nullptr : &*it;
+}
 
 }  // namespace vipd::config

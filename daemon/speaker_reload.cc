@@ -18,13 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const config::Peer* findPeer(const std::vector<config::Peer>& peers,
-                             const bgp::IpAddress& address) {
-  auto it = std::find_if(peers.begin(), peers.end(),
-                         [&](const config::Peer& p) { return p.address == address; });
-  return it == peers.end() ? nullptr : &*it;
-}
-
 std::string_view secretOf(const std::optional<SessionKey>& key) {
   return key ? std::string_view(key->secret) : std::string_view();
 }
@@ -140,7 +133,7 @@ void Speaker::openBfd(config::Config& achievable, NotApplied& failed) {
   // A new BFD session could not open its socket (a port another daemon holds): the peers whose
   // BFD changed keep what they run, a peer added with BFD is not added.
   for (auto& peer : achievable.peers) {
-    const config::Peer* before = findPeer(config_.peers, peer.address);
+    const config::Peer* before = config::findPeer(config_.peers, peer.address);
     if (before != nullptr && before->bfd != peer.bfd) {
       failed[fmt::format("peers[{}].bfd", peer.address.toString())] = bfd.error();
       peer.bfd = before->bfd;
@@ -149,7 +142,7 @@ void Speaker::openBfd(config::Config& achievable, NotApplied& failed) {
     }
   }
   std::erase_if(achievable.peers, [&](const config::Peer& p) {
-    return findPeer(config_.peers, p.address) == nullptr && p.bfd.enabled;
+    return config::findPeer(config_.peers, p.address) == nullptr && p.bfd.enabled;
   });
   if (auto again = peers_.updateBfd(config::liveConfig(config_, achievable)); !again) {
     log_.error("bfd", "{}", again.error());  // nothing new to open: cannot happen
@@ -197,7 +190,7 @@ void Speaker::guardReload(config::Config& achievable, NotApplied& failed) {
   // What the reload would take off the fabric: the VIPs it removes, or every VIP when no
   // running peer is left to announce them to.
   const bool everyPeer = std::none_of(config_.peers.begin(), config_.peers.end(), [&](auto& p) {
-    return findPeer(achievable.peers, p.address) != nullptr;
+    return config::findPeer(achievable.peers, p.address) != nullptr;
   });
   auto removed = [&](const bgp::Prefix& vip) {
     return std::none_of(achievable.vips.begin(), achievable.vips.end(),

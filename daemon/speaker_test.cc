@@ -5,6 +5,7 @@
 // VIP bound in the table, the status document, the control commands (their vocabulary, the
 // withdraw and announce), and the health gate's unbind, which runs the drain's last steps.
 // Bounded waits on the io_context; no sleeps.
+#include "daemon/base/run_until.h"
 #include "daemon/speaker.h"
 
 #include <gmock/gmock.h>
@@ -101,14 +102,7 @@ returnPath:
 
   template <typename Predicate>
   bool runUntil(Predicate done, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        return false;
-      }
-      io_.run_one_for(10ms);
-    }
-    return true;
+    return daemon::runUntil(io_, done, timeout);
   }
 
   // One request on the control socket, as vipctl sends it; the answer or {"clientError": ...}.

@@ -2,6 +2,7 @@
 // the decision it keeps (taken once per change, read without deciding again), the withdraw guard
 // over the VIPs a caller would take off, the health gate's unbinding and a reload's removal.
 // Bounded waits on the io_context; no sleeps.
+#include "daemon/base/run_until.h"
 #include "daemon/announce/announcer.h"
 
 #include <gtest/gtest.h>
@@ -74,14 +75,7 @@ class AnnouncerTest : public ::testing::Test {
 
   template <typename Predicate>
   bool runUntil(Predicate done, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        return false;
-      }
-      io_.run_one_for(10ms);
-    }
-    return true;
+    return daemon::runUntil(io_, done, timeout);
   }
 
   asio::io_context io_;

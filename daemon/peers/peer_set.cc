@@ -20,13 +20,6 @@ uint64_t jitterSeed() {
   return (uint64_t{entropy()} << 32) | entropy();
 }
 
-const config::Peer* findPeer(const std::vector<config::Peer>& peers,
-                             const bgp::IpAddress& address) {
-  auto it = std::find_if(peers.begin(), peers.end(),
-                         [&](const config::Peer& p) { return p.address == address; });
-  return it == peers.end() ? nullptr : &*it;
-}
-
 }  // namespace
 
 PeerSet::PeerSet(asio::io_context& io, const config::Config& config, BfdService& bfd,
@@ -229,7 +222,7 @@ void PeerSet::onBfdChange(const BfdStateChange& change) {
 tl::expected<void, std::string> PeerSet::updateBfd(const config::Config& applied) {
   // A peer removed with BFD keeps its BFD session until apply()'s Cease to it is written.
   for (const auto& p : bfdPeersOf(config_)) {
-    if (findPeer(applied.peers, p.address) == nullptr &&
+    if (config::findPeer(applied.peers, p.address) == nullptr &&
         std::none_of(retiringBfd_.begin(), retiringBfd_.end(),
                      [&](const BfdPeer& r) { return r.address == p.address; })) {
       retiringBfd_.push_back(p);
@@ -316,7 +309,7 @@ void PeerSet::retire(std::unique_ptr<PeerSession> session) {
 
 void PeerSet::reset(const config::PeerReset& reset, Keys& keys) {
   PeerSession* session = find(reset.peer);
-  const auto& peer = *findPeer(config_.peers, reset.peer);
+  const auto& peer = *config::findPeer(config_.peers, reset.peer);
   const std::string why = fmt::format("{}", fmt::join(reset.why, ", "));
   const auto state = session->state();
   const bool open = state == bgp::SessionState::OpenSent ||
