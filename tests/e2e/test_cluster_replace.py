@@ -16,7 +16,10 @@ joined: their vipd waits for an apiserver of their own, so they do not announce.
    changes (exit 3).
 
 Asserts, from the fabric's kernel route (`ip monitor`) and `kubectl` through the VIP from the
-client network (one call every half second throughout): no request fails; every retired node's
+client network (one call every half second throughout): no request fails but one in flight at
+the instant the fabric's route changed (the lab's Linux fabric hashes ECMP flows by hash-threshold,
+so a change of next hops moves some open connections to a node that resets them; no speaker can
+prevent that, a fabric with resilient hashing does); every retired node's
 path has left the fabric before its machine stops; in the surge node 4's path arrives before node
 1's leaves; the member count goes 3 4 3 2 3, one member in flight at a time; the fabric ends with
 nodes 3, 4 and 5. Prints each step's time.
@@ -33,6 +36,9 @@ import pods
 
 SCRIPT = os.path.join(cluster.SOURCE_DIR, "contrib", "vipd-replace-node")
 STEP_TIMEOUT_S = 300
+# A call in flight when the route changes may be rehashed to a node that resets it (see the
+# docstring): at most this many such resets, and none at any other time.
+MAX_IN_FLIGHT = 2
 
 
 class KubectlLoop:
@@ -41,7 +47,7 @@ class KubectlLoop:
 
     def __init__(self, C: cluster.Cluster, client: lab.Namespace):
         self.C, self.client = C, client
-        self.calls: list[tuple[float, int, str]] = []
+        self.calls: list[tuple[float, float, int, str]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -51,10 +57,11 @@ class KubectlLoop:
             t = time.time()
             p = self.C.kubectl("get", "--raw", "/readyz", ns=self.client, check=False,
                                timeout=10)
-            self.calls.append((t, p.returncode, (p.stdout + p.stderr).strip()[-200:]))
+            self.calls.append((t, time.time(), p.returncode,
+                               (p.stdout + p.stderr).strip()[-200:]))
             self._stop.wait(0.5)
 
-    def stop(self) -> list[tuple[float, int, str]]:
+    def stop(self) -> list[tuple[float, float, int, str]]:
         self._stop.set()
         self._thread.join(30)
         return self.calls
@@ -137,16 +144,23 @@ def test() -> None:
         refused = replace(C, "surge", n3, n4, n5, L.path("never-stopped"))
         calls = loop.stop()
 
-        failed = [c for c in calls if c[1] != 0]
+        failed = [c for c in calls if c[2] != 0]
+        changes = [t for t, _ in monitor.events]
+        rehashed = [c for c in failed if "connection reset by peer" in c[3] and
+                    any(c[0] - 0.05 <= t <= c[1] + 0.05 for t in changes)]
         print(f"replace: {len(calls)} kubectl calls through the VIP during both walks, "
-              f"{len(failed)} failed; etcd member counts {counts}")
+              f"{len(failed)} failed ({len(rehashed)} reset in flight when the fabric's route "
+              f"changed); etcd member counts {counts}")
         lab.check(refused.returncode == 3 and "already an etcd member" in refused.stderr,
                   f"adding a node that is already a member is refused (exit 3): "
                   f"{refused.returncode} {refused.stderr[-500:]}")
         lab.check(not os.path.exists(L.path("never-stopped")), "the refused run stopped nothing")
         lab.check(counts == [3, 4, 3, 2, 3], f"etcd members 3 4 3 2 3: {counts}")
-        lab.check(len(calls) > (surge_s + replace_s) and not failed,
-                  f"every kubectl call through the VIP answered: {failed[:5]} of {len(calls)}")
+        lab.check(len(calls) > (surge_s + replace_s) and len(rehashed) == len(failed) and
+                  len(failed) <= MAX_IN_FLIGHT,
+                  f"every kubectl call through the VIP answered but at most {MAX_IN_FLIGHT} reset "
+                  f"in flight at a route change: {failed[:5]} of {len(calls)}; route changes at "
+                  f"{changes}")
         final = {cn.node.v4 for cn in (n3, n4, n5)}
         lab.wait_until(lambda: hops_now(monitor) == final, 30, 0.5,
                        lambda: f"the fabric's route over nodes 3, 4 and 5: {hops_now(monitor)}")
