@@ -116,7 +116,8 @@ Speaker::Speaker(asio::io_context& io, config::Config config, netlink::AddressTa
       bfd_(io, log, PeerSet::bfdPeersOf(config_),
            [this](const BfdStateChange& change) { peers_.onBfdChange(change); }),
       report_(config_, peers_.sessions(), announcer_, health_, bfd_, drainer_, handoff_,
-              returnPath_) {
+              returnPath_),
+      kube_(io, config_.kubernetes, drainer_, log, *this) {
   if (config_.metrics.health) {
     healthHttp_.emplace(
         io, log,
@@ -174,6 +175,9 @@ tl::expected<void, std::string> Speaker::start() {
   // After the role is taken, so this instance's own listener and sessions are its own in the
   // checks' view of port 179.
   doctor_.run(config_, "start");
+  if (config_.kubernetes.enabled) {
+    kube_.start();  // never fatal: the API is not in the announce path
+  }
   return {};
 }
 
@@ -418,6 +422,8 @@ nlohmann::json Speaker::status() const {
   out["health"]["vipsUnbound"] = announcer_.heldForHealth() && handoff_.active();
   out["config"] = reloads_.status();
   out["doctor"] = doctor_.status();
+  out["kubernetes"] =
+      config_.kubernetes.enabled ? kube_.status() : nlohmann::json{{"enabled", false}};
   return out;
 }
 

@@ -14,6 +14,9 @@
 //   Handoff   the role (active, standby, contending) and the speaker lock; it starts, stops and
 //             yields the sessions only through HandoffHost, which the Speaker implements.
 //   StatusReport  reads all of the above, changes none of it.
+//   KubeLink  the link to Kubernetes: reports the status document, and asks the Drainer to
+//             withdraw (through the guard) when the Node asks; reaches the rest only through
+//             KubeLinkHost, which the Speaker implements.
 //
 // A reload (issue 29; daemon/config_reloader.h is the one path to it) tries first what may fail,
 // then plans once: config::planReload() (config/reload_plan.h) says what each change means, the
@@ -47,6 +50,7 @@
 #include "daemon/health/checker.h"
 #include "daemon/http/server.h"
 #include "daemon/http/metrics.h"
+#include "daemon/kubelink/kube_link.h"
 #include "daemon/lifecycle/drainer.h"
 #include "daemon/lifecycle/handoff.h"
 #include "daemon/lifecycle/instance_lock.h"
@@ -60,7 +64,10 @@
 
 namespace vipd::daemon {
 
-class Speaker final : private DrainHost, private HandoffHost, private AnnouncerHost {
+class Speaker final : private DrainHost,
+                      private HandoffHost,
+                      private AnnouncerHost,
+                      private KubeLinkHost {
  public:
   // `table` and `monitor` are the kernel's (or fakes); they must outlive the Speaker.
   Speaker(asio::io_context& io, config::Config config, netlink::AddressTable& table,
@@ -178,6 +185,12 @@ class Speaker final : private DrainHost, private HandoffHost, private AnnouncerH
   // ---- AnnouncerHost ----
   AnnounceGate gate() const override;
   bool returnPathBlocks(const bgp::Prefix& vip) const override { return returnPath_.blocks(vip); }
+  // ---- KubeLinkHost ----
+  nlohmann::json statusForKubernetes() const override { return status(); }
+  policy::GuardCheck checkWithdraw(policy::GuardMoment moment) const override {
+    return announcer_.checkWithdraw(moment);
+  }
+  bool mayFollowIntent() const override { return handoff_.active() && !shuttingDown_; }
 
   asio::io_context& io_;
   config::Config config_;
@@ -216,6 +229,9 @@ class Speaker final : private DrainHost, private HandoffHost, private AnnouncerH
   // Declared after everything its callbacks touch; its thread ends before they are destroyed.
   BfdService bfd_;
   StatusReport report_;
+  // The link to Kubernetes (kubernetes.enabled): the VipdNode, Events, the Node's requests.
+  // Declared last: its timer and callbacks read everything above.
+  KubeLink kube_;
 };
 
 }  // namespace vipd::daemon

@@ -206,6 +206,34 @@ void printFabric(const json& fabric) {
   }
 }
 
+// Status `kubernetes` (issue 41): the link's state in one line, the Node's request and why it
+// is refused, and the last error while the API fails.
+void printKubernetes(const json& k) {
+  if (!k.value("enabled", false)) {
+    return;
+  }
+  if (k.contains("error")) {
+    fmt::print("kubernetes: OFF: {}\n", str(k, "error"));
+    return;
+  }
+  fmt::print("kubernetes: Node {} at {}: {}  status writes {} ok, {} failed (last {})  events {} "
+             "sent\n",
+             str(k, "node"), str(k, "server"),
+             k.value("connected", false) ? "connected" : "NOT CONNECTED", str(k, "statusWrites"),
+             str(k, "statusFailures"), k.contains("lastWrite") ? str(k, "lastWrite") : "never",
+             str(k, "eventsSent"));
+  if (k.contains("intent") && k["intent"].value("withdraw", false)) {
+    fmt::print("kubernetes: the Node asks for a withdrawal: {}\n", str(k["intent"], "reason"));
+  }
+  if (k.contains("withdrawRefused")) {
+    fmt::print("kubernetes: REFUSED (asked again every second): {}\n",
+               str(k, "withdrawRefused"));
+  }
+  if (!k.value("connected", false) && k.contains("lastError")) {
+    fmt::print("kubernetes: last error: {}\n", str(k, "lastError"));
+  }
+}
+
 // The BFD table, when any peer runs BFD.
 void printBfdPeers(const json& peers) {
   bool anyBfd = false;
@@ -262,9 +290,22 @@ void printStatus(const json& s) {
   if (s.contains("fabric") && s["fabric"].is_object()) {
     printFabric(s["fabric"]);
   }
+  if (s.contains("kubernetes") && s["kubernetes"].is_object()) {
+    printKubernetes(s["kubernetes"]);
+  }
   if (s.contains("withdrawn") && s["withdrawn"].value("active", false)) {
-    fmt::print("WITHDRAWN since {}: {}  (vipctl announce to undo)\n", str(s["withdrawn"], "since"),
-               str(s["withdrawn"], "reason"));
+    const auto& w = s["withdrawn"];
+    const bool byNode = w.contains("kubernetes") && w["kubernetes"].is_object();
+    if (w.contains("sources") && w["sources"].is_array() && w["sources"].size() == 1 && byNode) {
+      fmt::print("WITHDRAWN since {} by the Node: {}  (remove the annotation or taint to undo)\n",
+                 str(w, "since"), str(w["kubernetes"], "reason"));
+    } else {
+      fmt::print("WITHDRAWN since {}: {}  (vipctl announce to undo)\n", str(w, "since"),
+                 str(w, "reason"));
+      if (byNode) {
+        fmt::print("WITHDRAWN by the Node too: {}\n", str(w["kubernetes"], "reason"));
+      }
+    }
   }
   fmt::print("\n{:<28} {:<8} {:<5} {:<10} {:<12} {:>8} {:>6} {:>8}  {}\n", "PEER", "ASN",
              "TYPE", "FAMILIES", "STATE", "FOR", "SENT", "UPD-RX", "LAST ERROR");

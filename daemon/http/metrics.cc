@@ -171,7 +171,8 @@ Metrics::Metrics()
                            "result: ok, warn, fail (vipctl status names them).")),
       // returnPath and fabric: documented in their factories below.
       returnPath_(returnPathFamilies(*registry_)),
-      fabric_(fabricFamilies(*registry_)) {}
+      fabric_(fabricFamilies(*registry_)),
+      kube_(kubeFamilies(*registry_)) {}
 
 // The BGP session of each peer, from peers[]: series labelled with the peer's address, created
 // when the peer is first seen.
@@ -490,6 +491,9 @@ void Metrics::update(const json& status) {
   }
   if (const json* fabric = member(status, "fabric"); fabric != nullptr) {
     updateFabric(*fabric);
+  }
+  if (const json* kubernetes = member(status, "kubernetes"); kubernetes != nullptr) {
+    updateKubernetes(*kubernetes);
   }
 }
 

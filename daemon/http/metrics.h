@@ -73,6 +73,7 @@ class Metrics {
   void updateDoctor(const nlohmann::json& doctor);
   void updateReturnPath(const nlohmann::json& returnPath);
   void updateFabric(const nlohmann::json& fabric);
+  void updateKubernetes(const nlohmann::json& kubernetes);
 
   // Increments the counter by how much `current` grew since the last call for this series.
   void advance(CounterFamily& family, const prometheus::Labels& labels, double current);
@@ -148,7 +149,18 @@ class Metrics {
   static VipFamilies vipFamilies(prometheus::Registry& registry);
   static HealthFamilies healthFamilies(prometheus::Registry& registry);
   static ReturnPathFamilies returnPathFamilies(prometheus::Registry& registry);
+  struct KubeFamilies {  // kubernetes (metrics_kube.cc)
+    GaugeFamily& enabled;
+    GaugeFamily& connected;
+    GaugeFamily& lastWrite;
+    GaugeFamily& withdrawRequested;
+    GaugeFamily& withdrawRefused;
+    CounterFamily& statusWrites;
+    CounterFamily& events;
+    CounterFamily& watchErrors;
+  };
   static FabricFamilies fabricFamilies(prometheus::Registry& registry);
+  static KubeFamilies kubeFamilies(prometheus::Registry& registry);
 
   std::unique_ptr<prometheus::Registry> registry_;
 
@@ -176,6 +188,7 @@ class Metrics {
   GaugeFamily& doctorChecks_;
   ReturnPathFamilies returnPath_;
   FabricFamilies fabric_;
+  KubeFamilies kube_;
 
   // Last status value fed into each counter series (the series are owned by their family and
   // never removed, so the pointers stay valid).

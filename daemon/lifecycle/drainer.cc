@@ -45,7 +45,7 @@ void Drainer::loadWithdrawn() {
 
 void Drainer::start(std::string why, std::optional<std::chrono::milliseconds> ackTimeout,
                     Settled onSettled, std::function<void()> onFinished, Guard guard,
-                    std::function<void(std::string)> onRefused) {
+                    std::function<void(std::string)> onRefused, bool api) {
   log_.info("drain", "{}: GRACEFUL_SHUTDOWN for {}ms, {}then withdraw, wait up to {}ms for every "
             "peer to acknowledge, then unbind after {}ms",
             why, settings_.gracefulShutdownTime.count(),
@@ -56,7 +56,7 @@ void Drainer::start(std::string why, std::optional<std::chrono::milliseconds> ac
                                      ackTimeout.value_or(settings_.timeout),
                                      settings_.unbindDelay, guarded),
                        false, {}, std::move(onSettled), std::move(onFinished), std::move(guard),
-                       std::move(onRefused), {}});
+                       std::move(onRefused), {}, api});
   run(drain_->sequence.start());
 }
 
@@ -161,14 +161,19 @@ void Drainer::finish() {
 // node goes back to announcing unmarked, and is not left withdrawn in memory or on disk.
 void Drainer::refuse(const std::string& refusalText) {
   const std::string refusal = refusalText;  // it may live in drain_, reset below
-  log_.warn("control", "vipctl withdraw {}", refusal);
-  if (withdrawnPersisted_) {
-    if (auto cleared = state_.clear(); !cleared) {
-      log_.error("drain", "{}; a restart would come back withdrawn until `vipctl announce`",
-                 cleared.error());
+  if (drain_->api) {
+    log_.warn("kubernetes", "the Node's withdrawal {}", refusal);
+    apiWithdrawn_.reset();
+  } else {
+    log_.warn("control", "vipctl withdraw {}", refusal);
+    if (withdrawnPersisted_) {
+      if (auto cleared = state_.clear(); !cleared) {
+        log_.error("drain", "{}; a restart would come back withdrawn until `vipctl announce`",
+                   cleared.error());
+      }
     }
+    withdrawn_.reset();
   }
-  withdrawn_.reset();
   lastResult_ = refusal;
   auto refused = std::move(drain_->onRefused);
   auto finished = std::move(drain_->onFinished);
@@ -204,6 +209,28 @@ void Drainer::handleWithdraw(const ControlRequest& request, ControlServer::Reply
            {"alreadyWithdrawn", true},
            {"reason", withdrawn_->reason},
            {"since", withdrawn_->since}});
+    return;
+  }
+  if (apiWithdrawn_) {
+    // The Node's request withdrew it already: record vipctl's too (no drain), so the node stays
+    // withdrawn when the Node's annotation goes, until `vipctl announce`.
+    Withdrawn state{reason, utcNow()};
+    if (request.persist) {
+      if (auto saved = state_.save(state); !saved) {
+        reply({{"error", fmt::format("{}; the node is withdrawn all the same (by the Node's "
+                                     "request: {})", saved.error(), apiWithdrawn_->reason)},
+               {"refused", "state"}});
+        return;
+      }
+    }
+    withdrawn_ = state;
+    withdrawnPersisted_ = request.persist;
+    log_.warn("drain", "vipctl withdraw: \"{}\"; already withdrawn by the Node's request ({})",
+              reason, apiWithdrawn_->reason);
+    reply({{"ok", true},
+           {"alreadyWithdrawn", true},
+           {"reason", apiWithdrawn_->reason},
+           {"since", apiWithdrawn_->since}});
     return;
   }
   // A transient withdraw (a pod's preStop hook) drains this process only: persisting it would
@@ -273,6 +300,19 @@ void Drainer::handleAnnounce(ControlServer::Reply reply) {
   bool wasWithdrawn = withdrawn_.has_value();
   withdrawn_.reset();
   stateError_.reset();
+  if (apiWithdrawn_) {
+    log_.warn("speaker", "vipctl announce: {}the node stays withdrawn: {}",
+              wasWithdrawn ? "withdrawn state cleared, but " : "", apiWithdrawn_->reason);
+    reply({{"error", fmt::format("{}the node stays withdrawn while its Node asks for it ({}); "
+                                 "remove that first (kubectl annotate node NODE "
+                                 "vipd.io/withdraw-, or the out-of-service taint)",
+                                 wasWithdrawn ? "vipctl's withdrawn state is cleared, but "
+                                              : "",
+                                 apiWithdrawn_->reason)},
+           {"refused", "kubernetes"},
+           {"wasWithdrawn", wasWithdrawn}});
+    return;
+  }
   log_.info("speaker", "vipctl announce: {}binding and announcing again{}",
             wasWithdrawn ? "withdrawn state cleared; " : "",
             host_.healthy() ? "" : " once the health gate opens");
@@ -283,12 +323,58 @@ void Drainer::handleAnnounce(ControlServer::Reply reply) {
          {"announceable", host_.announceableCount()}});
 }
 
-nlohmann::json Drainer::withdrawnStatus() const {
-  nlohmann::json out{{"active", withdrawn_.has_value()}};
+void Drainer::apiWithdraw(std::string reason, Guard guard,
+                          std::function<void(std::string)> onRefused) {
+  if (drain_ || apiWithdrawn_) {
+    return;
+  }
+  apiWithdrawn_ = Withdrawn{reason, utcNow()};
   if (withdrawn_) {
-    out["reason"] = withdrawn_->reason;
-    out["since"] = withdrawn_->since;
-    out["persisted"] = withdrawnPersisted_;
+    log_.info("kubernetes", "the Node asks for a withdrawal ({}); vipctl withdrew the node "
+              "already", reason);
+    return;
+  }
+  log_.warn("kubernetes", "the Node asks for a withdrawal ({}); withdrawn until it no longer "
+            "does (not persisted: the Node is the record)", reason);
+  start(fmt::format("the Node's request ({})", reason), std::nullopt, nullptr, nullptr,
+        std::move(guard), std::move(onRefused), /*api=*/true);
+}
+
+bool Drainer::apiAnnounce() {
+  if (!apiWithdrawn_) {
+    return true;
+  }
+  if (drain_) {
+    return false;
+  }
+  apiWithdrawn_.reset();
+  if (withdrawn_) {
+    log_.info("kubernetes", "the Node no longer asks for a withdrawal; vipctl's withdrawal "
+              "holds (\"{}\") until `vipctl announce`", withdrawn_->reason);
+    return true;
+  }
+  log_.info("kubernetes", "the Node no longer asks for a withdrawal: binding and announcing "
+            "again{}", host_.healthy() ? "" : " once the health gate opens");
+  host_.bindAndAnnounce();
+  return true;
+}
+
+nlohmann::json Drainer::withdrawnStatus() const {
+  const auto effective = withdrawn();
+  nlohmann::json out{{"active", effective.has_value()}};
+  if (effective) {
+    out["reason"] = effective->reason;
+    out["since"] = effective->since;
+    out["persisted"] = withdrawn_.has_value() && withdrawnPersisted_;
+    nlohmann::json sources = nlohmann::json::array();
+    if (withdrawn_) {
+      sources.push_back("vipctl");
+    }
+    if (apiWithdrawn_) {
+      sources.push_back("kubernetes");
+      out["kubernetes"] = {{"reason", apiWithdrawn_->reason}, {"since", apiWithdrawn_->since}};
+    }
+    out["sources"] = std::move(sources);
   }
   if (stateError_) {
     out["stateFileError"] = *stateError_;

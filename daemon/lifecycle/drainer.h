@@ -1,6 +1,8 @@
-// The drain as it runs (SIGTERM and `vipctl withdraw`), `vipctl announce`, and the node's
-// withdrawn state. Owns: the drain in progress and its timer, the last drain's result, and the
-// withdrawn state (in memory and in <control.stateDir>/withdrawn.json). The order of the steps is
+// The drain as it runs (SIGTERM, `vipctl withdraw` and the Node's request through the Kubernetes
+// API), `vipctl announce`, and the node's withdrawn state. Owns: the drain in progress and its
+// timer, the last drain's result, and the two withdrawn states: vipctl's (in memory and in
+// <control.stateDir>/withdrawn.json) and the Node's (in memory only: the Node's annotation or
+// taint is its record, read again whenever vipd starts). The order of the steps is
 // DrainSequence's; what each step does to the sessions and the addresses is the DrainHost's.
 #pragma once
 
@@ -63,10 +65,11 @@ class Drainer {
 
   // Runs the drain's steps; `onFinished` after the last one. `ackTimeout` overrides drain.timeout.
   // `guard` (null: not guarded) is checked again at the end of the GRACEFUL_SHUTDOWN phase;
-  // `onRefused` is called with its refusal, and the drain ends there (nothing withdrawn).
+  // `onRefused` is called with its refusal, and the drain ends there (nothing withdrawn). `api`:
+  // the drain is the Node's request (a refusal clears the Node's withdrawal, not vipctl's).
   void start(std::string why, std::optional<std::chrono::milliseconds> ackTimeout,
              Settled onSettled, std::function<void()> onFinished, Guard guard = nullptr,
-             std::function<void(std::string)> onRefused = nullptr);
+             std::function<void(std::string)> onRefused = nullptr, bool api = false);
   // Runs `then` once the drain in progress has finished (SIGTERM during `vipctl withdraw`); the
   // drain is no longer guarded: the node is leaving anyway.
   void thenRun(std::function<void()> then);
@@ -77,16 +80,33 @@ class Drainer {
   // request would: {"error", "refused": "guard"}.
   void handleWithdraw(const ControlRequest& request, ControlServer::Reply reply,
                       Guard guard = nullptr);
+  // `vipctl announce` clears vipctl's withdrawn state; while the Node asks for a withdrawal the
+  // node stays withdrawn, and the answer says so (refused "kubernetes").
   void handleAnnounce(ControlServer::Reply reply);
+
+  // The Node asks for a withdrawal (issue 41: the annotation vipd.io/withdraw or the taint
+  // node.kubernetes.io/out-of-service; `reason` says which): the drain `vipctl withdraw` runs,
+  // guarded by `guard` at the end of the GRACEFUL_SHUTDOWN phase, and never persisted. A node
+  // vipctl already withdrew is marked at once, without a drain. On a refusal at the end of the
+  // phase the Node's withdrawal is dropped and `onRefused` says why (the caller asks again once
+  // the fabric allows). Not while a drain runs (the caller asks again when it has finished).
+  void apiWithdraw(std::string reason, Guard guard, std::function<void(std::string)> onRefused);
+  // The Node no longer asks: its withdrawal is cleared and, unless vipctl's holds, the node binds
+  // and announces again. False (nothing done) while a drain runs: the caller asks again.
+  bool apiAnnounce();
 
   bool draining() const { return drain_.has_value(); }
   // The drain in progress has reached its withdraw step: nothing may be announced any more.
   bool withdrawSent() const { return drain_ && drain_->withdrawSent; }
-  const std::optional<Withdrawn>& withdrawn() const { return withdrawn_; }
+  // The node is withdrawn: vipctl's state, or failing that the Node's.
+  std::optional<Withdrawn> withdrawn() const { return withdrawn_ ? withdrawn_ : apiWithdrawn_; }
+  const std::optional<Withdrawn>& localWithdrawn() const { return withdrawn_; }
+  const std::optional<Withdrawn>& apiWithdrawn() const { return apiWithdrawn_; }
   // Why withdrawn.json could not be used, when that is why the node is withdrawn.
   const std::optional<std::string>& stateError() const { return stateError_; }
-  // {"active", and when withdrawn "reason", "since", "persisted", and "stateFileError" when the
-  // file could not be used} for the status document.
+  // {"active", and when withdrawn "reason", "since", "persisted", "sources" (["vipctl"],
+  // ["kubernetes"] or both), "kubernetes" {"reason", "since"} when the Node asks, and
+  // "stateFileError" when the file could not be used} for the status document.
   nlohmann::json withdrawnStatus() const;
   const std::string& lastResult() const { return lastResult_; }
 
@@ -103,6 +123,7 @@ class Drainer {
   std::optional<Withdrawn> withdrawn_;
   bool withdrawnPersisted_ = true;  // false after `vipctl withdraw --transient`
   std::optional<std::string> stateError_;
+  std::optional<Withdrawn> apiWithdrawn_;
 
   struct Drain {
     DrainSequence sequence;
@@ -113,6 +134,7 @@ class Drainer {
     Guard guard;                                 // null: not guarded
     std::function<void(std::string)> onRefused;  // the guard refused at the end of GS
     std::string refusal;                         // what it said
+    bool api = false;                            // the Node's withdrawal, not vipctl's
   };
   std::optional<Drain> drain_;
   asio::steady_timer timer_;

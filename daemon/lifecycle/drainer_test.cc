@@ -333,5 +333,71 @@ TEST_F(DrainerTest, AGoodStateFileIsLoadedWithoutAnError) {
   EXPECT_FALSE(drainer.withdrawnStatus().contains("stateFileError"));
 }
 
+// Issue 41: the Node's request (annotation or taint) drains as vipctl withdraw does, is never
+// persisted, and its removal announces again.
+TEST_F(DrainerTest, TheNodesRequestDrainsWithoutPersistingAndItsRemovalAnnounces) {
+  auto& drainer = make({1ms, 10000ms, 0ms});
+  drainer.apiWithdraw("annotation vipd.io/withdraw: disk swap", [] { return std::nullopt; },
+                      nullptr);
+  io_.run();
+  EXPECT_EQ(host_.calls, (std::vector<std::string>{"mark graceful shutdown", "push (withdrawn)",
+                                                   "unbind", "unmark graceful shutdown"}));
+  EXPECT_FALSE(std::filesystem::exists(stateFile())) << "the Node is the record";
+  ASSERT_TRUE(drainer.withdrawn());
+  EXPECT_FALSE(drainer.localWithdrawn());
+  auto status = drainer.withdrawnStatus();
+  EXPECT_EQ(status["sources"], nlohmann::json({"kubernetes"}));
+  EXPECT_EQ(status["persisted"], false);
+  EXPECT_EQ(status["kubernetes"]["reason"], "annotation vipd.io/withdraw: disk swap");
+
+  host_.calls.clear();
+  EXPECT_TRUE(drainer.apiAnnounce());
+  EXPECT_EQ(host_.calls, (std::vector<std::string>{"bind and announce"}));
+  EXPECT_FALSE(drainer.withdrawn());
+}
+
+TEST_F(DrainerTest, TheNodesRequestRefusedAtTheEndOfGracefulShutdownLeavesTheNodeAnnouncing) {
+  auto& drainer = make({1ms, 10000ms, 0ms});
+  std::optional<std::string> said;
+  drainer.apiWithdraw("taint node.kubernetes.io/out-of-service",
+                      [] { return std::optional<std::string>("refused: the last announcer"); },
+                      [&](std::string refusal) { said = refusal; });
+  io_.run();
+  EXPECT_EQ(said, "refused: the last announcer");
+  EXPECT_FALSE(drainer.withdrawn());
+  EXPECT_FALSE(drainer.draining());
+  EXPECT_EQ(host_.calls, (std::vector<std::string>{"mark graceful shutdown",
+                                                   "unmark graceful shutdown", "push"}));
+}
+
+// Either source withdraws; `vipctl announce` does not override the Node, and the Node's removal
+// does not override vipctl.
+TEST_F(DrainerTest, EachSourceHoldsTheNodeWithdrawnUntilItIsLifted) {
+  auto& drainer = make();
+  drainer.apiWithdraw("annotation vipd.io/withdraw: x", nullptr, nullptr);
+  io_.run();
+  auto replies = withdraw({{"command", "withdraw"}, {"reason", "replace"}});
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0]["alreadyWithdrawn"], true);
+  EXPECT_TRUE(std::filesystem::exists(stateFile())) << "vipctl's withdrawal is persisted";
+  EXPECT_EQ(drainer.withdrawnStatus()["sources"], nlohmann::json({"vipctl", "kubernetes"}));
+
+  host_.calls.clear();
+  EXPECT_TRUE(drainer.apiAnnounce());
+  EXPECT_TRUE(host_.calls.empty()) << "vipctl's withdrawal still holds";
+  ASSERT_TRUE(drainer.withdrawn());
+  EXPECT_EQ(drainer.withdrawn()->reason, "replace");
+
+  drainer.apiWithdraw("annotation vipd.io/withdraw: x", nullptr, nullptr);
+  EXPECT_FALSE(drainer.draining()) << "already withdrawn by vipctl: no second drain";
+  replies.clear();
+  drainer.handleAnnounce([&](nlohmann::json r) { replies.push_back(std::move(r)); });
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0]["refused"], "kubernetes");
+  EXPECT_TRUE(host_.calls.empty()) << "the Node's request still holds";
+  EXPECT_FALSE(std::filesystem::exists(stateFile())) << "vipctl's part is cleared";
+  EXPECT_TRUE(drainer.withdrawn());
+}
+
 }  // namespace
 }  // namespace vipd::daemon

@@ -145,7 +145,20 @@ def check_pod_common(c: Checks, who: str, spec: dict, port: int, socket: str,
     ctr = container_of(spec)
     c.equal(spec.get("hostNetwork"), True, f"{who}: hostNetwork")
     c.equal(spec.get("priorityClassName"), "system-node-critical", f"{who}: priority class")
-    c.equal(spec.get("automountServiceAccountToken"), False, f"{who}: no API token mounted")
+    if who == "DaemonSet":
+        # The link to the API (issue 41): the vipd service account's token, bound to the pod
+        # (and so to its node); the Node's name and this node's own apiserver from the downward
+        # API, never the VIP.
+        c.equal(spec.get("serviceAccountName"), "vipd", f"{who}: the vipd service account")
+        c.equal(spec.get("automountServiceAccountToken"), True, f"{who}: its token mounted")
+        env = {e["name"]: e for e in ctr.get("env", [])}
+        c.equal(env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {})
+                .get("fieldPath"), "spec.nodeName", f"{who}: NODE_NAME from spec.nodeName")
+        c.equal(env.get("KUBERNETES_SERVICE_HOST", {}).get("valueFrom", {}).get("fieldRef", {})
+                .get("fieldPath"), "status.hostIP",
+                f"{who}: the API at the node's own address, not the VIP")
+    else:
+        c.equal(spec.get("automountServiceAccountToken"), False, f"{who}: no API token mounted")
     c.expect(isinstance(spec.get("terminationGracePeriodSeconds"), int),
              f"{who}: terminationGracePeriodSeconds is set")
 
