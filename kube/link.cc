@@ -16,6 +16,14 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds kRefreshReport{50};
 // Event posts in flight at once; beyond it an Event is dropped (counted), never queued.
 constexpr size_t kMaxEventCalls = 4;
+// The link's retries: capped at 10 s (not the client's default 30 s), so that the status is right
+// again within about 15 s of the API's return; three nodes retrying every 10 s cost an API
+// nothing.
+Backoff::Settings linkBackoff() {
+  Backoff::Settings settings;
+  settings.max = std::chrono::milliseconds{10000};
+  return settings;
+}
 
 bool sameApartFromTime(const VipdNodeStatus& a, const VipdNodeStatus& b) {
   if (a.vips != b.vips || a.peers != b.peers || a.version != b.version ||
@@ -87,7 +95,7 @@ Result<void> Link::start() {
   }
   client_ = std::move(*client);
   writer_ = std::make_unique<StatusWriter>(
-      io_, client_, target_.nodeName, StatusSchedule::Settings{}, Backoff::Settings{},
+      io_, client_, target_.nodeName, StatusSchedule::Settings{}, linkBackoff(),
       [this, alive = alive_](const std::optional<Error>& error, std::chrono::milliseconds) {
         if (!*alive) {
           return;
@@ -101,7 +109,7 @@ Result<void> Link::start() {
         noteResult(error);
       });
   watcher_ = std::make_unique<NodeWatcher>(
-      io_, client_, target_.nodeName, Backoff::Settings{},
+      io_, client_, target_.nodeName, linkBackoff(),
       NodeWatcher::Hooks{
           [this, alive = alive_](const NodeIntent& intent) {
             if (!*alive) {

@@ -82,13 +82,17 @@ void KubeLink::tick() {
     return;
   }
   followIntent();
-  auto report = nodeReport(host_.statusForKubernetes(), refusal_,
-                           std::chrono::system_clock::now());
-  for (auto& event : nodeEvents(lastReport_ ? &*lastReport_ : nullptr, report)) {
-    link_->event(event.reason, std::move(event.message));
+  // Only the instance that speaks reports: a standby (the DaemonSet's pod waiting beside the
+  // static pod, or the surge pod of a rollout) would contradict it.
+  if (host_.mayFollowIntent()) {
+    auto report = nodeReport(host_.statusForKubernetes(), refusal_,
+                             std::chrono::system_clock::now());
+    for (auto& event : nodeEvents(lastReport_ ? &*lastReport_ : nullptr, report)) {
+      link_->event(event.reason, std::move(event.message));
+    }
+    link_->report(report.status);
+    lastReport_ = std::move(report);
   }
-  link_->report(report.status);
-  lastReport_ = std::move(report);
   timer_.expires_after(kTick);
   timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) {

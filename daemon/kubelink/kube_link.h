@@ -39,7 +39,7 @@ class KubeLinkHost {
   virtual nlohmann::json statusForKubernetes() const = 0;
   virtual policy::GuardCheck checkWithdraw(policy::GuardMoment moment) const = 0;
   // This instance speaks and is not shutting down: only then does it act on the Node's intent
-  // (a standby instance acts once it takes over).
+  // and report (a standby instance does both once it takes over).
   virtual bool mayFollowIntent() const = 0;
 
  protected:

@@ -714,6 +714,37 @@ esac
         return lab.run(ns.argv(argv + list(args)), check=check, timeout=timeout)
 
 
+def daemonset_overlay(C: "Cluster", tag: str, communities: list[str], hashed: bool,
+                      typo: bool = False) -> str:
+    """An overlay of manifests/ as a user writes one: the shipped vipd.yaml (with communities),
+    the image pinned to tag. hashed=False: the ConfigMap keeps its name when it changes, so a
+    change reaches the running pods through the kubelet's volume swap, not a rollout. typo: the
+    VIP's prefix length mistyped (/33), which vipd refuses at start."""
+    yaml = lab.yaml_module()
+    path = C.L.path(f"overlay-{tag}-{len(communities)}{'-typo' if typo else ''}")
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(SOURCE_DIR, "manifests", "daemonset", "vipd.yaml")) as f:
+        config = yaml.safe_load(f)
+    if communities:
+        config["communities"] = communities
+    if typo:
+        config["vips"][0]["address"] = config["vips"][0]["address"].replace("/32", "/33")
+    with open(os.path.join(path, "vipd.yaml"), "w") as f:
+        yaml.safe_dump(config, f, sort_keys=False)
+    generator = {"name": "vipd-config", "namespace": "kube-system", "behavior": "replace",
+                 "files": ["vipd.yaml"]}
+    if not hashed:
+        generator["options"] = {"disableNameSuffixHash": True}
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [os.path.relpath(os.path.join(SOURCE_DIR, "manifests"), path)],
+        "images": [{"name": "localhost/vipd", "newTag": tag}],
+        "configMapGenerator": [generator]}
+    with open(os.path.join(path, "kustomization.yaml"), "w") as f:
+        yaml.safe_dump(kustomization, f, sort_keys=False)
+    return path
+
+
 def up(L: lab.Lab, n: int = 3, spares: int = 0):
     """What every scenario starts from, before day 0: the cluster of n nodes (and spares, not
     yet provisioned), BIRD on the fabric, the client network behind it, the fabric's route to
