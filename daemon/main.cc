@@ -35,6 +35,7 @@
 #include "daemon/doctor/command.h"
 #include "daemon/probe/command.h"
 #include "daemon/speaker.h"
+#include "kube/link.h"
 #include "daemon/base/version.h"
 #include "daemon/lifecycle/instance_lock.h"
 #include "daemon/session/key.h"
@@ -313,6 +314,24 @@ int main(int argc, char** argv) {
         error.file = loaded->origins.blame(error.path, options.sources.configPath);
       }
       return refuse(errors);
+    }
+    // The kubeconfig too (issue 41): a file vipd cannot use turns the link off at start, which
+    // vipd survives; validate says so first. In-cluster credentials exist only in the pod.
+    if (const auto& k = loaded->config.kubernetes; k.enabled && k.kubeconfig) {
+      auto target = kube::resolveLinkTarget(
+          k,
+          [](std::string_view name) {
+            const char* value = std::getenv(std::string(name).c_str());
+            return value == nullptr ? std::nullopt : std::optional<std::string>(value);
+          },
+          kube::localFileReader());
+      if (!target) {
+        config::ConfigError error;
+        error.file = loaded->origins.blame("kubernetes.kubeconfig", options.sources.configPath);
+        error.path = "kubernetes.kubeconfig";
+        error.message = target.error().message;
+        return refuse({error});
+      }
     }
     std::printf("%s: valid\n", configNames(options).c_str());
     return 0;

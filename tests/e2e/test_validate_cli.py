@@ -14,6 +14,8 @@ Asserts:
 - `vipd validate` reads peers[].passwordFile as start does: a 0600 key file is valid; one that
   group or others can read, a missing one and a FIFO (refused at once, not waited on) exit 1
   with start's message at `peers[0].passwordFile`;
+- `vipd validate` reads kubernetes.kubeconfig as start does (issue 41): a missing one and one
+  that skips TLS verification exit 1 at `kubernetes.kubeconfig` with the reason;
 - files refused unread with one error (issue 40, issue 43): the alias bomb (exit 1, not an
   abort), a FIFO as the config or the node file (at once, not waited on), a symlink to a file
   outside the config's directory (nothing of that file shown);
@@ -165,6 +167,31 @@ def check_refused_files(vipd: str, tmp: str, valid_text: str) -> None:
                   f"validate on {what} shows nothing of the secret")
 
 
+def check_kubeconfig(vipd: str, tmp: str, valid_text: str) -> None:
+    """`vipd validate` loads kubernetes.kubeconfig as the link does at start (kube/link.h): a file
+    vipd cannot use would only turn the link off at start, so validate says so first."""
+    conf = os.path.join(tmp, "kube.yaml")
+    section = ("kubernetes:\n  kubeconfig: {path}\n  nodeName: cp-1\n")
+    insecure = os.path.join(tmp, "insecure.conf")
+    with open(insecure, "w") as f:
+        f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                "clusters:\n- name: k\n  cluster:\n    server: https://192.0.2.1:6443\n"
+                "    insecure-skip-tls-verify: true\n"
+                "users:\n- name: u\n  user:\n    token: abc\n"
+                "contexts:\n- name: c\n  context:\n    cluster: k\n    user: u\n")
+    cases = [("a missing kubeconfig", os.path.join(tmp, "missing.conf"),
+              r"No such file or directory"),
+             ("a kubeconfig that skips TLS verification", insecure, r"insecure-skip-tls-verify")]
+    for what, path, message in cases:
+        with open(conf, "w") as f:
+            f.write(valid_text + section.format(path=path))
+        p = cmd([vipd, "validate", "--config", conf], timeout=5)
+        pattern = rf"^{re.escape(conf)}: kubernetes\.kubeconfig: .*{message}"
+        lab.check(p.returncode == 1 and re.search(pattern, p.stderr, re.MULTILINE),
+                  f"validate refuses {what}: exit {p.returncode}, expected a line matching "
+                  f"{pattern!r}")
+
+
 def test() -> None:
     tmp = tempfile.mkdtemp(prefix="vipd-e2e-validate-")
     try:
@@ -248,6 +275,7 @@ def test() -> None:
             lab.check(not os.path.exists(socket), f"vipd started with {key} {new!r}")
 
         check_password_files(vipd, tmp, valid_text)
+        check_kubeconfig(vipd, tmp, valid_text)
         check_refused_files(vipd, tmp, valid_text)
 
         p = cmd([vipctl, "--socket", "/nonexistent", "status"])
