@@ -4,7 +4,8 @@
 The real walk (etcd 3 -> 4 -> 3 and 3 -> 2 -> 3 against real etcd members, kubelets and
 apiservers) is e2e_cluster_replace. What a real cluster cannot show cheaply is every way a
 replacement must stop: the guard refusing, vipd unreachable, an even member count, a member
-still joining. Here the script's --on is this file run as a fleet of its own (`fleet STATE NODE
+still joining, and --withdraw-via api (a fake kubectl: the annotation, then the VipdNode's
+Announcing condition). Here the script's --on is this file run as a fleet of its own (`fleet STATE NODE
 COMMAND`), which answers the two things the script asks a node for, etcd's member API (the curl
 it runs) and vipctl, from a JSON state file, and records every call; --join and --stop are
 commands that record themselves too. Each case asserts the exit code, the message, and what was
@@ -58,6 +59,26 @@ def fleet(state_path: str, node: str, command: str) -> int:
     return rc
 
 
+def kubectl(state_path: str, argv: list[str]) -> int:
+    """--kubectl for --withdraw-via api: the Node's annotation and the VipdNode's Announcing
+    condition, which says state["api_reason"] once the node is annotated."""
+    with open(state_path) as f:
+        state = json.load(f)
+    state["calls"].append(["kubectl"] + argv[:1] + argv[-1:])
+    out = ""
+    if argv[0] == "annotate":
+        state["annotated"] = not argv[-1].endswith("-")
+    elif argv[:2] == ["get", "vipdnode"]:
+        reason = state["api_reason"] if state.get("annotated") else "Announced"
+        out = json.dumps({"status": {"conditions": [
+            {"type": "Announcing", "status": "False" if reason == "WithdrawnByNode" else "True",
+             "reason": reason, "message": f"{reason} (the fake)"}]}})
+    with open(state_path, "w") as f:
+        json.dump(state, f)
+    print(out)
+    return 0
+
+
 def hook(what: str, state_path: str) -> int:
     """--join (NEW's member starts: it takes the name the script gave it, as etcd does at
     start) or --stop, recorded."""
@@ -75,16 +96,21 @@ def hook(what: str, state_path: str) -> int:
 
 
 def run(tmp: str, order: str, members: list[dict], withdraw_rc: int = 0,
-        announces: bool = True, old: str = "node1", new: str = "node4") -> tuple[int, str, dict]:
+        announces: bool = True, old: str = "node1", new: str = "node4",
+        api_reason: str = "") -> tuple[int, str, dict]:
+    """api_reason: --withdraw-via api, and the reason OLD's VipdNode gives once annotated."""
     state_path = os.path.join(tmp, "state.json")
     with open(state_path, "w") as f:
         json.dump({"members": members, "withdraw_rc": withdraw_rc, "announces": announces,
-                   "calls": []}, f)
+                   "api_reason": api_reason, "calls": []}, f)
     me = shlex.join([sys.executable, os.path.abspath(__file__)])
     join, stop = (f"{me} {hook} {shlex.quote(state_path)}" for hook in ("join", "stop"))
     p = subprocess.run([sys.executable, SCRIPT, order, old, f"{new}=192.0.2.14", "--via", "node2",
                         "--on", f"{me} fleet {shlex.quote(state_path)}", "--join", join,
-                        "--stop", stop, "--timeout", "10"],
+                        "--stop", stop, "--timeout", "10"] +
+                       (["--withdraw-via", "api", "--kubectl",
+                         f"{me} kubectl {shlex.quote(state_path)}", "--withdraw-timeout", "3"]
+                        if api_reason else []),
                        capture_output=True, text=True, timeout=60)
     with open(state_path) as f:
         return p.returncode, p.stderr, json.load(f)
@@ -134,6 +160,19 @@ def test() -> None:
         rc, err, st = run(tmp, "replace", three, withdraw_rc=1)
         check(rc == 0 and did(st, "stop"), f"withdrawn, acknowledgement slow (1): goes on: {rc}")
 
+        # --withdraw-via api (issue 41): the annotation, then the VipdNode's word.
+        rc, err, st = run(tmp, "replace", three, api_reason="WithdrawnByNode")
+        check(rc == 0 and did(st, "kubectl annotate vipd.io/withdraw=replaced by node4") and
+              not did(st, "node1 vipctl withdraw") and did(st, "stop") and st["annotated"],
+              f"through the API: annotated, retired, nothing run on OLD for it: {rc} {err}")
+        rc, err, st = run(tmp, "replace", three, api_reason="WithdrawRefused")
+        check(rc == 4 and "WithdrawRefused" in err and not st["annotated"] and
+              len(st["members"]) == 3 and not did(st, "stop"),
+              f"through the API, refused: exit 4, the annotation taken back: {rc} {err}")
+        rc, err, st = run(tmp, "replace", three, api_reason="Announced")
+        check(rc == 3 and "did not say WithdrawnByNode" in err and not st["annotated"] and
+              not did(st, "stop"), f"through the API, no answer: exit 3, taken back: {rc} {err}")
+
         rc, err, st = run(tmp, "surge", three + [member("node5")])
         check(rc == 3 and "even count" in err and not did(st, "withdraw") and not did(st, "join"),
               f"an even member count: exit 3 before anything: {rc} {err}")
@@ -154,6 +193,8 @@ def test() -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "fleet":
         sys.exit(fleet(sys.argv[2], sys.argv[3], sys.argv[4]))
+    if len(sys.argv) > 1 and sys.argv[1] == "kubectl":
+        sys.exit(kubectl(sys.argv[2], sys.argv[3:]))
     if len(sys.argv) > 1 and sys.argv[1] in ("join", "stop"):
         sys.exit(hook(sys.argv[1], sys.argv[2]))
     test()
