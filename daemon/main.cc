@@ -167,6 +167,39 @@ std::string configNames(const Options& options) {
                           : s.configPath;
 }
 
+// What `vipd validate` reads beyond the config, as the start reads it, so that the systemd unit's
+// ExecStartPre (validate) fails wherever the start would: the password files (one function with
+// Speaker::start()) and the kubeconfig (issue 41: a file vipd cannot use turns the link off at
+// start, which vipd survives; validate says so first. In-cluster credentials exist only in the
+// pod). The errors, each at its key; none when all can be used.
+std::vector<config::ConfigError> filesStartReads(const Options& options,
+                                                 const config::LoadedConfig& loaded) {
+  if (auto keys = daemon::readSessionKeys(loaded.config.peers); !keys) {
+    auto errors = keys.error();
+    for (auto& error : errors) {
+      error.file = loaded.origins.blame(error.path, options.sources.configPath);
+    }
+    return errors;
+  }
+  if (const auto& k = loaded.config.kubernetes; k.enabled && k.kubeconfig) {
+    auto target = kube::resolveLinkTarget(
+        k,
+        [](std::string_view name) {
+          const char* value = std::getenv(std::string(name).c_str());
+          return value == nullptr ? std::nullopt : std::optional<std::string>(value);
+        },
+        kube::localFileReader());
+    if (!target) {
+      config::ConfigError error;
+      error.file = loaded.origins.blame("kubernetes.kubeconfig", options.sources.configPath);
+      error.path = "kubernetes.kubeconfig";
+      error.message = target.error().message;
+      return {error};
+    }
+  }
+  return {};
+}
+
 // ---- signals ----
 //
 // Every catchable signal whose default action ends the process is either handled here or
@@ -306,32 +339,8 @@ int main(int argc, char** argv) {
     return refuse(loaded.error());
   }
   if (options.command == Command::Validate) {
-    // The password files too, read as Speaker::start() reads them (one function), so that the
-    // systemd unit's ExecStartPre (this) fails wherever the start would.
-    if (auto keys = daemon::readSessionKeys(loaded->config.peers); !keys) {
-      auto errors = keys.error();
-      for (auto& error : errors) {
-        error.file = loaded->origins.blame(error.path, options.sources.configPath);
-      }
+    if (auto errors = filesStartReads(options, *loaded); !errors.empty()) {
       return refuse(errors);
-    }
-    // The kubeconfig too (issue 41): a file vipd cannot use turns the link off at start, which
-    // vipd survives; validate says so first. In-cluster credentials exist only in the pod.
-    if (const auto& k = loaded->config.kubernetes; k.enabled && k.kubeconfig) {
-      auto target = kube::resolveLinkTarget(
-          k,
-          [](std::string_view name) {
-            const char* value = std::getenv(std::string(name).c_str());
-            return value == nullptr ? std::nullopt : std::optional<std::string>(value);
-          },
-          kube::localFileReader());
-      if (!target) {
-        config::ConfigError error;
-        error.file = loaded->origins.blame("kubernetes.kubeconfig", options.sources.configPath);
-        error.path = "kubernetes.kubeconfig";
-        error.message = target.error().message;
-        return refuse({error});
-      }
     }
     std::printf("%s: valid\n", configNames(options).c_str());
     return 0;
