@@ -141,7 +141,6 @@ class Speaker final : private DrainHost,
   void openBfd(config::Config& achievable, NotApplied& failed);
   // Carries out `plan` (config_ becomes plan.applied); `keys` are the new keys by peer.
   void carryOut(const config::ReloadPlan& plan, PeerKeys& keys);
-  void applyVips(const config::ReloadPlan& plan);
   // The return-path check with the new settings; a port in use rolls it (and `plan`) back to the
   // running ones: the reload's one rollback.
   void restartReturnPath(const config::ReturnPath& previous, config::ReloadPlan& plan,

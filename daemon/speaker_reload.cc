@@ -236,51 +236,27 @@ void Speaker::carryOut(const config::ReloadPlan& plan, PeerKeys& keys) {
   }
   config_ = plan.applied;  // every collaborator that reads config_ sees what runs from here on
   peers_.apply(plan, keys);
-  applyVips(plan);
   returnPath_.setAddresses(peerAddresses(config_), vipAddresses(config_));
+  Announcer::ReloadChanges changes{plan.vipsRemoved, plan.vipsChanged, plan.vipsAdded,
+                                   plan.healthPolicy || plan.healthCheck, std::nullopt};
   if (plan.healthCheck) {
     const bool was = health_.healthy();
     if (auto reconfigured = health_.reconfigure(config_.health); !reconfigured) {
       log_.error("health", "{}; still probing with the settings it had", reconfigured.error());
     }
     if (health_.healthy() != was) {
-      onHealthChange(health_.healthy());
+      changes.healthFlipped = health_.healthy();
     }
   }
-  if (plan.healthPolicy || plan.healthCheck) {
-    announcer_.refresh();  // the health settings are inputs the gate does not show
-    announcer_.followHealthBinding();
-  }
+  // The Announcer once, for everything the reload changes in what is announced and bound.
+  announcer_.applyReload(changes, [this](const bgp::Prefix& vip) {
+    if (instanceLock_ != nullptr) {
+      instanceLock_->releaseVip(vip);
+    }
+  });
   listener_.peersChanged();
   if (!plan.peersAdded.empty()) {
     scheduleHousekeeping(1s);  // a new session may become stuck before the next planned look
-  }
-  announcer_.announce();
-}
-
-void Speaker::applyVips(const config::ReloadPlan& plan) {
-  for (const auto& vip : plan.vipsRemoved) {
-    announcer_.removeVip(vip, [this, vip] {
-      if (instanceLock_ != nullptr) {
-        instanceLock_->releaseVip(vip);
-      }
-    });
-  }
-  for (const auto& vip : plan.vipsChanged) {
-    announcer_.vips().addOrUpdate(vip);
-  }
-  for (const auto& vip : plan.vipsAdded) {
-    if (announcer_.keepVip(vip.prefix)) {
-      log_.info("vip " + vip.prefix.toString(), "added again before it was unbound: kept");
-    } else {
-      log_.info("vip " + vip.prefix.toString(), "added by a config reload; binding it, then "
-                "announcing it once bound (and the health gate allows)");
-    }
-    announcer_.vips().addOrUpdate(vip);
-  }
-  // Decided again over the new VIPs (a change the gate does not show).
-  if (!plan.vipsAdded.empty() && announcer_.refresh().mayBind) {
-    announcer_.vips().bind();
   }
 }
 

@@ -345,6 +345,42 @@ void Announcer::unbindForHealthOnceAcknowledged() {
 
 // ---- a reload's VIPs ----
 
+void Announcer::applyReload(const ReloadChanges& changes,
+                            const std::function<void(const bgp::Prefix&)>& released) {
+  for (const auto& vip : changes.vipsRemoved) {
+    removeVip(vip, [released, vip] {
+      if (released) {
+        released(vip);
+      }
+    });
+  }
+  for (const auto& vip : changes.vipsChanged) {
+    vips_.addOrUpdate(vip);
+  }
+  for (const auto& vip : changes.vipsAdded) {
+    if (keepVip(vip.prefix)) {
+      log_.info("vip " + vip.prefix.toString(), "added again before it was unbound: kept");
+    } else {
+      log_.info("vip " + vip.prefix.toString(), "added by a config reload; binding it, then "
+                "announcing it once bound (and the health gate allows)");
+    }
+    vips_.addOrUpdate(vip);
+  }
+  // Decided again over the new VIPs and health settings (changes the gate does not show).
+  if (!changes.vipsAdded.empty() || changes.healthSettings) {
+    if (refresh().mayBind && !changes.vipsAdded.empty()) {
+      vips_.bind();
+    }
+  }
+  if (changes.healthFlipped) {
+    onHealthChange(*changes.healthFlipped);  // it announces
+  }
+  if (changes.healthSettings) {
+    followHealthBinding();
+  }
+  announce();
+}
+
 void Announcer::removeVip(const bgp::Prefix& vip, std::function<void()> forgotten) {
   const std::string subject = "vip " + vip.toString();
   log_.info(subject, "removed from the config; withdrawing it from every peer, then unbinding it "

@@ -128,6 +128,23 @@ class Announcer final : private VipKeeperHost {
   // health.onFailure degrade and the check failing: the worse path is announced.
   bool degradedNow() const;
 
+  // ---- a reload ----
+  // What a reload changes here, carried out in one visit (a live reload enters the Announcer
+  // once): the VIPs removed (withdrawn, then unbound once the peers acknowledge; `released`
+  // runs for each once it is forgotten), changed and added (kept if a removal was in progress;
+  // the added ones bound once the decision allows), the health gate's new verdict when the new
+  // health settings changed it (`healthFlipped`), the binding the health settings decide
+  // (`healthSettings`), then one announce.
+  struct ReloadChanges {
+    std::vector<bgp::Prefix> vipsRemoved;
+    std::vector<config::Vip> vipsChanged;
+    std::vector<config::Vip> vipsAdded;
+    bool healthSettings = false;
+    std::optional<bool> healthFlipped;
+  };
+  void applyReload(const ReloadChanges& changes,
+                   const std::function<void(const bgp::Prefix&)>& released);
+
   // ---- a reload's VIPs ----
   // Withdraws `vip` (policy input `removing`), then unbinds and forgets it once the peers have
   // acknowledged; `forgotten` runs then (the VIP's instance lock is released).
