@@ -130,10 +130,29 @@ class Bird:
             ]
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
+        self._start()
+
+    @classmethod
+    def from_text(cls, lab: Lab, ns: Namespace, text: str, neighbors: list[Neighbor],
+                  name: str = "bird") -> "Bird":
+        """BIRD with a config written elsewhere (say docs/routers/bird.conf, as text), whose
+        BGP protocols are named as in neighbors (nb.name), so that the queries by address
+        work."""
+        self = cls.__new__(cls)
+        self.lab, self.ns, self.name, self.bfd, self.neighbors = lab, ns, name, None, neighbors
+        self.conf = lab.path(f"{name}.conf")
+        self.sock = lab.path(f"{name}.ctl")
+        with open(self.conf, "w") as f:
+            f.write(text)
+        self._start()
+        return self
+
+    def _start(self) -> None:
         run(["bird", "-p", "-c", self.conf])  # parse check: a clear error before starting
-        self.proc = lab.start(ns, name, ["bird", "-f", "-c", self.conf, "-s", self.sock])
+        self.proc = self.lab.start(self.ns, self.name,
+                                   ["bird", "-f", "-c", self.conf, "-s", self.sock])
         self.procs = [self.proc]
-        wait_until(lambda: os.path.exists(self.sock), 10, 0.1, f"{name} control socket")
+        wait_until(lambda: os.path.exists(self.sock), 10, 0.1, f"{self.name} control socket")
 
     def birdc(self, *args: str) -> str:
         return run(["birdc", "-s", self.sock] + list(args), timeout=10).stdout

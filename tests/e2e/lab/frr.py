@@ -125,8 +125,39 @@ class Frr:
                     "exit",
                 ]) + "\n")
             shutil.copy(self.bfdd_conf, lab.path(f"{name}-bfdd.conf"))
+        self._start(name, bgpd_conf=self.bgpd_conf, bfdd_conf=self.bfdd_conf if bfd else None)
+
+    @classmethod
+    def booted(cls, lab: Lab, ns: Namespace, config_dir: Optional[str], name: str = "frr",
+               bgpd: bool = True, bfdd: bool = True) -> "Frr":
+        """FRR started as its packaged init script starts it with the integrated config:
+        zebra, bfdd and bgpd with no config of their own, then `vtysh -b` applies
+        config_dir/frr.conf (a file a test takes as it is, say docs/routers/frr.conf).
+        config_dir None: nothing applied (zebra alone, bgpd=False and bfdd=False, is the FIB
+        of another BGP daemon: self.zserv is its socket)."""
+        self = cls.__new__(cls)
+        self.lab, self.ns, self.neighbors, self.bfd = lab, ns, [], None
+        self.pathspace = f"{lab.prefix}{name}"
+        self.dir = lab.path(name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.zebra_conf = os.path.join(self.dir, "zebra.conf")
+        confs = {}
+        for daemon, wanted in (("zebra", True), ("bfdd", bfdd), ("bgpd", bgpd)):
+            if wanted:
+                confs[daemon] = os.path.join(self.dir, f"{daemon}.conf")
+                open(confs[daemon], "w").close()  # empty: frr.conf says it all
+        self._start(name, bgpd_conf=confs.get("bgpd"), bfdd_conf=confs.get("bfdd"))
+        if config_dir:
+            shutil.copy(os.path.join(config_dir, "frr.conf"), lab.path(f"{name}-frr.conf"))
+            run(["vtysh", "--vty_socket", self.dir, "--config_dir", config_dir, "-b"], timeout=30)
+        return self
+
+    def _start(self, name: str, bgpd_conf: Optional[str], bfdd_conf: Optional[str]) -> None:
+        """Starts zebra, then bfdd (bfdd_conf) and bgpd (bgpd_conf), each in self.ns with its
+        config file (zebra's is self.zebra_conf)."""
+        lab, ns = self.lab, self.ns
         run(["chown", "-R", "frr:frr", self.dir])
-        zsock = os.path.join(self.dir, "zserv.api")
+        self.zserv = zsock = os.path.join(self.dir, "zserv.api")
         common = ["-N", self.pathspace, "--vty_socket", self.dir, "-z", zsock,
                   "-u", "frr", "-g", "frr", "--log", "stdout"]
         lab.on_cleanup(lambda: shutil.rmtree(f"/var/run/frr/{self.pathspace}", ignore_errors=True))
@@ -134,17 +165,20 @@ class Frr:
                                                      "-i", os.path.join(self.dir, "zebra.pid")] + common)
         wait_until(lambda: os.path.exists(zsock), 10, 0.1, "zebra's zserv socket")
         self.bfdd: Optional[Proc] = None
-        if bfd:
+        if bfdd_conf:
             self.bfdd = lab.start(ns, f"{name}-bfdd", [
-                f"{FRR_DIR}/bfdd", "-f", self.bfdd_conf, "-i", os.path.join(self.dir, "bfdd.pid"),
+                f"{FRR_DIR}/bfdd", "-f", bfdd_conf, "-i", os.path.join(self.dir, "bfdd.pid"),
                 "--bfdctl", os.path.join(self.dir, "bfdd.sock")] + common)
             wait_until(lambda: os.path.exists(os.path.join(self.dir, "bfdd.vty")), 10, 0.1,
                        "bfdd's vty socket")
-        self.bgpd = lab.start(ns, f"{name}-bgpd", [f"{FRR_DIR}/bgpd", "-f", self.bgpd_conf,
-                                                   "-i", os.path.join(self.dir, "bgpd.pid")] + common)
-        wait_until(lambda: os.path.exists(os.path.join(self.dir, "bgpd.vty")), 10, 0.1,
-                   "bgpd's vty socket")
-        self.procs = [self.zebra] + ([self.bfdd] if self.bfdd else []) + [self.bgpd]
+        self.bgpd: Optional[Proc] = None
+        if bgpd_conf:
+            self.bgpd = lab.start(ns, f"{name}-bgpd", [
+                f"{FRR_DIR}/bgpd", "-f", bgpd_conf, "-i", os.path.join(self.dir, "bgpd.pid")]
+                + common)
+            wait_until(lambda: os.path.exists(os.path.join(self.dir, "bgpd.vty")), 10, 0.1,
+                       "bgpd's vty socket")
+        self.procs = [p for p in (self.zebra, self.bfdd, self.bgpd) if p]
 
     def vtysh(self, *commands: str) -> str:
         argv = ["vtysh", "--vty_socket", self.dir]
@@ -203,7 +237,5 @@ class Frr:
         return p.get("status", "unknown") if p else "absent"
 
     def stop(self) -> None:
-        self.bgpd.stop()
-        if self.bfdd:
-            self.bfdd.stop()
-        self.zebra.stop()
+        for p in reversed(self.procs):
+            p.stop()

@@ -107,12 +107,29 @@ class Gobgp:
         ]
         with open(self.conf, "w") as f:
             f.write("\n".join(t) + "\n")
-        self.target = f"unix://{lab.path(name + '.grpc')}" if api_socket else None
-        self.proc = lab.start(ns, name, ["gobgpd", "-f", self.conf, "-p", "--pprof-disable",
-                                         f"--api-hosts={self.target or f'127.0.0.1:{self.port}'}"])
-        wait_until(lambda: self.cli("global") is not None, 15, 0.2, f"{name} gRPC API")
+        self._start(name, api_socket)
         for o in origins:
             self.add_route(o)
+
+    @classmethod
+    def from_text(cls, lab: Lab, ns: Namespace, text: str, name: str = "gobgp") -> "Gobgp":
+        """gobgpd with a config written elsewhere (say docs/routers/gobgp.toml, as text)."""
+        self = cls.__new__(cls)
+        self.lab, self.ns, self.neighbors = lab, ns, []
+        Gobgp._next_port += 1
+        self.port = Gobgp._next_port
+        self.conf = lab.path(f"{name}.toml")
+        with open(self.conf, "w") as f:
+            f.write(text)
+        self._start(name, api_socket=False)
+        return self
+
+    def _start(self, name: str, api_socket: bool) -> None:
+        self.target = f"unix://{self.lab.path(name + '.grpc')}" if api_socket else None
+        self.proc = self.lab.start(self.ns, name, [
+            "gobgpd", "-f", self.conf, "-p", "--pprof-disable",
+            f"--api-hosts={self.target or f'127.0.0.1:{self.port}'}"])
+        wait_until(lambda: self.cli("global") is not None, 15, 0.2, f"{name} gRPC API")
         self.procs = [self.proc]
 
     def cli(self, *args: str, json_out: bool = False) -> Any:
