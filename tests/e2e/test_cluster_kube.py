@@ -11,8 +11,9 @@ with it); BIRD sends every path back (ADD-PATH), so each vipd sees the others.
    it (exit 5). On node 3, the last announcer: refused. Its path stays, an Event
    WithdrawRefused is on the Node, its VipdNode's Announcing condition says WithdrawRefused.
    The annotations removed: all three announce again (node 3 never left).
-3. The API cut off for a minute: every node's packets to its own apiserver (the link's address,
-   the node's; the health check uses 127.0.0.1 and keeps passing) are dropped. Meanwhile the
+3. The API cut off for a minute: every packet to and from each apiserver at its node's address
+   (the link's way to it) is dropped, both ways; the health check uses 127.0.0.1 and keeps
+   passing, and the VIP still reaches the API. Meanwhile the
    annotation is put on node 1 through the VIP (the API itself is up). Asserts: no change of
    the fabric's route for the whole minute, every vipd answers `vipctl status` and kept its
    container (restart count 0). Once the cut ends, node 1 sees the request and withdraws, and
@@ -115,12 +116,15 @@ def steer(C: cluster.Cluster, monitor) -> None:
 
 
 def cut(C: cluster.Cluster, on: bool) -> None:
-    """Drops (on) or lets through again every packet from each node to its own apiserver at the
-    node's address: the link's way to the API. 127.0.0.1 (the health check) stays open."""
+    """Drops (on) or lets through again every packet to and from each apiserver at its node's
+    address, both ways (the link's way to the API; the watch in flight hangs, as on a real
+    partition). 127.0.0.1 (the health check) and the VIP (kubectl from the client) stay open."""
     for cn in C.nodes:
         if on:
+            port = cluster.APISERVER_PORT
             script = (f"table inet vipd_cut {{ chain out {{ type filter hook output priority 0; "
-                      f"ip daddr {cn.node.v4} tcp dport {cluster.APISERVER_PORT} drop; }} }}")
+                      f"ip daddr {cn.node.v4} tcp dport {port} drop; "
+                      f"ip saddr {cn.node.v4} tcp sport {port} drop; }} }}")
             lab.run(cn.node.ns.argv(["nft", "-f", "-"]), input=script)
         else:
             lab.run(cn.node.ns.argv(["nft", "delete", "table", "inet", "vipd_cut"]), check=False)
