@@ -449,6 +449,10 @@ std::optional<int> parseOptions(int argc, char** argv, Options& options) {
                      "withdraw even when this node is among the last guard.minAnnouncers nodes "
                      "announcing a VIP (the guard refuses that otherwise, exit 4)");
   app.add_subcommand("announce", "clear the withdrawn state and announce again (once healthy)");
+  app.add_subcommand("alive",
+                     "exit 0 when this vipd answers on its socket (one short line), 3 when it does "
+                     "not: an exec liveness probe (the kubelet keeps at most 10 KiB of a probe's "
+                     "output, which `status --json` outgrows)");
   app.add_subcommand("ready",
                      "exit 0 when this vipd is ready (as /readyz), else print why and exit 1: "
                      "an exec readiness probe that reaches the pod's own instance through "
@@ -569,8 +573,10 @@ int main(int argc, char** argv) {
     return *exitCode;
   }
   const std::string& command = options.command;
-  // Each subcommand sends the control command of its name, but `ready`, which reads the status.
-  const auto sent = command == "ready" ? vipd::daemon::ControlCommand::Status
+  // Each subcommand sends the control command of its name, but `ready` and `alive`, which read
+  // the status.
+  const auto sent = command == "ready" || command == "alive"
+                        ? vipd::daemon::ControlCommand::Status
                                        : vipd::daemon::commandNamed(command).value_or(
                                              vipd::daemon::ControlCommand::Status);
   json request{{"command", vipd::daemon::commandName(sent)}};
@@ -611,6 +617,11 @@ int main(int argc, char** argv) {
     }
     return response.value("refused", std::string()) == "guard" ? kExitRefusedByGuard
                                                                 : kExitRefused;
+  }
+  if (command == "alive") {
+    std::printf("alive: vipd %s, %s\n", str(response, "version").c_str(),
+                str(response, "role").c_str());
+    return 0;
   }
   if (command == "ready") {
     if (response.value("ready", false) == true) {

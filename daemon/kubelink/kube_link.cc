@@ -137,7 +137,12 @@ void KubeLink::followIntent() {
 
 // The guard refused the Node's request: said once per refusal (log, Event), and asked again
 // every tick; the annotation stays as the operator wrote it.
-void KubeLink::refused(const std::string& refusal) {
+void KubeLink::refused(const std::string& guardRefusal) {
+  // The guard words its refusal for vipctl; the Node's request has no --force.
+  std::string refusal = guardRefusal;
+  if (auto force = refusal.find(". `vipctl withdraw --force`"); force != std::string::npos) {
+    refusal.erase(force);
+  }
   const bool first = !refusal_;
   refusal_ = refusal;
   if (!first) {

@@ -65,7 +65,7 @@ class KubeLink {
  private:
   void tick();
   void followIntent();
-  void refused(const std::string& refusal);
+  void refused(const std::string& guardRefusal);
 
   asio::io_context& io_;
   const config::Kubernetes& settings_;

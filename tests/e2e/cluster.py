@@ -526,6 +526,9 @@ class Cluster:
         the cluster (provision() and a join make them members)."""
         self.L = L
         self.tools = tools()
+        # Where kubectl runs unless told (None: node 1; a test that withdraws node 1 sets the
+        # client network, which reaches the VIP through the fabric).
+        self.kubectl_ns: Optional[lab.Namespace] = None
         self.topo = L.fabric_with_nodes(n + spares)
         self.fabric = self.topo.fabric
         self.pki = Pki(L, os.path.join(self.tools, "kubeadm"))
@@ -704,9 +707,9 @@ esac
     def kubectl(self, *args: str, ns: Optional[lab.Namespace] = None, timeout: float = 30,
                 check: bool = True, server: Optional[str] = None) -> subprocess.CompletedProcess:
         """The pinned kubectl with the admin kubeconfig (its server: the VIP), from ns (default:
-        node 1; the client namespace reaches the VIP through the fabric). server: another
+        kubectl_ns, else node 1; the client namespace reaches the VIP through the fabric). server: another
         apiserver address (an apiserver's own, before anything announces the VIP)."""
-        ns = ns or self.nodes[0].node.ns
+        ns = ns or self.kubectl_ns or self.nodes[0].node.ns
         argv = [os.path.join(self.tools, "kubectl"), f"--kubeconfig={self.admin_conf}",
                 f"--request-timeout={max(1, int(timeout) - 2)}s"]
         if server:

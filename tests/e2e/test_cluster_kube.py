@@ -31,11 +31,17 @@ import pods
 
 CUT_S = 60
 CATCH_UP_S = 30
+# Where kubectl runs: the client network, through the VIP (set by test()). Node 1's namespace
+# loses its local VIP when node 1 is withdrawn.
+CLIENT = None
 
 
 def vipdnodes(C: cluster.Cluster) -> dict[str, dict]:
     """{node: VipdNode status} as `kubectl get vipdnodes` has them."""
-    return {o["metadata"]["name"]: o.get("status", {}) for o in C.get("vipdnodes")["items"]}
+    got = C.get("vipdnodes", ns=CLIENT)
+    if "error" in got:
+        lab.log(f"kubectl get vipdnodes: {got['error'].strip()[-300:]}")
+    return {o["metadata"]["name"]: o.get("status", {}) for o in got["items"]}
 
 
 def condition(status: dict, kind: str) -> dict:
@@ -46,9 +52,9 @@ def announcing(status: dict) -> str:
     return condition(status, "Announcing").get("status", "")
 
 
-def annotate(C: cluster.Cluster, node: str, reason: str = "", client=None) -> None:
+def annotate(C: cluster.Cluster, node: str, reason: str = "") -> None:
     value = [f"vipd.io/withdraw={reason}"] if reason else ["vipd.io/withdraw-"]
-    C.kubectl("annotate", "--overwrite", "node", node, *value, ns=client)
+    C.kubectl("annotate", "--overwrite", "node", node, *value, ns=CLIENT)
 
 
 def hops_now(monitor) -> set[str]:
@@ -58,7 +64,7 @@ def hops_now(monitor) -> set[str]:
 
 def events_for(C: cluster.Cluster, node: str, reason: str) -> list[dict]:
     got = C.get("events", "-n", "default", "--field-selector",
-                f"involvedObject.name={node},reason={reason}")
+                f"involvedObject.name={node},reason={reason}", ns=CLIENT)
     return got["items"]
 
 
@@ -94,7 +100,7 @@ def steer(C: cluster.Cluster, monitor) -> None:
     annotate(C, n3.name, "the last one")
     refused = lab.wait_until(lambda: events_for(C, n3.name, "WithdrawRefused"), 30, 1.0,
                              lambda: f"an Event WithdrawRefused on {n3.name}: "
-                             f"{C.get('events', '-n', 'default').get('items', [])[-5:]}")
+                             f"{C.get('events', '-n', 'default', ns=CLIENT).get('items', [])[-5:]}")
     lab.wait_until(lambda: condition(vipdnodes(C).get(n3.name, {}), "Announcing")
                    .get("reason") == "WithdrawRefused", CATCH_UP_S, 1.0,
                    lambda: f"{n3.name}'s VipdNode says WithdrawRefused: "
@@ -122,9 +128,10 @@ def cut(C: cluster.Cluster, on: bool) -> None:
     for cn in C.nodes:
         if on:
             port = cluster.APISERVER_PORT
-            script = (f"table inet vipd_cut {{ chain out {{ type filter hook output priority 0; "
-                      f"ip daddr {cn.node.v4} tcp dport {port} drop; "
-                      f"ip saddr {cn.node.v4} tcp sport {port} drop; }} }}")
+            script = (f"table inet vipd_cut {{\n chain out {{\n"
+                      f"  type filter hook output priority 0;\n"
+                      f"  ip daddr {cn.node.v4} tcp dport {port} drop\n"
+                      f"  ip saddr {cn.node.v4} tcp sport {port} drop\n }}\n}}\n")
             lab.run(cn.node.ns.argv(["nft", "-f", "-"]), input=script)
         else:
             lab.run(cn.node.ns.argv(["nft", "delete", "table", "inet", "vipd_cut"]), check=False)
@@ -143,7 +150,7 @@ def api_away(C: cluster.Cluster, monitor, client) -> None:
     cut(C, True)
     try:
         time.sleep(5)
-        annotate(C, n1.name, "asked while vipd cannot see the API", client=client)
+        annotate(C, n1.name, "asked while vipd cannot see the API")
         deadline = t0 + CUT_S
         while time.time() < deadline:
             for cn in C.nodes:
@@ -170,7 +177,7 @@ def api_away(C: cluster.Cluster, monitor, client) -> None:
     print(f"API away for {t1 - t0:.0f} s: 0 route changes, every vipd running; after its "
           f"return node 1 saw the annotation and withdrew in {gone - t1:.1f} s, its VipdNode "
           f"right {caught_up:.1f} s after")
-    annotate(C, n1.name, client=client)
+    annotate(C, n1.name)
     every = {cn.node.v4 for cn in C.nodes}
     monitor.wait(lambda h: every <= h, time.time() - 1, 60, "node 1 back")
 
@@ -179,7 +186,7 @@ def forged_write(C: cluster.Cluster, client) -> None:
     """A token bound to node 1's vipd pod writes node 1's VipdNode and not node 2's."""
     n1, n2 = C.nodes[0], C.nodes[1]
     pod = n1.pod("vipd-")
-    token = C.kubectl("create", "token", "vipd", "-n", "kube-system", "--bound-object-kind",
+    token = C.kubectl("--namespace", "kube-system", "create", "token", "vipd", "--bound-object-kind",
                       "Pod", "--bound-object-name", pod["metadata"]["name"],
                       "--bound-object-uid", pod["metadata"]["uid"]).stdout.strip()
 
@@ -205,7 +212,10 @@ def forged_write(C: cluster.Cluster, client) -> None:
 
 def test() -> None:
     with lab.Lab("cluster-kube") as L:
+        global CLIENT
         C, client, monitor = cluster.up(L)
+        CLIENT = client
+        C.kubectl_ns = client
         C.day0(monitor)
         lab.wait_until(lambda: C.ready_nodes() == {cn.name for cn in C.nodes}, 180, 1.0,
                        lambda: f"three Ready nodes: {C.ready_nodes()}")
@@ -215,7 +225,7 @@ def test() -> None:
             announcing(s) == "True" and [v.get("fabricAnnouncers") for v in s.get("vips", [])]
             == [3] for s in vipdnodes(C).values()), 60, 1.0,
             lambda: f"three VipdNodes announcing, the fabric counting 3: {vipdnodes(C)}")
-        table = C.kubectl("get", "vipdnodes").stdout
+        table = C.kubectl("get", "vipdnodes", ns=client).stdout
         print(f"kubectl get vipdnodes, {time.time() - t0:.1f} s after the DaemonSet's apply:\n"
               f"{table}")
         lab.check(table.count("True") == 3, f"the printer columns say who announces: {table}")

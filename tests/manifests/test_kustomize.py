@@ -173,7 +173,7 @@ def check_pod_common(c: Checks, who: str, spec: dict, port: int, socket: str,
     c.equal(sc.get("runAsUser"), 0, f"{who}: runs as root (for the capabilities)")
 
     if exec_probes:
-        for probe, command in (("livenessProbe", ["status", "--json"]),
+        for probe, command in (("livenessProbe", ["alive"]),
                                ("readinessProbe", ["ready"])):
             got = ctr.get(probe, {}).get("exec", {}).get("command")
             c.equal(got, ["vipctl", "--socket", socket, *command],
