@@ -69,6 +69,11 @@ struct Context {
   const FabricIdentity& identity;
   std::set<bgp::IpAddress> ownNextHops;
   std::set<bgp::IpAddress> peers;  // every session's peer: a next hop a router rewrote
+  // Next hops of the other family than their session's peer (an IPv6 VIP over an IPv4
+  // session) that paths from two origins carry in one session: the router's own address, which
+  // it put there (FRR and GoBGP do, with next hop self), so they name no node. Also each
+  // session peer as an IPv4-mapped IPv6 address (GoBGP's ::ffff:a.b.c.d).
+  std::set<bgp::IpAddress> routerNextHops;
   // Router IDs (not this node's) that paths from two kept next hops carry: they name no node.
   std::set<uint32_t> sharedOriginators;
 };
@@ -82,7 +87,8 @@ bool isIbgp(const SessionView& s, const Context& c) { return s.peerAsn == c.iden
 // Whether the next hop is the originating node's (see the header): a router that passes on a
 // path it got from another router carries that router's next hop, not the node's.
 bool keptNextHop(const FabricPath& p, const SessionView& s, const Context& c) {
-  if (p.nextHop == s.peer || c.peers.count(p.nextHop) != 0) {
+  if (p.nextHop == s.peer || c.peers.count(p.nextHop) != 0 ||
+      c.routerNextHops.count(p.nextHop) != 0) {
     return false;
   }
   auto ases = crossedAses(p.asPath);
@@ -203,6 +209,41 @@ Announcer announcerOf(const Group& g, const FabricIdentity& identity) {
     notePath(a, *s, *path, identity);
   }
   return a;
+}
+
+// Context::routerNextHops for one VIP (see there).
+void findRouterNextHops(const std::vector<SessionView>& sessions, const bgp::Prefix& vip,
+                        Context& c) {
+  for (const auto& peer : c.peers) {
+    if (peer.isV4()) {
+      std::array<uint8_t, 16> mapped{};
+      mapped[10] = mapped[11] = 0xff;
+      std::copy(peer.bytes.begin(), peer.bytes.begin() + 4, mapped.begin() + 12);
+      c.routerNextHops.insert(bgp::IpAddress::v6(mapped));
+    }
+  }
+  for (const auto& s : sessions) {
+    auto paths = s.paths.find(vip);
+    if (!considered(s, vip) || paths == s.paths.end()) {
+      continue;
+    }
+    std::map<bgp::IpAddress, std::set<std::string>> origins;  // next hop -> its paths' origins
+    for (const auto& p : paths->second) {
+      if (p.nextHop.family == s.peer.family) {
+        continue;
+      }
+      if (p.originatorId) {
+        origins[p.nextHop].insert("router " + routerText(*p.originatorId));
+      } else if (auto origin = originAs(p)) {
+        origins[p.nextHop].insert(fmt::format("AS {}", *origin));
+      }
+    }
+    for (const auto& [nextHop, from] : origins) {
+      if (from.size() > 1 && c.ownNextHops.count(nextHop) == 0) {
+        c.routerNextHops.insert(nextHop);
+      }
+    }
+  }
 }
 
 // Duplicate router IDs among the paths of the considered sessions: router IDs that two kept
@@ -397,11 +438,12 @@ std::map<bgp::Prefix, VipView> buildFabricView(const std::vector<SessionView>& s
                                                const FabricIdentity& identity) {
   std::map<bgp::Prefix, VipView> out;
   for (const auto& vip : vips) {
-    Context c{identity, {}, {}, {}};
+    Context c{identity, {}, {}, {}, {}};
     for (const auto& s : sessions) {
       c.ownNextHops.insert(s.ownNextHops.begin(), s.ownNextHops.end());
       c.peers.insert(s.peer);
     }
+    findRouterNextHops(sessions, vip, c);
     out.emplace(vip, viewOf(sessions, vip, c, selfAnnounced.count(vip) != 0));
   }
   return out;

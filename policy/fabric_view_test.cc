@@ -242,6 +242,30 @@ TEST(FabricTopology, SingleEbgpTorKeepingTheNextHop) {
   EXPECT_EQ(view.announcers[1].nextHop, ip("192.0.2.12"));
 }
 
+// FRR and GoBGP with `next hop self`, the IPv6 VIP over the IPv4 session: the IPv6 paths come
+// back with the router's own IPv6 address (GoBGP: the session's IPv4 address, mapped) as next
+// hop on every node's path. That address names no node; the origin ASes tell the nodes apart
+// (e2e_router_configs found main counting 2 for 3 nodes).
+TEST(FabricTopology, Ipv6PathsOverAnIpv4SessionWithTheRoutersNextHop) {
+  for (const char* routerHop : {"2001:db8::1", "::ffff:192.0.2.1"}) {
+    auto tor = session("192.0.2.1", 65000, {});
+    tor.addPath = {bgp::Afi::Ipv4, bgp::Afi::Ipv6};
+    tor.ownNextHops = {ip("192.0.2.11"), ip("2001:db8::11")};
+    tor.paths[kVip6] = {ebgp(1, routerHop, {65000, 65002}), ebgp(2, routerHop, {65000, 65003})};
+    auto view = buildFabricView({tor}, {kVip6}, {kVip6}, kNode1Ebgp).at(kVip6);
+    EXPECT_EQ(view.count(), 3u) << routerHop;
+    EXPECT_EQ(view.announcers[1].identities, (std::set<std::string>{"AS 65002"})) << routerHop;
+  }
+  // A node's own IPv6 next hop, kept by the router, still names that node.
+  auto tor = session("192.0.2.1", 65000, {});
+  tor.addPath = {bgp::Afi::Ipv4, bgp::Afi::Ipv6};
+  tor.paths[kVip6] = {ebgp(1, "2001:db8::12", {65000, 65002}),
+                      ebgp(2, "2001:db8::13", {65000, 65003})};
+  auto view = buildFabricView({tor}, {kVip6}, {kVip6}, kNode1Ebgp).at(kVip6);
+  EXPECT_EQ(view.count(), 3u);
+  EXPECT_EQ(view.announcers[1].key, "next hop 2001:db8::12");
+}
+
 // The issue 40 report: two ToRs (65000 at .1, 65100 at .2) peering with each other, both with
 // `next hop self` and `add paths tx`, every node dual-homed. Each ToR sends the other nodes'
 // paths directly and through the other ToR, and this node's own path through the other ToR:
