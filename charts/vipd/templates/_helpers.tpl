@@ -10,6 +10,10 @@
 {{/* vipd.yaml: the shipped one with .Values.config merged over it. */}}
 {{- define "vipd.config" -}}
 {{- $shipped := .Files.Get "files/vipd.yaml" | fromYaml -}}
+{{- if not .Values.kubernetes.enabled -}}
+{{- /* No service account to link with (kube.yaml renders none): the link off, said so. */ -}}
+{{- $_ := set $shipped "kubernetes" (dict "enabled" false) -}}
+{{- end -}}
 {{- mergeOverwrite $shipped (deepCopy .Values.config) | toYaml -}}
 {{- end -}}
 
