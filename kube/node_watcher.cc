@@ -1,6 +1,15 @@
 #include "kube/node_watcher.h"
 
+#include <chrono>
+
 namespace vipd::kube {
+namespace {
+
+// A watch that ends cleanly sooner than this is no working watch: an apiserver ends one at its
+// timeoutSeconds (kWatchTimeoutSeconds), or when it shuts down.
+constexpr std::chrono::seconds kShortestWatch{1};
+
+}  // namespace
 
 NodeWatcher::NodeWatcher(boost::asio::io_context& io, std::shared_ptr<Client> client,
                          std::string nodeName, Backoff::Settings backoff, Hooks hooks)
@@ -60,7 +69,6 @@ void NodeWatcher::list() {
           return;
         }
         onUpdate(*update);
-        backoff_.reset();
         startWatch();
       });
 }
@@ -68,6 +76,7 @@ void NodeWatcher::list() {
 void NodeWatcher::startWatch() {
   ++stats_.watches;
   eventThisWatch_ = false;
+  watchStarted_ = std::chrono::steady_clock::now();
   call_ = client_->watch(
       watch_.watchTarget(),
       [this, alive = alive_](std::string_view line) {
@@ -107,6 +116,11 @@ void NodeWatcher::startWatch() {
         if (!eventThisWatch_) {
           // A watch that ended cleanly at once, over and over, would be a loop.
           retry(Error{ErrorKind::Protocol, "the watch ended without sending an event"});
+          return;
+        }
+        if (std::chrono::steady_clock::now() - watchStarted_ < kShortestWatch) {
+          // So would one event and the end, over and over.
+          retry(Error{ErrorKind::Protocol, "the watch ended within a second of its start"});
           return;
         }
         backoff_.reset();

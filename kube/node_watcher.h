@@ -3,14 +3,18 @@
 // what NodeWatch decides, on the io_context thread.
 //
 // What the API does never makes it spin or forget: every failure waits what Backoff says
-// (capped, jittered, Retry-After honoured); a watch that delivered no event before it ended
-// counts as a failure too, so an API that answers 200 and closes at once is retried at the
-// backoff's pace, not in a loop. Garbage (invalid JSON, another node's object) ends the watch
-// and keeps the last intent: only a well-formed Node changes what is reported.
+// (capped, jittered, Retry-After honoured); a watch that delivered no event before it ended, or
+// ended within a second of its start, counts as a failure too, so an API that answers 200 and
+// closes at once (with an event or without) is retried at the backoff's pace, not in a loop.
+// Only a watch that ran (an event, a second) and ended cleanly resets the backoff; a list that
+// succeeds does not (an API that lists and answers every watch 410 Gone would be a loop).
+// Garbage (invalid JSON, another node's object) ends the watch and keeps the last intent: only
+// a well-formed Node changes what is reported.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -70,6 +74,7 @@ class NodeWatcher {
   std::mt19937_64 random_;
   Stats stats_;
   bool eventThisWatch_ = false;
+  std::chrono::steady_clock::time_point watchStarted_;
   std::shared_ptr<bool> alive_;
   bool stopped_ = false;
 };

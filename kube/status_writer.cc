@@ -1,5 +1,7 @@
 #include "kube/status_writer.h"
 
+#include <utility>
+
 namespace vipd::kube {
 
 using Clock = std::chrono::steady_clock;
@@ -62,7 +64,8 @@ void StatusWriter::write() {
                                return;
                              }
                              call_.reset();
-                             if (!result && result.error().httpStatus == 404) {
+                             const bool afterCreate = std::exchange(justCreated_, false);
+                             if (!result && result.error().httpStatus == 404 && !afterCreate) {
                                create();
                                return;
                              }
@@ -80,6 +83,7 @@ void StatusWriter::create() {
         call_.reset();
         if (result || result.error().httpStatus == 409) {
           ++stats_.creates;
+          justCreated_ = true;
           // Created (or someone else did): the status goes in with the next write, at once.
           schedule_.failed(Clock::now(), std::chrono::milliseconds{0});
           arm();

@@ -1,7 +1,9 @@
 // Writes this node's VipdNode status (vipd_node.h) on StatusSchedule's timing: the newest
 // status only, coalesced to about one write a second, refreshed every minute, backed off when
-// the API fails. Creates the object when the API says it does not exist (404). Never queues:
-// however long the API is away, it holds one status.
+// the API fails. Creates the object when the API says it does not exist (404) and writes again
+// at once; a write answered 404 right after a create is a failure like any other, backed off (a
+// VipdNode CRD without its status subresource answers every status write 404 and every create
+// 409), never another create. Never queues: however long the API is away, it holds one status.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -64,6 +66,7 @@ class StatusWriter {
   Stats stats_;
   std::shared_ptr<bool> alive_;
   bool stopped_ = false;
+  bool justCreated_ = false;  // the last create succeeded (or found the object): no second one
 };
 
 }  // namespace vipd::kube

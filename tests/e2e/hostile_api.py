@@ -1,5 +1,6 @@
-"""A hostile Kubernetes API server for kube/'s client (tests/e2e/test_hostile_api.py): HTTPS on
-127.0.0.1 with a certificate made at test time, answering every request with the bytes the
+"""A hostile Kubernetes API server for kube/'s client (tests/e2e/test_hostile_api.py) and for vipd
+itself (tests/e2e/test_hostile_api_vipd.py): HTTPS on 127.0.0.1, or on an address in a lab
+namespace, with a certificate made at test time, answering every request with the bytes the
 current scenario writes on the raw TLS socket (so a test can send what no HTTP library would: a
 Content-Length of 100 MiB, a body one byte at a time, a chunked stream that never ends, a line
 that never ends). Records each request it read (method, target, headers, body).
@@ -13,6 +14,8 @@ import ssl
 import threading
 import time
 from typing import Callable, Optional
+
+from hostile_peer import tcp_socket_in
 
 
 class Request:
@@ -81,12 +84,18 @@ def event(kind: str, obj: dict) -> bytes:
 
 
 class HostileApi:
-    """Serves on 127.0.0.1:<port>. `handler` answers every request; swap it between scenarios."""
+    """Serves on addr:port (port 0: any free one), inside the network namespace netns (an `ip
+    netns` name) when given: the threads stay in ours, the listening socket is that namespace's.
+    `handler` answers every request; swap it between scenarios."""
 
-    def __init__(self, cert: str, key: str):
+    def __init__(self, cert: str, key: str, addr: str = "127.0.0.1", port: int = 0,
+                 netns: Optional[str] = None):
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.load_cert_chain(cert, key)
-        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock = tcp_socket_in(netns)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((addr, port))
+        self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.handler: Handler = lambda api, conn, req: send(conn, "404 Not Found")
         self.requests: list[Request] = []

@@ -20,6 +20,10 @@ the client reports, by kind and words:
   resourceVersion (not the list's), peak RSS within bound; a watch line that never ends: kind
   too-large at 64 KiB, RSS within bound;
 - 410 Gone, as the watch's status and as an ERROR event: a relist each time, then watching;
+- answers that each look fine but loop: the list answered and every watch 410 Gone, every watch
+  one event and its end, every status write 404 and every create 409 (a VipdNode CRD without
+  its status subresource): each try a failure, backed off (before the fix, thousands of
+  requests in 3 s);
 - 429 with Retry-After: the error carries it, the next try waits at least that long, and a
   Retry-After of a day is clamped to --max-retry-after-ms;
 - 500 on every status write: failures back off exponentially and stop growing at the cap;
@@ -49,6 +53,8 @@ RSS_BOUND_MIB = 24
 # the quarantine (102 MiB peak in CI). The plain build's bound is what shows the memory bounded;
 # the sanitizer's run shows no memory error, with this allowance.
 ASAN_RSS_ALLOWANCE_MIB = 112
+# Tries in 3 s with a backoff of 100 ms doubling to 800 ms, jittered down to half: about 6 to 9.
+LOOP_TRIES_MAX = 12
 RESULTS: list[tuple[str, float, int]] = []
 
 
@@ -75,7 +81,9 @@ def sanitized(binary: str) -> bool:
     return "libasan" in p.stdout
 
 
-def kubeconfig(d: Dir, name: str, port: int, ca: str, user: str = f"{{token: {TOKEN}}}") -> str:
+def kubeconfig(d: Dir, name: str, port: int, ca: str, user: str = f"{{token: {TOKEN}}}",
+               host: str = "127.0.0.1") -> str:
+    """A kubeconfig for https://host:port with ca and user; d: what has path() (a Dir, a Lab)."""
     path = d.path(f"{name}.kubeconfig")
     with open(path, "w") as f:
         f.write(f"""apiVersion: v1
@@ -86,7 +94,7 @@ contexts:
   context: {{cluster: hostile, user: vipd}}
 clusters:
 - name: hostile
-  cluster: {{server: "https://127.0.0.1:{port}", certificate-authority: {ca}}}
+  cluster: {{server: "https://{host}:{port}", certificate-authority: {ca}}}
 users:
 - name: vipd
   user: {user}
@@ -334,6 +342,49 @@ def run_cases(api: ha.HostileApi, d: Dir, good: str, other_ca: tuple[str, str],
     intents = only(lines, "intent")
     lab.check(intents and intents[-1]["withdraw"] and "out-of-service" in intents[-1]["reason"],
               f"410: then watching again, the taint reported: {intents}")
+
+    # --- loops of answers that each look fine: every try must be a failure, backed off
+    def always_gone(api_: ha.HostileApi, conn, req) -> None:
+        if not req.watch:
+            ha.send(conn, "200 OK", ha.node_list(NODE, "10"))
+        else:
+            ha.send(conn, "410 Gone", ha.status_body(410, "Expired", "too old resource version"))
+
+    def one_event(api_: ha.HostileApi, conn, req) -> None:
+        if not req.watch:
+            ha.send(conn, "200 OK", ha.node_list(NODE, "10"))
+            return
+        ha.start_chunked(conn)
+        ha.chunk(conn, ha.event("MODIFIED", ha.node(NODE, "11")))
+        ha.end_chunked(conn)
+
+    for case, handler, counted in (("gone-every-watch", always_gone, "lists"),
+                                   ("one-event-watches", one_event, "watches")):
+        api.reset(handler)
+        lines = probe(case, good, "--duration-ms", "3000", "--backoff-initial-ms", "100",
+                      "--backoff-max-ms", "800", "watch-node", NODE, bound_s=5)
+        stats = only(lines, "stats")[0]
+        lab.check(2 <= stats[counted] <= LOOP_TRIES_MAX and stats["errors"] >= 2,
+                  f"{case}: {stats[counted]} {counted} in 3 s, each a failure backed off (100 ms "
+                  f"doubling to 800 ms), at most {LOOP_TRIES_MAX}: {stats}")
+
+    def no_status(api_: ha.HostileApi, conn, req) -> None:
+        if req.method == "POST":
+            ha.send(conn, "409 Conflict", ha.status_body(409, "AlreadyExists", "already exists"))
+        else:
+            ha.send(conn, "404 Not Found", ha.status_body(
+                404, "NotFound", "the server could not find the requested resource"))
+
+    api.reset(no_status)
+    lines = probe("status-404-create-409", good, "--duration-ms", "3000", "--backoff-initial-ms",
+                  "100", "--backoff-max-ms", "800", "status-writer", NODE, bound_s=5)
+    patches = [r for r in api.seen() if r.method == "PATCH"]
+    failed = [w for w in only(lines, "write") if not w["ok"]]
+    lab.check(2 <= len(patches) <= 2 * LOOP_TRIES_MAX and failed
+              and all(w["status"] == 404 for w in failed),
+              f"status 404, create 409: {len(patches)} PATCHes in 3 s (a create between two of "
+              f"them, then a failure backed off), at most {2 * LOOP_TRIES_MAX}; failures "
+              f"{[w['status'] for w in failed]}")
 
     # --- 429 with Retry-After
     def too_many(api_: ha.HostileApi, conn, req) -> None:
